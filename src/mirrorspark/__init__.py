@@ -1,0 +1,1 @@
+"""mirrorspark: Kafka replication (MirrorMaker 2 compatible) on Apache Spark."""

@@ -1,0 +1,4 @@
+"""``python -m mirrorspark`` runs the CLI."""
+from mirrorspark.cli.app import main
+
+main()

@@ -1,0 +1,122 @@
+"""The ``mirrorspark`` command line."""
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mirrorspark.cli import local_commands
+from mirrorspark.config.errors import ConfigError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Kafka cross-cluster replication, MirrorMaker 2 compatible, on Apache Spark.")
+app.add_typer(local_commands.app, name="local")
+
+EXIT_CONFIG = 2
+EXIT_RUNTIME = 1
+
+
+def fail(message: str, code: int) -> None:
+    typer.echo(f"mirrorspark: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def reported(func: Callable) -> Callable:
+    """Turn expected failures into one clear line on stderr and a non-zero exit code."""
+    from mirrorspark.control.remote_topics import RemoteTopicsError
+    from mirrorspark.local import LocalClusterError
+    from mirrorspark.paths import SetupMissing
+    from mirrorspark.pipeline.runner import ClusterUnreachable
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            fail(str(exc), EXIT_CONFIG)
+        except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError) as exc:
+            fail(str(exc), EXIT_RUNTIME)
+
+    return wrapper
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def _clusters_list(values: Optional[list[str]]) -> list[str] | None:
+    if not values:
+        return None
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+StateDir = Annotated[Optional[Path], typer.Option("--state-dir", help="Checkpoints and local clusters (default ./state).")]
+
+
+@app.command()
+@reported
+def run(
+    config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
+    clusters: Annotated[Optional[list[str]], typer.Option(
+        "--clusters", help="Only run flows whose target is one of these clusters (as MM2's --clusters).")] = None,
+    state_dir: StateDir = None,
+    progress_interval: Annotated[float, typer.Option(help="Seconds between progress lines.")] = 10.0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Replicate every enabled flow of CONFIG until SIGINT/SIGTERM."""
+    from mirrorspark.config import load_config
+    from mirrorspark.paths import default_state_dir
+    from mirrorspark.pipeline.runner import Replicator
+
+    _setup_logging(verbose)
+    mirror = load_config(config, _clusters_list(clusters))
+    replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve())
+    replicator.install_signal_handlers()
+    replicator.prepare()
+    replicator.start()
+    typer.echo(f"mirrorspark: replicating {', '.join(f.flow.name for f in replicator.flows)}; "
+               "Ctrl-C or SIGTERM stops", err=True)
+    try:
+        replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)
+    except RuntimeError as exc:
+        fail(str(exc), EXIT_RUNTIME)
+    typer.echo("mirrorspark: stopped", err=True)
+
+
+@app.command()
+@reported
+def demo(state_dir: StateDir = None) -> None:
+    """Start two local clusters, replicate sample data primary->backup, show it, stop everything."""
+    from mirrorspark.demo import run_demo
+    from mirrorspark.paths import default_state_dir
+
+    _setup_logging(False)
+    logging.getLogger().setLevel(logging.WARNING)
+    run_demo((state_dir or default_state_dir()).resolve() / "demo", typer.echo)
+
+
+def _normalise_clusters_flag(argv: list[str]) -> list[str]:
+    """Accept MM2's ``--clusters A B`` as well as ``--clusters A --clusters B`` and ``--clusters A,B``."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        out.append(argv[i])
+        if argv[i] == "--clusters":
+            values = []
+            while i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                values.append(argv[i + 1])
+                i += 1
+            out.append(",".join(values))
+        i += 1
+    return out
+
+
+def main() -> None:
+    app(args=_normalise_clusters_flag(sys.argv[1:]), prog_name="mirrorspark")

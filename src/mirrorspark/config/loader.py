@@ -1,0 +1,98 @@
+"""Read mm2.properties and resolve clusters and flows the way MirrorMaker 2's driver does."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig, is_connection_key, split_list
+from mirrorspark.config.properties_file import parse_properties
+
+_FLOW_KEY = re.compile(r"^(?P<source>[^.>\s]+?)->(?P<target>[^.\s]+)\.(?P<key>.+)$")
+_ALIAS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+
+
+def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorConfig:
+    """Parse the file at ``path``; ``clusters`` is the ``--clusters`` list (targets to drive)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(file)!r}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {str(file)!r} is not UTF-8 text: {exc}") from exc
+    return parse_config(parse_properties(text), clusters, source_path=str(file))
+
+
+def _bool(value: str, key: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ConfigError(f"{key} must be true or false, got {value!r}", key)
+    return lowered == "true"
+
+
+def parse_config(
+    props: Mapping[str, str], clusters: list[str] | None = None, source_path: str | None = None
+) -> MirrorConfig:
+    """Resolve raw properties into clusters and flows (flow > cluster > top level)."""
+    if "clusters" not in props or not split_list(props["clusters"]):
+        raise ConfigError("clusters is required: list the cluster aliases, e.g. 'clusters = A, B'", "clusters")
+    aliases = split_list(props["clusters"])
+    for alias in aliases:
+        if not _ALIAS.match(alias):
+            raise ConfigError(f"cluster alias {alias!r} in clusters is not a valid alias "
+                              "(letters, digits, '_' and '-')", "clusters")
+    if len(set(aliases)) != len(aliases):
+        raise ConfigError(f"clusters lists an alias twice: {props['clusters']!r}", "clusters")
+
+    cluster_keys: dict[str, dict[str, str]] = {a: {} for a in aliases}
+    flow_keys: dict[tuple[str, str], dict[str, str]] = {}
+    top: dict[str, str] = {}
+    for key, value in props.items():
+        flow = _FLOW_KEY.match(key)
+        if flow:
+            source, target = flow["source"], flow["target"]
+            for alias in (source, target):
+                if alias not in cluster_keys:
+                    raise ConfigError(
+                        f"{key} names cluster {alias!r}, which is not in clusters ({', '.join(aliases)})", key
+                    )
+            if source == target:
+                raise ConfigError(f"{key}: a flow needs two different clusters", key)
+            flow_keys.setdefault((source, target), {})[flow["key"]] = value
+            continue
+        alias, dot, rest = key.partition(".")
+        if dot and alias in cluster_keys:
+            cluster_keys[alias][rest] = value
+        else:
+            top[key] = value
+
+    top_connection = {k: v for k, v in top.items() if is_connection_key(k)}
+    cluster_configs = {a: ClusterConfig(a, cluster_keys[a], top_connection) for a in aliases}
+
+    if clusters:
+        unknown = [c for c in clusters if c not in cluster_configs]
+        if unknown:
+            raise ConfigError(f"--clusters names {', '.join(unknown)}, not in clusters ({', '.join(aliases)})",
+                              "--clusters")
+
+    flows: list[FlowConfig] = []
+    for source in aliases:
+        for target in aliases:
+            if source == target or (clusters and target not in clusters):
+                continue
+            own = flow_keys.get((source, target), {})
+            settings = {k: v for k, v in top.items() if not k.startswith("spark.")}
+            settings.update(own)
+            enabled_key = f"{source}->{target}.enabled"
+            enabled = _bool(own["enabled"], enabled_key) if "enabled" in own else False
+            flow = FlowConfig(cluster_configs[source], cluster_configs[target], enabled, settings, own)
+            if enabled:
+                flow.source.bootstrap_servers  # raises ConfigError naming the missing key
+                flow.target.bootstrap_servers
+                flow.replication_factor
+            flows.append(flow)
+
+    spark = {k: v for k, v in top.items() if k.startswith("spark.")}
+    return MirrorConfig(cluster_configs, flows, top, spark, source_path)

@@ -1,0 +1,131 @@
+"""Resolved configuration objects: what a cluster and a flow mean after MM2's precedence rules."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mirrorspark.config.errors import ConfigError
+
+# MM2's client connection keys (MirrorClientConfig.CLIENT_CONFIG_DEF): these flow from the
+# cluster (or top) level into every client talking to that cluster.
+_CONNECTION_KEY = re.compile(r"^(bootstrap\.servers|security\.protocol|ssl\..+|sasl\..+|client\.dns\.lookup)$")
+
+DEFAULT_TOPICS = ".*"
+DEFAULT_TOPICS_EXCLUDE = r".*[\-\.]internal, .*\.replica, __.*"
+DEFAULT_REPLICATION_FACTOR = 2
+
+
+def is_connection_key(key: str) -> bool:
+    return bool(_CONNECTION_KEY.match(key))
+
+
+def split_list(value: str) -> list[str]:
+    """MM2 LIST values: comma separated, trimmed, empty items dropped."""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """A cluster alias with its ``A.*`` settings (prefix stripped) and top-level connection defaults."""
+
+    alias: str
+    settings: Mapping[str, str]
+    top_level_connection: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        value = self.settings.get("bootstrap.servers") or self.top_level_connection.get("bootstrap.servers")
+        if not value:
+            raise ConfigError(f"{self.alias}.bootstrap.servers is required", f"{self.alias}.bootstrap.servers")
+        return value
+
+    def connection(self) -> dict[str, str]:
+        """Connection settings: cluster level over top level."""
+        props = dict(self.top_level_connection)
+        props.update({k: v for k, v in self.settings.items() if is_connection_key(k)})
+        return props
+
+    def role_overrides(self, role: str) -> dict[str, str]:
+        """``A.<role>.*`` overrides (role is consumer, producer or admin)."""
+        prefix = f"{role}."
+        return {k[len(prefix):]: v for k, v in self.settings.items() if k.startswith(prefix)}
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    """One ``source->target`` flow; ``settings`` are top-level keys overridden by ``S->T.*`` keys."""
+
+    source: ClusterConfig
+    target: ClusterConfig
+    enabled: bool
+    settings: Mapping[str, str]
+    flow_settings: Mapping[str, str]
+
+    @property
+    def name(self) -> str:
+        return f"{self.source.alias}->{self.target.alias}"
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.settings.get(key, default)
+
+    @property
+    def topics(self) -> list[str]:
+        return split_list(self.get("topics", DEFAULT_TOPICS) or "")
+
+    @property
+    def topics_exclude(self) -> list[str]:
+        value = self.get("topics.exclude")
+        if value is None:
+            value = self.get("topics.blacklist", DEFAULT_TOPICS_EXCLUDE)
+        return split_list(value or "")
+
+    @property
+    def replication_factor(self) -> int:
+        raw = self.get("replication.factor", str(DEFAULT_REPLICATION_FACTOR))
+        key = f"{self.name}.replication.factor" if "replication.factor" in self.flow_settings else "replication.factor"
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, got {raw!r}", key) from None
+        if value < 1 and value != -1:
+            raise ConfigError(f"{key} must be >= 1 (or -1 for the broker default), got {value}", key)
+        return value
+
+    def source_consumer(self) -> dict[str, str]:
+        """MM2 order: source connection, then ``S->T.consumer.*``, then ``S.consumer.*``."""
+        props = self.source.connection()
+        prefix = "consumer."
+        props.update({k[len(prefix):]: v for k, v in self.flow_settings.items() if k.startswith(prefix)})
+        props.update(self.source.role_overrides("consumer"))
+        return props
+
+    def target_producer(self) -> dict[str, str]:
+        """Connect's worker producer: target connection, ``T.producer.*``, ``S->T.producer.override.*``."""
+        props = self.target.connection()
+        props.update(self.target.role_overrides("producer"))
+        prefix = "producer.override."
+        props.update({k[len(prefix):]: v for k, v in self.flow_settings.items() if k.startswith(prefix)})
+        return props
+
+    def admin(self, side: str) -> dict[str, str]:
+        """Admin client settings for ``source`` or ``target``: connection then ``X.admin.*``."""
+        cluster = self.source if side == "source" else self.target
+        props = cluster.connection()
+        props.update(cluster.role_overrides("admin"))
+        return props
+
+
+@dataclass(frozen=True)
+class MirrorConfig:
+    """A whole mm2.properties file, resolved."""
+
+    clusters: Mapping[str, ClusterConfig]
+    flows: list[FlowConfig]
+    top_level: Mapping[str, str]
+    spark: Mapping[str, str]
+    source_path: str | None = None
+
+    @property
+    def enabled_flows(self) -> list[FlowConfig]:
+        return [flow for flow in self.flows if flow.enabled]

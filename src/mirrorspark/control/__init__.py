@@ -1,0 +1,1 @@
+"""Control plane: admin operations on source and target clusters (confluent-kafka)."""

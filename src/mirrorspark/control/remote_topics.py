@@ -1,0 +1,108 @@
+"""Keep a flow's remote topics in step with the source: create them with the source's partition
+count, grow their partitions, re-create them if deleted; never delete or shrink anything."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.admin import broker_count, topic_partitions
+from mirrorspark.pipeline.topic_selection import TopicSelection
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicPlan:
+    """Source topic -> (remote topic, partition count) for everything a flow replicates now."""
+
+    remote: dict[str, str] = field(default_factory=dict)
+    partitions: dict[str, int] = field(default_factory=dict)
+
+
+class RemoteTopicsError(RuntimeError):
+    """A remote topic could not be created or grown; replication must not write to it."""
+
+
+class RemoteTopics:
+    """Maintains the remote topics of one flow on its target cluster."""
+
+    def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
+                 target_refresh_seconds: float = 600.0) -> None:
+        self.flow = flow
+        self.selection = selection
+        self.policy = selection.policy
+        self.source = source
+        self.target = target
+        self.target_refresh_seconds = target_refresh_seconds
+        self.plan = TopicPlan()
+        self._last_target_check = 0.0
+
+    def check_replication_factor(self) -> None:
+        """Refuse a replication.factor the target cannot honour, before any data moves."""
+        rf = self.flow.replication_factor
+        brokers = broker_count(self.target)
+        if rf > brokers:
+            key = f"{self.flow.name}.replication.factor" if "replication.factor" in self.flow.flow_settings \
+                else "replication.factor"
+            raise ConfigError(
+                f"{key}={rf} but target cluster {self.flow.target.alias!r} has only {brokers} broker(s); "
+                f"set {key} to at most {brokers}", key)
+
+    def refresh(self, force_target_check: bool = False) -> TopicPlan:
+        """Re-read source topics; create or grow remote topics when needed. Cheap when nothing changed."""
+        source_topics = topic_partitions(self.source)
+        wanted = {t: n for t, n in source_topics.items() if self.selection.should_replicate(t)}
+        due = time.monotonic() - self._last_target_check >= self.target_refresh_seconds
+        if wanted == self.plan.partitions and not (force_target_check or due):
+            return self.plan
+        remote = {t: self.policy.format_remote_topic(self.flow.source.alias, t) for t in wanted}
+        self._reconcile(wanted, remote)
+        self._last_target_check = time.monotonic()
+        self.plan = TopicPlan(remote, wanted)
+        return self.plan
+
+    def _reconcile(self, wanted: dict[str, int], remote: dict[str, str]) -> None:
+        existing = topic_partitions(self.target)
+        to_create = [NewTopic(remote[t], n, self.flow.replication_factor)
+                     for t, n in wanted.items() if remote[t] not in existing]
+        to_grow = [NewPartitions(remote[t], n) for t, n in wanted.items()
+                   if remote[t] in existing and existing[remote[t]] < n]
+        if to_create:
+            self._wait(self.target.create_topics(to_create), "create", tolerate=KafkaError.TOPIC_ALREADY_EXISTS)
+            log.info("flow %s: created remote topics %s", self.flow.name, sorted(t.topic for t in to_create))
+        if to_grow:
+            self._wait(self.target.create_partitions(to_grow), "grow", tolerate=KafkaError.INVALID_PARTITIONS)
+            log.info("flow %s: grew partitions of %s", self.flow.name, sorted(p.topic for p in to_grow))
+        if to_create or to_grow:
+            self._await_metadata({remote[t]: n for t, n in wanted.items()})
+
+    def _wait(self, futures: dict, action: str, tolerate: int) -> None:
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=60)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() == tolerate:
+                    continue
+                raise RemoteTopicsError(
+                    f"flow {self.flow.name}: cannot {action} remote topic {topic!r} on cluster "
+                    f"{self.flow.target.alias!r}: {error.str()}") from exc
+
+    def _await_metadata(self, expected: dict[str, int], timeout: float = 30.0) -> None:
+        """Wait until the target's metadata shows every remote partition, so writes find them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            existing = topic_partitions(self.target)
+            missing = [t for t, n in expected.items() if existing.get(t, 0) < n]
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                raise RemoteTopicsError(f"flow {self.flow.name}: remote topics {missing} not visible on "
+                                        f"cluster {self.flow.target.alias!r} after {timeout:.0f} s")
+            time.sleep(0.2)

@@ -1,0 +1,323 @@
+"""Start, stop and inspect real local Kafka clusters, one KRaft combined-mode JVM each.
+
+Each cluster has a state folder ``<state>/local/<name>/`` holding its ``cluster.json``, its
+``server.properties``, its data, its log and its pid file, so ``status`` and ``down`` work from any
+later process.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mirrorspark import paths
+from mirrorspark.local import server_properties
+
+DEFAULT_JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class LocalClusterError(RuntimeError):
+    """A local cluster could not be started, stopped or found; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What the user asked for: ``name`` or ``name:port``."""
+
+    name: str
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "ClusterSpec":
+        name, _, port = text.partition(":")
+        if not _NAME.match(name):
+            raise LocalClusterError(f"invalid cluster name {name!r}: use letters, digits, '.', '_' or '-'")
+        if not port:
+            return cls(name)
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise LocalClusterError(f"invalid port {port!r} for cluster {name!r}: expected 1-65535")
+        return cls(name, int(port))
+
+
+@dataclass
+class RunningCluster:
+    """A started cluster as recorded in its state folder."""
+
+    name: str
+    port: int
+    controller_port: int
+    cluster_id: str
+    pid: int | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def java_executable() -> str:
+    """``$JAVA_HOME/bin/java`` or ``java`` on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise LocalClusterError("java not found: install Java 17+ and put it on PATH (or set JAVA_HOME)")
+    return found
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def pid_alive(pid: int, state_dir: Path) -> bool:
+    """True if ``pid`` runs and is this cluster's broker (guards against a recycled pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return "kafka.Kafka" in cmdline and str(state_dir) in cmdline
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+class LocalClusters:
+    """The local clusters kept under one state folder."""
+
+    def __init__(self, state_dir: Path | None = None, jvm_opts: list[str] | None = None) -> None:
+        self.root = (state_dir or paths.default_state_dir()).resolve() / "local"
+        self.jvm_opts = jvm_opts if jvm_opts is not None else list(DEFAULT_JVM_OPTS)
+
+    # -- layout -------------------------------------------------------------------------------
+    def folder(self, name: str) -> Path:
+        return self.root / name
+
+    def _pid_file(self, name: str) -> Path:
+        return self.folder(name) / "broker.pid"
+
+    def _log_file(self, name: str) -> Path:
+        return self.folder(name) / "logs" / "server.out"
+
+    def load(self, name: str) -> RunningCluster | None:
+        meta = self.folder(name) / "cluster.json"
+        if not meta.is_file():
+            return None
+        cluster = RunningCluster(**json.loads(meta.read_text()))
+        pid_file = self._pid_file(name)
+        cluster.pid = int(pid_file.read_text().strip()) if pid_file.is_file() else None
+        return cluster
+
+    def names(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if (p / "cluster.json").is_file())
+
+    # -- up ------------------------------------------------------------------------------------
+    def up(self, specs: list[ClusterSpec], timeout: float = 90.0) -> list[RunningCluster]:
+        """Start each cluster not already running; return when every broker answers an admin call."""
+        java = java_executable()
+        started: list[tuple[RunningCluster, subprocess.Popen[bytes]]] = []
+        result: list[RunningCluster] = []
+        for spec in specs:
+            running = self._running(spec.name)
+            if running is not None:
+                if spec.port is not None and spec.port != running.port:
+                    raise LocalClusterError(
+                        f"cluster {spec.name!r} already runs on port {running.port}, not {spec.port}; "
+                        "run `mirrorspark local down` first"
+                    )
+                result.append(running)
+                continue
+            cluster = self._prepare(spec, java)
+            proc = self._launch(cluster, java)
+            started.append((cluster, proc))
+            result.append(cluster)
+        for cluster, proc in started:
+            self._await_ready(cluster, proc, timeout)
+        return result
+
+    def _running(self, name: str) -> RunningCluster | None:
+        cluster = self.load(name)
+        if cluster is None or cluster.pid is None:
+            return None
+        if pid_alive(cluster.pid, self.folder(name)):
+            return cluster
+        # Stale pid file (crash, reboot): the broker is gone, so starting afresh is safe.
+        self._pid_file(name).unlink(missing_ok=True)
+        return None
+
+    def _prepare(self, spec: ClusterSpec, java: str) -> RunningCluster:
+        folder = self.folder(spec.name)
+        previous = self.load(spec.name)
+        port = spec.port or (previous.port if previous and port_is_free(previous.port) else free_port())
+        if not port_is_free(port):
+            raise LocalClusterError(
+                f"port {port} on 127.0.0.1 is already in use; pick another with `{spec.name}:PORT`"
+            )
+        controller_port = previous.controller_port if previous and port_is_free(previous.controller_port) else 0
+        while controller_port in (0, port):
+            controller_port = free_port()
+        cluster_id = previous.cluster_id if previous else _new_cluster_id()
+        (folder / "logs").mkdir(parents=True, exist_ok=True)
+        (folder / "data").mkdir(parents=True, exist_ok=True)
+        cluster = RunningCluster(spec.name, port, controller_port, cluster_id)
+        (folder / "cluster.json").write_text(json.dumps({k: v for k, v in asdict(cluster).items() if k != "pid"}))
+        (folder / "server.properties").write_text(
+            server_properties.render(port, controller_port, folder / "data")
+        )
+        (folder / "log4j2.properties").write_text(server_properties.LOG4J2)
+        self._format(cluster, java)
+        return cluster
+
+    def _classpath_args(self, name: str) -> list[str]:
+        folder = self.folder(name)
+        return [
+            "-cp", f"{paths.kafka_libs()}/*",
+            f"-Dlog4j2.configurationFile={folder / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={folder / 'logs'}",
+        ]
+
+    def _format(self, cluster: RunningCluster, java: str) -> None:
+        folder = self.folder(cluster.name)
+        cmd = [
+            java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+            *self._classpath_args(cluster.name),
+            "kafka.tools.StorageTool", "format", "--config", str(folder / "server.properties"),
+            "--cluster-id", cluster.cluster_id, "--standalone", "--ignore-formatted",
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise LocalClusterError(
+                f"formatting storage of cluster {cluster.name!r} failed (exit {done.returncode}):\n"
+                f"{(done.stderr or done.stdout).strip()[-2000:]}"
+            )
+
+    def _launch(self, cluster: RunningCluster, java: str) -> subprocess.Popen[bytes]:
+        folder = self.folder(cluster.name)
+        log = self._log_file(cluster.name).open("ab")
+        proc = subprocess.Popen(
+            [java, *self.jvm_opts, *self._classpath_args(cluster.name), "kafka.Kafka",
+             str(folder / "server.properties")],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        log.close()
+        cluster.pid = proc.pid
+        self._pid_file(cluster.name).write_text(str(proc.pid))
+        return proc
+
+    def _await_ready(self, cluster: RunningCluster, proc: subprocess.Popen[bytes], timeout: float) -> None:
+        from mirrorspark.control.admin import broker_answers
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self._pid_file(cluster.name).unlink(missing_ok=True)
+                raise LocalClusterError(
+                    f"broker of cluster {cluster.name!r} exited with code {proc.returncode} while starting; "
+                    f"last lines of {self._log_file(cluster.name)}:\n{tail(self._log_file(cluster.name))}"
+                )
+            if _port_open(cluster.port) and broker_answers(cluster.bootstrap, timeout=2.0):
+                return
+            time.sleep(0.3)
+        self._stop_pid(cluster.name, cluster.pid)
+        raise LocalClusterError(
+            f"broker of cluster {cluster.name!r} did not answer within {timeout:.0f} s; last lines of its log:\n"
+            f"{tail(self._log_file(cluster.name))}"
+        )
+
+    # -- down / status --------------------------------------------------------------------------
+    def down(self, names: list[str] | None = None, purge: bool = False, timeout: float = 60.0) -> list[str]:
+        """Stop the named (default: all) clusters by pid and wait; return one line per cluster."""
+        lines = []
+        for name in names or self.names():
+            cluster = self.load(name)
+            if cluster is None:
+                raise LocalClusterError(f"no local cluster named {name!r} under {self.root}")
+            if cluster.pid is None:
+                lines.append(f"{name}: not running")
+            elif not pid_alive(cluster.pid, self.folder(name)):
+                self._pid_file(name).unlink(missing_ok=True)
+                lines.append(f"{name}: stale pid file removed (process {cluster.pid} was not running)")
+            else:
+                self._stop_pid(name, cluster.pid, timeout)
+                lines.append(f"{name}: stopped (pid {cluster.pid})")
+            if purge:
+                shutil.rmtree(self.folder(name), ignore_errors=True)
+        return lines
+
+    def _stop_pid(self, name: str, pid: int | None, timeout: float = 60.0) -> None:
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid, self.folder(name)) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.2)
+        if pid_alive(pid, self.folder(name)):
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(0.5)
+            _reap(pid)
+        self._pid_file(name).unlink(missing_ok=True)
+
+    def status(self) -> list[tuple[str, str]]:
+        """(name, state) per known cluster: running with address, stopped, or stale pid file."""
+        rows = []
+        for name in self.names():
+            cluster = self.load(name)
+            assert cluster is not None
+            if cluster.pid is None:
+                rows.append((name, "stopped"))
+            elif pid_alive(cluster.pid, self.folder(name)):
+                rows.append((name, f"running {cluster.bootstrap} pid {cluster.pid}"))
+            else:
+                rows.append((name, f"stale pid file (process {cluster.pid} is gone); run `mirrorspark local down`"))
+        return rows
+
+
+def _new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _reap(pid: int) -> None:
+    """Collect a child's exit status so it does not linger as a zombie (when we started it)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

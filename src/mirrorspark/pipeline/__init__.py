@@ -1,0 +1,1 @@
+"""Data plane: one Spark Structured Streaming query per enabled flow, records kept on the JVM."""

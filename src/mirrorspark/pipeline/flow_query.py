@@ -1,0 +1,122 @@
+"""One flow's Structured Streaming query: Kafka source -> (JVM projection) -> Kafka sink.
+
+Python steers once per micro-batch in ``foreachBatch``: it makes sure every remote topic and
+partition the batch may write exists, then hands the batch to Spark's Kafka writer.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.pipeline.record_columns import INTERCEPTOR_CLASS, to_target_rows
+from mirrorspark.pipeline.topic_selection import TopicSelection
+
+log = logging.getLogger(__name__)
+
+# Settings Spark's Kafka source/sink manage themselves and refuse as kafka.* options.
+_SOURCE_MANAGED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
+                   "enable.auto.commit", "interceptor.classes", "bootstrap.servers"}
+_SINK_MANAGED = {"key.serializer", "value.serializer", "interceptor.classes", "bootstrap.servers"}
+
+
+class StopRequested(RuntimeError):
+    """Raised inside a batch that starts after a stop was requested, so it is never committed."""
+
+
+def source_options(flow: FlowConfig, pattern: str) -> dict[str, str]:
+    consumer = flow.source_consumer()
+    reset = consumer.get("auto.offset.reset", "earliest").strip().lower()
+    if reset not in ("earliest", "latest"):
+        raise ConfigError(f"{flow.source.alias}.consumer.auto.offset.reset must be earliest or latest, "
+                          f"got {reset!r}", f"{flow.source.alias}.consumer.auto.offset.reset")
+    options = {
+        "kafka.bootstrap.servers": flow.source.bootstrap_servers,
+        "subscribePattern": pattern,
+        "includeHeaders": "true",
+        "startingOffsets": reset,
+        # A deleted source topic or retention must not stop the other topics (MM2 keeps going).
+        "failOnDataLoss": "false",
+    }
+    options.update({f"kafka.{k}": v for k, v in consumer.items() if k not in _SOURCE_MANAGED})
+    return options
+
+
+def sink_options(flow: FlowConfig) -> dict[str, str]:
+    producer = flow.target_producer()
+    options = {f"kafka.{k}": v for k, v in producer.items() if k not in _SINK_MANAGED}
+    options["kafka.bootstrap.servers"] = flow.target.bootstrap_servers
+    options["kafka.interceptor.classes"] = INTERCEPTOR_CLASS
+    return options
+
+
+class FlowQuery:
+    """Builds, starts and stops the streaming query of one flow."""
+
+    def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
+                 checkpoint_dir: Path) -> None:
+        self.flow = flow
+        self.selection = selection
+        self.remote_topics = remote_topics
+        self.checkpoint_dir = checkpoint_dir
+        self.query = None
+        self._write_lock = threading.Lock()
+        self._stopping = False
+        self.batches_written = 0
+        self.records_read = 0
+        self.last_batch_id: int | None = None
+        self.last_rate = 0.0
+        self._counted: set[int] = set()
+
+    def start(self, spark) -> None:
+        reader = spark.readStream.format("kafka")
+        for key, value in source_options(self.flow, self.selection.subscribe_pattern()).items():
+            reader = reader.option(key, value)
+        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        self.query = (
+            reader.load()
+            .writeStream.queryName(self.flow.name)
+            .option("checkpointLocation", str(self.checkpoint_dir))
+            .foreachBatch(self._write_batch)
+            .start()
+        )
+
+    def _write_batch(self, df, batch_id: int) -> None:
+        with self._write_lock:
+            if self._stopping:
+                raise StopRequested(f"flow {self.flow.name}: stop requested before batch {batch_id}")
+            plan = self.remote_topics.refresh()
+            writer = to_target_rows(df, plan.remote).write.format("kafka")
+            for key, value in sink_options(self.flow).items():
+                writer = writer.option(key, value)
+            writer.save()
+            self.batches_written += 1
+
+    def collect_progress(self) -> None:
+        """Fold Spark's progress reports of data batches not yet counted into the running totals."""
+        if self.query is None:
+            return
+        for progress in self.query.recentProgress:
+            batch = progress["batchId"]
+            self.last_batch_id = batch if self.last_batch_id is None else max(batch, self.last_batch_id)
+            if progress["numInputRows"] > 0 and batch not in self._counted:
+                self._counted.add(batch)
+                self.records_read += progress["numInputRows"]
+                self.last_rate = progress.get("processedRowsPerSecond") or 0.0
+        if len(self._counted) > 10_000:
+            self._counted = {b for b in self._counted if b > self.last_batch_id - 1_000}
+
+    @property
+    def data_batches(self) -> int:
+        """Batches that carried records, among those seen in Spark's recent progress."""
+        return len(self._counted)
+
+    def stop(self) -> None:
+        """Let a batch being written finish, keep later ones from writing, then stop the query."""
+        with self._write_lock:
+            self._stopping = True
+        if self.query is not None:
+            self.query.stop()

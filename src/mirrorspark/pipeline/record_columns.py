@@ -1,0 +1,33 @@
+"""The JVM-side projection from a source Kafka row to a target Kafka row.
+
+Keeps key, value, headers and partition as they are, renames the topic through the flow's plan,
+and carries the source timestamp in a private header that the producer interceptor
+(jvm/interceptor, ``SourceTimestampInterceptor``) turns back into the record timestamp.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import chain
+
+TIMESTAMP_HEADER = "__mirrorspark.source.timestamp"
+INTERCEPTOR_CLASS = "io.mirrorspark.kafka.SourceTimestampInterceptor"
+
+
+def to_target_rows(df, remote_topics: Mapping[str, str]):
+    """Select only planned topics and map each row to the sink's columns (no Python per record)."""
+    from pyspark.sql import functions as F
+
+    names = F.create_map(*chain.from_iterable((F.lit(s), F.lit(t)) for s, t in remote_topics.items()))
+    ts_header = F.struct(
+        F.lit(TIMESTAMP_HEADER).alias("key"),
+        F.unix_millis(F.col("timestamp")).cast("string").cast("binary").alias("value"),
+    )
+    headers = F.when(F.col("headers").isNull(), F.array(ts_header)).otherwise(
+        F.concat(F.col("headers"), F.array(ts_header)))
+    return df.where(F.col("topic").isin(list(remote_topics))).select(
+        F.element_at(names, F.col("topic")).alias("topic"),
+        F.col("partition"),
+        F.col("key"),
+        F.col("value"),
+        headers.alias("headers"),
+    )

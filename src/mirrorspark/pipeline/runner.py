@@ -1,0 +1,142 @@
+"""Run every enabled flow of a configuration in one SparkSession until asked to stop."""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
+from mirrorspark.control.admin import admin_client
+from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.pipeline.flow_query import FlowQuery
+from mirrorspark.pipeline.spark_session import build_session
+from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.policy import policy_for_flow
+
+log = logging.getLogger(__name__)
+
+
+class ClusterUnreachable(RuntimeError):
+    """A configured cluster did not answer; the message names the alias and the key to check."""
+
+
+def reach(cluster: ClusterConfig, props: dict[str, str], timeout: float = 15.0):
+    """An admin client for ``cluster`` that has answered a metadata request."""
+    admin = admin_client(librdkafka_admin(props))
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterUnreachable(
+            f"cannot reach cluster {cluster.alias!r} at {cluster.bootstrap_servers} "
+            f"(check {cluster.alias}.bootstrap.servers and that the cluster is up): {exc.args[0].str()}"
+        ) from None
+    return admin
+
+
+def _target_refresh_seconds(flow: FlowConfig) -> float:
+    if (flow.get("refresh.topics.enabled", "true") or "true").strip().lower() == "false":
+        return float("inf")
+    raw = flow.get("refresh.topics.interval.seconds", "600") or "600"
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"refresh.topics.interval.seconds must be a number, got {raw!r}",
+                          "refresh.topics.interval.seconds") from None
+
+
+def checkpoint_dir(state_dir: Path, flow: FlowConfig) -> Path:
+    return state_dir / "flows" / flow.source.alias / flow.target.alias / "checkpoint"
+
+
+class Replicator:
+    """All flows of one mirrorspark process."""
+
+    def __init__(self, config: MirrorConfig, state_dir: Path) -> None:
+        self.config = config
+        self.state_dir = state_dir
+        self.flows: list[FlowQuery] = []
+        self.spark = None
+        self._stop = threading.Event()
+
+    def prepare(self) -> None:
+        """Everything that can fail on bad input, done before Spark starts or any data moves."""
+        flows = self.config.enabled_flows
+        if not flows:
+            raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"
+                              " (and check --clusters)", "enabled")
+        for flow in flows:
+            policy = policy_for_flow(flow.settings, flow.source.alias)
+            selection = TopicSelection(flow, policy)
+            source = reach(flow.source, flow.admin("source"))
+            target = reach(flow.target, flow.admin("target"))
+            remote = RemoteTopics(flow, selection, source, target, _target_refresh_seconds(flow))
+            remote.check_replication_factor()
+            remote.refresh(force_target_check=True)
+            self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow)))
+
+    def start(self) -> None:
+        self.spark = build_session(self.config.spark)
+        for flow in self.flows:
+            flow.start(self.spark)
+            log.info("flow %s started: topics matching %s", flow.flow.name, flow.selection.subscribe_pattern())
+
+    def request_stop(self, *_: object) -> None:
+        self._stop.set()
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGTERM, self.request_stop)
+
+    def run(self, progress: Callable[[str], None] | None = None, progress_interval: float = 10.0,
+            until: Callable[[], bool] | None = None) -> None:
+        """Block until stop is requested (signal, ``until()`` true) or a query fails; then stop all."""
+        last_report = time.monotonic()
+        failure: BaseException | None = None
+        try:
+            while not self._stop.is_set():
+                for flow in self.flows:
+                    if flow.query is not None and not flow.query.isActive:
+                        failure = flow.query.exception() or RuntimeError(f"flow {flow.flow.name} stopped")
+                        break
+                if failure is not None or (until is not None and until()):
+                    break
+                if progress is not None and time.monotonic() - last_report >= progress_interval:
+                    last_report = time.monotonic()
+                    for line in self.progress_lines():
+                        progress(line)
+                self._stop.wait(0.5)
+        finally:
+            self.stop()
+        if failure is not None:
+            raise RuntimeError(f"replication failed: {failure}") from None
+
+    def progress_lines(self) -> list[str]:
+        """One line per flow: records copied since start and the rate of the latest batches."""
+        lines = []
+        for flow in self.flows:
+            flow.collect_progress()
+            if flow.last_batch_id is None:
+                lines.append(f"{flow.flow.name}: waiting for the first batch")
+                continue
+            lines.append(
+                f"{flow.flow.name}: {flow.records_read} records replicated in {flow.data_batches} "
+                f"batches since start, latest {flow.last_rate:.0f} records/s"
+            )
+        return lines
+
+    def stop(self) -> None:
+        for flow in self.flows:
+            try:
+                flow.stop()
+            except Exception as exc:  # a query that already failed may refuse to stop
+                log.debug("stopping flow %s: %s", flow.flow.name, exc)
+        if self.spark is not None:
+            self.spark.stop()
+            self.spark = None

@@ -1,0 +1,59 @@
+"""The one SparkSession that runs every flow's query, with Spark's Kafka connector on its classpath."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Mapping
+
+from mirrorspark import paths
+
+# Defaults sized for one 2-core machine; any spark.* key in mm2.properties overrides them.
+SPARK_DEFAULTS: dict[str, str] = {
+    "spark.master": "local[*]",
+    "spark.app.name": "mirrorspark",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "1g",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.kafka.consumer.cache.capacity": "1024",
+    "spark.sql.streaming.stopTimeout": "60000",
+}
+
+
+def spark_conf(user: Mapping[str, str]) -> dict[str, str]:
+    """Defaults, then the user's ``spark.*`` keys; our jars are always appended to ``spark.jars``."""
+    conf = {**SPARK_DEFAULTS, **user}
+    jars = [str(p) for p in paths.spark_jars()]
+    if conf.get("spark.jars"):
+        jars = [conf["spark.jars"], *jars]
+    conf["spark.jars"] = ",".join(jars)
+    return conf
+
+
+def build_session(user: Mapping[str, str]):  # -> pyspark.sql.SparkSession
+    """Start (or reuse) the SparkSession; imported lazily so non-Spark commands start fast."""
+    from pyspark.sql import SparkSession
+
+    # Spark binds to the loopback address unless told otherwise (and warns about it otherwise).
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder
+    for key, value in spark_conf(user).items():
+        builder = builder.config(key, value)
+    session = _start_jvm_ignoring_sigterm(builder)
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def _start_jvm_ignoring_sigterm(builder):
+    """Start the Spark JVM with SIGTERM ignored (an ignored signal is inherited and the JVM keeps it
+    ignored), so a SIGTERM sent to the whole process group reaches only this Python process, which
+    then stops the queries between batches. The JVM still exits when this process does."""
+    if threading.current_thread() is not threading.main_thread():
+        return builder.getOrCreate()
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        return builder.getOrCreate()
+    finally:
+        signal.signal(signal.SIGTERM, previous)

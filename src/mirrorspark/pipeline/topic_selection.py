@@ -1,0 +1,82 @@
+"""Which source topics a flow replicates: MM2's DefaultTopicFilter plus its internal-topic,
+heartbeat and cycle rules (MirrorSourceConnector.shouldReplicateTopic)."""
+from __future__ import annotations
+
+import re
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.policy.base import ReplicationPolicy
+from mirrorspark.policy.default import DefaultReplicationPolicy
+from mirrorspark.policy.identity import IdentityReplicationPolicy
+
+_NOTHING = "(?!)"  # an empty MM2 list matches nothing
+
+
+def java_literal(text: str) -> str:
+    """Escape ``text`` for a regex valid in both Java and Python (escape every non-word char)."""
+    return "".join(ch if ch.isalnum() or ch == "_" else "\\" + ch for ch in text)
+
+
+def join_patterns(patterns: list[str]) -> str:
+    return "|".join(f"(?:{p})" for p in patterns) if patterns else _NOTHING
+
+
+class TopicSelection:
+    """Decides per topic name whether flow ``source->target`` replicates it."""
+
+    def __init__(self, flow: FlowConfig, policy: ReplicationPolicy) -> None:
+        self.flow = flow
+        self.policy = policy
+        self.source_alias = flow.source.alias
+        self.target_alias = flow.target.alias
+        self.include = join_patterns(flow.topics)
+        self.exclude = join_patterns(flow.topics_exclude)
+        key = f"{flow.name}.topics" if "topics" in flow.flow_settings else "topics"
+        for name, pattern in ((key, self.include), ("topics.exclude", self.exclude)):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"{name} holds an invalid regular expression: {exc}", name) from None
+        self._include = re.compile(self.include)
+        self._exclude = re.compile(self.exclude)
+        hb = flow.get("heartbeats.replication.enabled", "true") or "true"
+        self.heartbeats_replicated = hb.strip().lower() == "true"
+
+    def topic_filter(self, topic: str) -> bool:
+        """``topics`` matches fully and ``topics.exclude`` does not (excludes win)."""
+        return bool(self._include.fullmatch(topic)) and not self._exclude.fullmatch(topic)
+
+    def is_cycle(self, topic: str) -> bool:
+        """The topic came (possibly over several hops) from the flow's target cluster."""
+        source = self.policy.topic_source(topic)
+        if source is None:
+            return False
+        if source == self.target_alias:
+            return True
+        upstream = self.policy.upstream_topic(topic)
+        if upstream is None or upstream == topic:
+            return False
+        return self.is_cycle(upstream)
+
+    def should_replicate(self, topic: str) -> bool:
+        heartbeats = self.heartbeats_replicated and self.policy.is_heartbeats_topic(topic)
+        return (self.topic_filter(topic) or heartbeats) and not self.policy.is_internal_topic(topic) \
+            and not self.is_cycle(topic)
+
+    def subscribe_pattern(self) -> str:
+        """A Java regex for Spark's ``subscribePattern`` that reads as few unwanted topics as possible.
+
+        It is a superset of ``should_replicate`` (custom policies' cycles cannot be expressed), so
+        each batch is still filtered by ``should_replicate`` on the exact topic list.
+        """
+        never = [r"__.*", r"\..*", r".*\-internal", r".*\.internal"]
+        if isinstance(self.policy, DefaultReplicationPolicy) and not isinstance(
+            self.policy, IdentityReplicationPolicy
+        ):
+            sep = java_literal(self.policy.separator)
+            never.append(f"(?:.*?{sep})?{java_literal(self.target_alias)}{sep}.*")
+        heartbeats = [f"(?:.*{java_literal(getattr(self.policy, 'separator', '.'))})?heartbeats"] \
+            if self.heartbeats_replicated else []
+        wanted = f"(?!(?:{self.exclude})$)(?:{self.include})"
+        return f"(?!(?:{join_patterns(never)})$)(?:{join_patterns([wanted, *heartbeats])})"

@@ -1,0 +1,88 @@
+"""Two real local Kafka clusters for the whole test session, and a way to run mirrorspark."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from mirrorspark.local import ClusterSpec, LocalClusters
+
+MIRRORSPARK = [sys.executable, "-m", "mirrorspark"]
+
+
+@pytest.fixture(scope="session")
+def clusters(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """``{"primary": bootstrap, "backup": bootstrap}``, started once per session."""
+    local = LocalClusters(tmp_path_factory.mktemp("clusters"))
+    started = local.up([ClusterSpec("primary"), ClusterSpec("backup")])
+    try:
+        yield {c.name: c.bootstrap for c in started}
+    finally:
+        local.down(purge=True)
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short unique suffix for topic names, so tests share the clusters safely."""
+    return uuid.uuid4().hex[:8]
+
+
+def write_config(path: Path, clusters: dict[str, str], extra: str) -> Path:
+    path.write_text(
+        "clusters = primary, backup\n"
+        f"primary.bootstrap.servers = {clusters['primary']}\n"
+        f"backup.bootstrap.servers = {clusters['backup']}\n"
+        "replication.factor = 1\n" + extra
+    )
+    return path
+
+
+class MirrorsparkProcess:
+    def __init__(self, proc: subprocess.Popen, log: Path) -> None:
+        self.proc = proc
+        self.log = log
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, timeout: float = 90.0) -> int:
+        """SIGTERM, as a service manager would; return the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"mirrorspark did not stop within {timeout} s:\n{self.output()[-3000:]}")
+
+
+@contextmanager
+def running_mirrorspark(config: Path, state_dir: Path, *args: str) -> Iterator[MirrorsparkProcess]:
+    """``mirrorspark run CONFIG`` in its own process; on exit it must stop cleanly with code 0."""
+    log = state_dir / f"mirrorspark-{time.time_ns()}.log"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        proc = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state_dir),
+                                 "--progress-interval", "2", *args],
+                                stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
+    handle = MirrorsparkProcess(proc, log)
+    try:
+        yield handle
+    except BaseException:
+        handle.stop()
+        print(handle.output()[-5000:])
+        raise
+    code = handle.stop()
+    assert code == 0, f"mirrorspark exited with {code}:\n{handle.output()[-5000:]}"
+
+
+def run_cli(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    return subprocess.run([*MIRRORSPARK, *args], capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,88 @@
+"""Small real-broker helpers for tests: create topics, produce, read everything back."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from mirrorspark.control.admin import admin_client
+
+
+@dataclass(frozen=True)
+class Rec:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...]
+
+    def content(self) -> tuple:
+        """Everything replication must keep (offsets may differ)."""
+        return (self.partition, self.key, self.value, self.timestamp, self.headers)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        future.result(timeout=30)
+
+
+def produce(bootstrap: str, topic: str, records: list[dict]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for rec in records:
+        producer.produce(topic, **rec)
+    assert producer.flush(30) == 0
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-tests-offsets"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+        if metadata.error is not None:
+            return {}
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in metadata.partitions}
+    finally:
+        consumer.close()
+
+
+def count(bootstrap: str, topic: str) -> int:
+    return sum(end_offsets(bootstrap, topic).values())
+
+
+def wait_for_count(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) -> int:
+    """Wait until ``topic`` holds at least ``expected`` records; return the count seen."""
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while time.monotonic() < deadline:
+        seen = count(bootstrap, topic)
+        if seen >= expected:
+            return seen
+        time.sleep(0.5)
+    raise AssertionError(f"{topic} on {bootstrap} holds {seen} records, expected {expected} within {timeout} s")
+
+
+def read_all(bootstrap: str, topic: str) -> list[Rec]:
+    """Every record of every partition, in offset order per partition."""
+    ends = end_offsets(bootstrap, topic)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-tests-read",
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        out: list[Rec] = []
+        remaining = sum(ends.values())
+        deadline = time.monotonic() + 60
+        while remaining > 0 and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None or msg.error():
+                continue
+            out.append(Rec(msg.partition(), msg.offset(), msg.key(), msg.value(), msg.timestamp()[1],
+                           tuple(msg.headers() or ())))
+            remaining -= 1
+        assert remaining == 0, f"could not read all of {topic}: {remaining} missing"
+        return sorted(out, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()

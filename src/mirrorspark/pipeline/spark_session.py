@@ -5,6 +5,7 @@ import os
 import signal
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 from mirrorspark import paths
 
@@ -24,7 +25,9 @@ SPARK_DEFAULTS: dict[str, str] = {
 
 def spark_conf(user: Mapping[str, str]) -> dict[str, str]:
     """Defaults, then the user's ``spark.*`` keys; our jars are always appended to ``spark.jars``."""
-    conf = {**SPARK_DEFAULTS, **user}
+    log_config = Path(__file__).with_name("spark-log4j2.properties")
+    java_opts = f"-Dlog4j2.configurationFile={log_config.as_uri()}"
+    conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts, **user}
     jars = [str(p) for p in paths.spark_jars()]
     if conf.get("spark.jars"):
         jars = [conf["spark.jars"], *jars]

@@ -1,0 +1,58 @@
+"""Bad input to ``mirrorspark run`` fails fast, non-zero, with a message naming the problem."""
+from __future__ import annotations
+
+import pytest
+from conftest import run_cli, write_config
+
+
+def test_unreadable_config_file(tmp_path):
+    done = run_cli("run", str(tmp_path / "missing.properties"))
+    assert done.returncode == 2
+    assert "cannot read config file" in done.stderr and "missing.properties" in done.stderr
+
+
+def test_config_that_is_a_directory(tmp_path):
+    done = run_cli("run", str(tmp_path))
+    assert done.returncode == 2 and "cannot read config file" in done.stderr
+
+
+def test_missing_clusters(tmp_path):
+    (tmp_path / "mm2.properties").write_text("A.bootstrap.servers = 127.0.0.1:9092\nA->B.enabled = true\n")
+    done = run_cli("run", str(tmp_path / "mm2.properties"))
+    assert done.returncode == 2 and "clusters is required" in done.stderr
+
+
+def test_flow_naming_an_unknown_cluster(tmp_path):
+    (tmp_path / "mm2.properties").write_text(
+        "clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:2\n"
+        "A->C.enabled = true\n")
+    done = run_cli("run", str(tmp_path / "mm2.properties"))
+    assert done.returncode == 2
+    assert "A->C.enabled" in done.stderr and "'C'" in done.stderr
+
+
+def test_no_enabled_flow(tmp_path):
+    (tmp_path / "mm2.properties").write_text(
+        "clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:2\n")
+    done = run_cli("run", str(tmp_path / "mm2.properties"))
+    assert done.returncode == 2 and "No source->target replication flows" in done.stderr
+
+
+@pytest.mark.broker
+def test_unreachable_bootstrap_server(clusters, tmp_path):
+    (tmp_path / "mm2.properties").write_text(
+        f"clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = {clusters['backup']}\n"
+        "A->B.enabled = true\nreplication.factor = 1\n")
+    done = run_cli("run", str(tmp_path / "mm2.properties"))
+    assert done.returncode == 1
+    assert "cannot reach cluster 'A' at 127.0.0.1:1" in done.stderr and "A.bootstrap.servers" in done.stderr
+
+
+@pytest.mark.broker
+def test_replication_factor_above_broker_count_is_refused_before_data_moves(clusters, tmp_path, unique):
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = rf-{unique}\n"
+                          "primary->backup.replication.factor = 3\n")
+    done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state"))
+    assert done.returncode == 2
+    assert "primary->backup.replication.factor=3" in done.stderr and "1 broker" in done.stderr

@@ -1,0 +1,95 @@
+"""mm2.properties parsing and MM2's precedence rules."""
+from __future__ import annotations
+
+import pytest
+
+from mirrorspark.config import ConfigError, parse_config
+from mirrorspark.config.properties_file import parse_properties
+
+
+def config(text: str, clusters=None):
+    return parse_config(parse_properties(text), clusters)
+
+
+BASE = "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
+
+
+def test_java_properties_syntax():
+    props = parse_properties(
+        "# comment\n! also a comment\nclusters = A, B\nkey:value\nspaced value here\n"
+        "long = one, \\\n    two\nescaped = tab\\there\\u0041\n\n  indented=1\n")
+    assert props == {"clusters": "A, B", "key": "value", "spaced": "value here", "long": "one, two",
+                     "escaped": "tab\thereA", "indented": "1"}
+
+
+def test_flows_default_disabled_and_enabled_by_key():
+    mirror = config(BASE + "A->B.enabled = true\n")
+    assert [f.name for f in mirror.flows] == ["A->B", "B->A"]
+    assert [f.name for f in mirror.enabled_flows] == ["A->B"]
+
+
+def test_flow_setting_beats_top_level():
+    mirror = config(BASE + "A->B.enabled=true\ntopics = x.*\nA->B.topics = y.*\nreplication.factor = 3\n")
+    flow = mirror.enabled_flows[0]
+    assert flow.topics == ["y.*"]
+    assert flow.replication_factor == 3
+
+
+def test_mm2_defaults():
+    flow = config(BASE + "A->B.enabled=true\n").enabled_flows[0]
+    assert flow.topics == [".*"]
+    assert flow.topics_exclude == [r".*[\-\.]internal", r".*\.replica", "__.*"]
+    assert flow.replication_factor == 2
+
+
+def test_cluster_consumer_override_beats_flow_consumer_override():
+    flow = config(BASE + "A->B.enabled=true\nA->B.consumer.fetch.min.bytes=1\nA.consumer.fetch.min.bytes=2\n"
+                  "A->B.consumer.max.poll.records=7\n").enabled_flows[0]
+    consumer = flow.source_consumer()
+    assert consumer["fetch.min.bytes"] == "2"
+    assert consumer["max.poll.records"] == "7"
+    assert consumer["bootstrap.servers"] == "a:9092"
+
+
+def test_top_level_security_is_a_fallback_for_every_cluster():
+    flow = config(BASE + "A->B.enabled=true\nsecurity.protocol=SSL\nB.security.protocol=SASL_SSL\n").enabled_flows[0]
+    assert flow.source_consumer()["security.protocol"] == "SSL"
+    assert flow.target_producer()["security.protocol"] == "SASL_SSL"
+
+
+def test_target_producer_overrides():
+    flow = config(BASE + "A->B.enabled=true\nB.producer.linger.ms=20\nA->B.producer.override.linger.ms=30\n"
+                  ).enabled_flows[0]
+    assert flow.target_producer()["linger.ms"] == "30"
+
+
+def test_clusters_flag_keeps_flows_whose_target_is_listed():
+    mirror = config(BASE + "A->B.enabled=true\nB->A.enabled=true\n", clusters=["B"])
+    assert [f.name for f in mirror.flows] == ["A->B"]
+
+
+def test_spark_keys_are_collected():
+    mirror = config(BASE + "A->B.enabled=true\nspark.master=local[1]\n")
+    assert mirror.spark == {"spark.master": "local[1]"}
+
+
+@pytest.mark.parametrize("text, key", [
+    ("A.bootstrap.servers = a:1\n", "clusters"),
+    ("clusters = \n", "clusters"),
+    (BASE + "A->C.enabled = true\n", "A->C.enabled"),
+    (BASE + "C->B.topics = x\n", "C->B.topics"),
+    (BASE + "A->B.enabled = yes\n", "A->B.enabled"),
+    ("clusters = A, B\nA.bootstrap.servers = a:1\nA->B.enabled = true\n", "B.bootstrap.servers"),
+    (BASE + "A->B.enabled = true\nreplication.factor = two\n", "replication.factor"),
+    (BASE + "A->B.enabled = true\nA->B.replication.factor = 0\n", "A->B.replication.factor"),
+])
+def test_errors_name_the_key(text, key):
+    with pytest.raises(ConfigError) as err:
+        config(text)
+    assert err.value.key == key
+    assert key in str(err.value)
+
+
+def test_unknown_cluster_in_clusters_flag():
+    with pytest.raises(ConfigError, match="--clusters names C"):
+        config(BASE, clusters=["C"])

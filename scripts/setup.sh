@@ -36,7 +36,7 @@ step() {
 venv() {
   [[ -x .venv/bin/python ]] || python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade "pip>=24"
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[test,bench]"
 }
 
 kafka_libs() {

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,6 +42,8 @@ def build_session(user: Mapping[str, str]):  # -> pyspark.sql.SparkSession
 
     # Spark binds to the loopback address unless told otherwise (and warns about it otherwise).
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (if any) must use this interpreter and its packages, not whatever python3 is first.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in spark_conf(user).items():
         builder = builder.config(key, value)

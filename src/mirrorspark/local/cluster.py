@@ -209,7 +209,7 @@ class LocalClusters:
             java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             *self._classpath_args(cluster.name),
             "kafka.tools.StorageTool", "format", "--config", str(folder / "server.properties"),
-            "--cluster-id", cluster.cluster_id, "--standalone", "--ignore-formatted",
+            f"--cluster-id={cluster.cluster_id}", "--standalone", "--ignore-formatted",
         ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
@@ -304,6 +304,7 @@ class LocalClusters:
 
 
 def _new_cluster_id() -> str:
+    """22-character base64url UUID, as ``kafka-storage random-uuid`` prints (may start with '-')."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 

@@ -77,6 +77,8 @@ def run(
 
     _setup_logging(verbose)
     mirror = load_config(config, _clusters_list(clusters))
+    for warning in mirror.warnings:
+        logging.getLogger("mirrorspark.config").warning("%s", warning)
     replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve())
     replicator.install_signal_handlers()
     replicator.prepare()
@@ -88,6 +90,21 @@ def run(
     except RuntimeError as exc:
         fail(str(exc), EXIT_RUNTIME)
     typer.echo("mirrorspark: stopped", err=True)
+
+
+@app.command()
+@reported
+def validate(
+    config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
+    clusters: Annotated[Optional[list[str]], typer.Option("--clusters", help="As for run.")] = None,
+    offline: Annotated[bool, typer.Option(help="Do not contact the clusters (no dry-run plan).")] = False,
+) -> None:
+    """Check CONFIG, print resolved flows and settings (secrets hidden) and, with the clusters
+    reachable, which topics each flow would replicate under which remote names."""
+    from mirrorspark.cli.validate_command import describe
+    from mirrorspark.config import load_config
+
+    describe(load_config(config, _clusters_list(clusters)), typer.echo, probe=not offline)
 
 
 @app.command()

@@ -8,6 +8,7 @@ from pathlib import Path
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig, is_connection_key, split_list
 from mirrorspark.config.properties_file import parse_properties
+from mirrorspark.config.validation import check_all
 
 _FLOW_KEY = re.compile(r"^(?P<source>[^.>\s]+?)->(?P<target>[^.\s]+)\.(?P<key>.+)$")
 _ALIAS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
@@ -68,6 +69,7 @@ def parse_config(
         else:
             top[key] = value
 
+    warnings = check_all(top, cluster_keys, flow_keys)
     top_connection = {k: v for k, v in top.items() if is_connection_key(k)}
     cluster_configs = {a: ClusterConfig(a, cluster_keys[a], top_connection) for a in aliases}
 
@@ -92,7 +94,50 @@ def parse_config(
                 flow.source.bootstrap_servers  # raises ConfigError naming the missing key
                 flow.target.bootstrap_servers
                 flow.replication_factor
+                flow.topic_map
             flows.append(flow)
 
+    _refuse_cycles(flows)
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}
-    return MirrorConfig(cluster_configs, flows, top, spark, source_path)
+    return MirrorConfig(cluster_configs, flows, top, spark, source_path, tuple(warnings))
+
+
+def _refuse_cycles(flows: list[FlowConfig]) -> None:
+    """Renaming is what stops records looping between clusters. Flows that keep topic names
+    (IdentityReplicationPolicy, or an explicit topic.map sending a topic back under its old name)
+    must not form a cycle, or every record would be copied back and forth forever."""
+    enabled = [f for f in flows if f.enabled]
+    identity = {f.name for f in enabled if "IdentityReplicationPolicy" in (f.get("replication.policy.class") or "")}
+    edges = {(f.source.alias, f.target.alias) for f in enabled if f.name in identity}
+    for source, target in sorted(edges):
+        if _reaches(edges, target, source):
+            key = (f"{source}->{target}.replication.policy.class"
+                   if "replication.policy.class" in next(f for f in enabled if f.name == f"{source}->{target}").flow_settings
+                   else "replication.policy.class")
+            raise ConfigError(
+                f"{key}: IdentityReplicationPolicy keeps topic names, so the enabled flows "
+                f"{source}->{target} and back to {source} form a cycle and records would be replicated forever; "
+                "use DefaultReplicationPolicy for active/active or disable one direction", key)
+    by_pair = {(f.source.alias, f.target.alias): f for f in enabled}
+    for (source, target), flow in by_pair.items():
+        back = by_pair.get((target, source))
+        if back is None:
+            continue
+        for src_topic, dst_topic in flow.topic_map.items():
+            if back.topic_map.get(dst_topic) == src_topic:
+                raise ConfigError(
+                    f"{flow.name}.topic.map maps {src_topic} to {dst_topic} and {back.name}.topic.map maps it back: "
+                    "records would loop between the clusters", f"{flow.name}.topic.map")
+
+
+def _reaches(edges: set[tuple[str, str]], start: str, goal: str) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        if node in seen:
+            continue
+        seen.add(node)
+        todo.extend(t for s, t in edges if s == node)
+    return False

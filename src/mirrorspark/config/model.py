@@ -92,6 +92,17 @@ class FlowConfig:
             raise ConfigError(f"{key} must be >= 1 (or -1 for the broker default), got {value}", key)
         return value
 
+    @property
+    def topic_map(self) -> dict[str, str]:
+        """Explicit source -> remote topic names (mirrorspark extension, seed 000's ask)."""
+        from mirrorspark.config.validation import parse_topic_map
+
+        value = self.get("topic.map")
+        if not value:
+            return {}
+        where = f"{self.name}.topic.map" if "topic.map" in self.flow_settings else "topic.map"
+        return parse_topic_map(value, where)
+
     def source_consumer(self) -> dict[str, str]:
         """MM2 order: source connection, then ``S->T.consumer.*``, then ``S.consumer.*``."""
         props = self.source.connection()
@@ -125,6 +136,7 @@ class MirrorConfig:
     top_level: Mapping[str, str]
     spark: Mapping[str, str]
     source_path: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def enabled_flows(self) -> list[FlowConfig]:

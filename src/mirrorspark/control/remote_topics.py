@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
@@ -13,6 +14,9 @@ from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import broker_count, topic_partitions
 from mirrorspark.pipeline.topic_selection import TopicSelection
+
+if TYPE_CHECKING:
+    from mirrorspark.control.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +37,14 @@ class RemoteTopics:
     """Maintains the remote topics of one flow on its target cluster."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
-                 target_refresh_seconds: float = 600.0) -> None:
+                 target_refresh_seconds: float = 600.0, configs: "TopicConfigs | None" = None) -> None:
         self.flow = flow
         self.selection = selection
         self.policy = selection.policy
         self.source = source
         self.target = target
         self.target_refresh_seconds = target_refresh_seconds
+        self.configs = configs
         self.plan = TopicPlan()
         self._last_target_check = 0.0
 
@@ -61,7 +66,7 @@ class RemoteTopics:
         due = time.monotonic() - self._last_target_check >= self.target_refresh_seconds
         if wanted == self.plan.partitions and not (force_target_check or due):
             return self.plan
-        remote = {t: self.policy.format_remote_topic(self.flow.source.alias, t) for t in wanted}
+        remote = {t: self.selection.remote_name(t) for t in wanted}
         self._reconcile(wanted, remote)
         self._last_target_check = time.monotonic()
         self.plan = TopicPlan(remote, wanted)
@@ -69,8 +74,11 @@ class RemoteTopics:
 
     def _reconcile(self, wanted: dict[str, int], remote: dict[str, str]) -> None:
         existing = topic_partitions(self.target)
-        to_create = [NewTopic(remote[t], n, self.flow.replication_factor)
-                     for t, n in wanted.items() if remote[t] not in existing]
+        new = [t for t in wanted if remote[t] not in existing]
+        described = self.configs.describe(new) if self.configs is not None and new else {}
+        to_create = [NewTopic(remote[t], wanted[t], self.flow.replication_factor,
+                              config=self.configs.for_creation(described.get(t, {})) if self.configs else {})
+                     for t in new]
         to_grow = [NewPartitions(remote[t], n) for t, n in wanted.items()
                    if remote[t] in existing and existing[remote[t]] < n]
         if to_create:

@@ -15,6 +15,8 @@ from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.control.scheduler import Scheduler
+from mirrorspark.control.topic_configs import TopicConfigs
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.spark_session import build_session
 from mirrorspark.pipeline.topic_selection import TopicSelection
@@ -40,15 +42,16 @@ def reach(cluster: ClusterConfig, props: dict[str, str], timeout: float = 15.0):
     return admin
 
 
-def _target_refresh_seconds(flow: FlowConfig) -> float:
-    if (flow.get("refresh.topics.enabled", "true") or "true").strip().lower() == "false":
+def interval_seconds(flow: FlowConfig, prefix: str, default: str) -> float:
+    """MM2's ``<prefix>.enabled`` / ``<prefix>.interval.seconds`` pair; disabled -> infinity."""
+    if (flow.get(f"{prefix}.enabled", "true") or "true").strip().lower() == "false":
         return float("inf")
-    raw = flow.get("refresh.topics.interval.seconds", "600") or "600"
+    key = f"{prefix}.interval.seconds"
+    raw = flow.get(key, default) or default
     try:
         return float(raw)
     except ValueError:
-        raise ConfigError(f"refresh.topics.interval.seconds must be a number, got {raw!r}",
-                          "refresh.topics.interval.seconds") from None
+        raise ConfigError(f"{key} must be a number, got {raw!r}", key) from None
 
 
 def checkpoint_dir(state_dir: Path, flow: FlowConfig) -> Path:
@@ -64,6 +67,7 @@ class Replicator:
         self.flows: list[FlowQuery] = []
         self.spark = None
         self._stop = threading.Event()
+        self.scheduler = Scheduler()
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before Spark starts or any data moves."""
@@ -76,9 +80,14 @@ class Replicator:
             selection = TopicSelection(flow, policy)
             source = reach(flow.source, flow.admin("source"))
             target = reach(flow.target, flow.admin("target"))
-            remote = RemoteTopics(flow, selection, source, target, _target_refresh_seconds(flow))
+            configs = TopicConfigs(flow, source, target)
+            remote = RemoteTopics(flow, selection, source, target,
+                                  interval_seconds(flow, "refresh.topics", "600"), configs)
             remote.check_replication_factor()
             remote.refresh(force_target_check=True)
+            self.scheduler.every(f"flow {flow.name}: topic config sync",
+                                 interval_seconds(flow, "sync.topic.configs", "600"),
+                                 lambda r=remote, c=configs: c.sync(r.plan.remote))
             self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow)))
 
     def start(self) -> None:
@@ -86,6 +95,7 @@ class Replicator:
         for flow in self.flows:
             flow.start(self.spark)
             log.info("flow %s started: topics matching %s", flow.flow.name, flow.selection.subscribe_pattern())
+        self.scheduler.start()
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
@@ -132,6 +142,7 @@ class Replicator:
         return lines
 
     def stop(self) -> None:
+        self.scheduler.stop()
         for flow in self.flows:
             try:
                 flow.stop()

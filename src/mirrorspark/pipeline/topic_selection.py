@@ -40,6 +40,7 @@ class TopicSelection:
                 raise ConfigError(f"{name} holds an invalid regular expression: {exc}", name) from None
         self._include = re.compile(self.include)
         self._exclude = re.compile(self.exclude)
+        self.topic_map = flow.topic_map
         hb = flow.get("heartbeats.replication.enabled", "true") or "true"
         self.heartbeats_replicated = hb.strip().lower() == "true"
 
@@ -59,7 +60,13 @@ class TopicSelection:
             return False
         return self.is_cycle(upstream)
 
+    def remote_name(self, topic: str) -> str:
+        """The topic's name on the target: an explicit ``topic.map`` entry, else the policy's."""
+        return self.topic_map.get(topic) or self.policy.format_remote_topic(self.source_alias, topic)
+
     def should_replicate(self, topic: str) -> bool:
+        if topic in self.topic_map:
+            return True
         heartbeats = self.heartbeats_replicated and self.policy.is_heartbeats_topic(topic)
         return (self.topic_filter(topic) or heartbeats) and not self.policy.is_internal_topic(topic) \
             and not self.is_cycle(topic)
@@ -79,4 +86,6 @@ class TopicSelection:
         heartbeats = [f"(?:.*{java_literal(getattr(self.policy, 'separator', '.'))})?heartbeats"] \
             if self.heartbeats_replicated else []
         wanted = f"(?!(?:{self.exclude})$)(?:{self.include})"
-        return f"(?!(?:{join_patterns(never)})$)(?:{join_patterns([wanted, *heartbeats])})"
+        general = f"(?!(?:{join_patterns(never)})$)(?:{join_patterns([wanted, *heartbeats])})"
+        mapped = [java_literal(t) for t in self.topic_map]
+        return join_patterns([general, *mapped])

@@ -1,0 +1,57 @@
+"""``mirrorspark validate``: resolved flows and settings, then (clusters reachable) a dry-run plan."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from mirrorspark.config.keys import is_secret
+from mirrorspark.config.model import MirrorConfig
+
+HIDDEN = "[hidden]"
+
+
+def redact(settings: Mapping[str, str]) -> dict[str, str]:
+    return {k: (HIDDEN if is_secret(k) else v) for k, v in settings.items()}
+
+
+def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> None:
+    from mirrorspark.pipeline.topic_selection import TopicSelection
+    from mirrorspark.policy import policy_for_flow
+
+    echo(f"config: {config.source_path}")
+    for warning in config.warnings:
+        echo(f"warning: {warning}")
+    echo("clusters:")
+    for alias, cluster in config.clusters.items():
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(redact(cluster.settings).items()))
+        echo(f"  {alias}: {settings or '(no settings)'}")
+    echo("flows:")
+    for flow in config.flows:
+        if not flow.enabled:
+            continue
+        policy = policy_for_flow(flow.settings, flow.source.alias)
+        echo(f"  {flow.name}: enabled, policy {type(policy).__name__}, replication.factor {flow.replication_factor}")
+        echo(f"    topics: {', '.join(flow.topics) or '(none)'}")
+        echo(f"    topics.exclude: {', '.join(flow.topics_exclude) or '(none)'}")
+        if flow.topic_map:
+            echo(f"    topic.map: {', '.join(f'{s} -> {t}' for s, t in flow.topic_map.items())}")
+        for key, value in sorted(redact(flow.flow_settings).items()):
+            echo(f"    {flow.name}.{key} = {value}")
+        if probe:
+            _plan(flow, TopicSelection(flow, policy), echo)
+    if not config.enabled_flows:
+        echo("  (no enabled flow: nothing would run)")
+
+
+def _plan(flow, selection, echo: Callable[[str], None]) -> None:
+    from mirrorspark.control.admin import topic_partitions
+    from mirrorspark.pipeline.runner import ClusterUnreachable, reach
+
+    try:
+        source = reach(flow.source, flow.admin("source"), timeout=10)
+    except ClusterUnreachable as exc:
+        echo(f"    plan: unavailable ({exc})")
+        return
+    topics = {t: n for t, n in sorted(topic_partitions(source).items()) if selection.should_replicate(t)}
+    echo(f"    plan: {len(topics)} topic(s) on {flow.source.alias} would be replicated to {flow.target.alias}")
+    for topic, partitions in topics.items():
+        echo(f"      {topic} -> {selection.remote_name(topic)} ({partitions} partitions)")

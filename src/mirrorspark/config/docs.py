@@ -1,0 +1,51 @@
+"""Generate docs/configuration.md from the key declarations: ``python -m mirrorspark.config.docs``."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mirrorspark.config.keys import CONNECT_PREFIXES, KEYS, PASSTHROUGH_PREFIXES
+
+
+def render() -> str:
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated from `src/mirrorspark/config/keys.py` by `python -m mirrorspark.config.docs`; do not edit.",
+        "",
+        "mirrorspark reads MirrorMaker 2's `mm2.properties`. Precedence, as in MM2: flow (`A->B.key`) over",
+        "cluster (`A.key`, for client settings) over top level (`key`); `A.consumer.x` beats `A->B.consumer.x`.",
+        "",
+        "| key | type | default | where | status | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key in KEYS:
+        default = f"`{key.default}`" if key.default is not None else "—"
+        status = "deprecated" if key.deprecated_by else ("used" if key.used else "accepted, no effect yet")
+        choices = f" One of: {', '.join(key.choices)}." if key.choices else ""
+        lines.append(f"| `{key.name}` | {key.type.value} | {default.replace('|', '&#124;')} | {key.scope.value} "
+                     f"| {status} | {key.doc}{choices} |")
+    lines += [
+        "",
+        "Passed through to clients or Spark as they are: keys starting with "
+        + ", ".join(f"`{p}`" for p in PASSTHROUGH_PREFIXES) + ", and the client connection keys "
+        "`bootstrap.servers`, `security.protocol`, `ssl.*`, `sasl.*` at top or cluster level.",
+        "",
+        "Accepted and ignored (Kafka Connect worker settings that MM2 files often carry): keys starting with "
+        + ", ".join(f"`{p}`" for p in CONNECT_PREFIXES) + ".",
+        "",
+        "Any other key under one of MM2's namespaces (`emit.`, `sync.`, `refresh.`, `topics`, `groups`, ...) is",
+        "an error naming the key and the closest known one, e.g. `emit.heartbeats` -> `emit.heartbeats.enabled`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("docs/configuration.md")
+    target.write_text(render())
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Every mm2.properties key mirrorspark understands, declared once: type, default, doc, scope.
+
+``docs/configuration.md`` is generated from this table (``python -m mirrorspark.config.docs``),
+and validation uses it to reject unknown keys in MM2's namespaces with a near-miss suggestion.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Type(str, Enum):
+    STRING = "string"
+    LIST = "list"
+    BOOLEAN = "boolean"
+    INT = "int"
+    LONG = "long"
+    DOUBLE = "double"
+    CLASS = "class"
+
+
+class Scope(str, Enum):
+    DRIVER = "top level"          # only at top level
+    FLOW = "top level or flow"    # `key` default for all flows, `A->B.key` for one
+    CLUSTER = "cluster"           # `A.key`
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: Type
+    default: str | None
+    doc: str
+    scope: Scope = Scope.FLOW
+    choices: tuple[str, ...] = ()
+    deprecated_by: str | None = None
+    used: bool = True             # False: accepted for MM2 compatibility, has no effect yet
+
+
+_EXCLUDE_TOPICS = r".*[\-\.]internal, .*\.replica, __.*"
+_EXCLUDE_CONFIGS = (r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
+                    r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
+                    r"unclean\.leader\.election\.enable, min\.insync\.replicas")
+
+KEYS: tuple[Key, ...] = (
+    Key("clusters", Type.LIST, None, "Cluster aliases (required).", Scope.DRIVER),
+    Key("bootstrap.servers", Type.LIST, None, "Where the cluster is: `A.bootstrap.servers`.", Scope.CLUSTER),
+    Key("enabled", Type.BOOLEAN, "false", "Run this flow: `A->B.enabled = true`."),
+    Key("topics", Type.LIST, ".*", "Topics to replicate: regexes, comma separated, full match."),
+    Key("topics.exclude", Type.LIST, _EXCLUDE_TOPICS, "Topics never replicated; excludes win over `topics`."),
+    Key("topics.blacklist", Type.LIST, None, "Deprecated alias of `topics.exclude`.", deprecated_by="topics.exclude"),
+    Key("groups", Type.LIST, ".*", "Consumer groups whose offsets are checkpointed.", used=False),
+    Key("groups.exclude", Type.LIST, "console-consumer-.*, connect-.*, __.*", "Groups never checkpointed.",
+        used=False),
+    Key("groups.blacklist", Type.LIST, None, "Deprecated alias of `groups.exclude`.",
+        deprecated_by="groups.exclude", used=False),
+    Key("replication.factor", Type.INT, "2", "Replication factor of remote topics created on the target."),
+    Key("replication.policy.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
+        "Remote topic naming: MM2's Default or Identity policy, or a Python `module.Class`."),
+    Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy."),
+    Key("replication.policy.internal.topic.separator.enabled", Type.BOOLEAN, "true",
+        "Use the separator in internal topic names too (KIP-949)."),
+    Key("topic.map", Type.STRING, None,
+        "mirrorspark extension: explicit remote names, `source:target` pairs, comma separated "
+        "(`A->B.topic.map = orders:orders-from-a`). Mapped topics ignore the policy's naming."),
+    Key("heartbeats.replication.enabled", Type.BOOLEAN, "true", "Replicate heartbeat topics whatever `topics` says."),
+    Key("refresh.topics.enabled", Type.BOOLEAN, "true", "Look for new topics and partitions periodically."),
+    Key("refresh.topics.interval.seconds", Type.LONG, "600",
+        "How often remote topics are re-checked on the target (the source is checked every batch)."),
+    Key("sync.topic.configs.enabled", Type.BOOLEAN, "true", "Copy topic configs to remote topics."),
+    Key("sync.topic.configs.interval.seconds", Type.LONG, "600", "How often topic configs are synced."),
+    Key("config.properties.exclude", Type.LIST, _EXCLUDE_CONFIGS, "Topic configs never copied (regexes)."),
+    Key("config.properties.blacklist", Type.LIST, None, "Deprecated alias of `config.properties.exclude`.",
+        deprecated_by="config.properties.exclude"),
+    Key("use.defaults.from", Type.STRING, "target",
+        "Whose defaults a remote topic gets for configs left at default on the source.",
+        choices=("source", "target")),
+    Key("sync.topic.acls.enabled", Type.BOOLEAN, "true", "Copy topic ACLs to remote topics.", used=False),
+    Key("sync.topic.acls.interval.seconds", Type.LONG, "600", "How often ACLs are synced.", used=False),
+    Key("emit.heartbeats.enabled", Type.BOOLEAN, "true", "Emit heartbeats.", used=False),
+    Key("emit.heartbeats.interval.seconds", Type.LONG, "1", "Heartbeat interval.", used=False),
+    Key("heartbeats.topic.replication.factor", Type.INT, "3", "RF of the heartbeats topic.", used=False),
+    Key("emit.checkpoints.enabled", Type.BOOLEAN, "true", "Emit checkpoints.", used=False),
+    Key("emit.checkpoints.interval.seconds", Type.LONG, "60", "Checkpoint interval.", used=False),
+    Key("checkpoints.topic.replication.factor", Type.INT, "3", "RF of the checkpoints topic.", used=False),
+    Key("emit.offset-syncs.enabled", Type.BOOLEAN, "true", "Emit offset syncs.", used=False),
+    Key("offset-syncs.topic.location", Type.STRING, "source", "Cluster holding the offset-syncs topic.",
+        choices=("source", "target"), used=False),
+    Key("offset-syncs.topic.replication.factor", Type.INT, "3", "RF of the offset-syncs topic.", used=False),
+    Key("offset.lag.max", Type.LONG, "100", "How far offset syncs may lag.", used=False),
+    Key("sync.group.offsets.enabled", Type.BOOLEAN, "false", "Commit translated offsets on the target.",
+        used=False),
+    Key("sync.group.offsets.interval.seconds", Type.LONG, "60", "Group offset sync interval.", used=False),
+    Key("refresh.groups.enabled", Type.BOOLEAN, "true", "Look for new groups periodically.", used=False),
+    Key("refresh.groups.interval.seconds", Type.LONG, "600", "Group refresh interval.", used=False),
+    Key("admin.timeout.ms", Type.LONG, "60000", "Timeout of admin calls.", used=False),
+    Key("consumer.poll.timeout.ms", Type.LONG, "1000", "MM2 consumer poll timeout.", used=False),
+    Key("tasks.max", Type.INT, "1", "Connect tasks per connector; Spark parallelism replaces it.", used=False),
+    Key("security.protocol", Type.STRING, "PLAINTEXT", "Client security default for every cluster.",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+)
+
+BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
+
+# Prefixes whose keys are passed to clients or Spark as they are.
+PASSTHROUGH_PREFIXES = ("consumer.", "producer.", "admin.", "producer.override.", "ssl.", "sasl.", "spark.",
+                        "config.providers", "source.", "target.")
+# MM2 / Kafka Connect settings that mean nothing to mirrorspark's design; accepted so existing
+# mm2.properties files load unchanged.
+CONNECT_PREFIXES = ("offset.storage", "config.storage", "status.storage", "key.converter", "value.converter",
+                    "header.converter", "task", "worker", "offset.flush", "exactly.once", "transaction.boundary",
+                    "errors.", "transforms", "predicates", "listeners", "rest.", "dedicated.mode",
+                    "access.control", "metric.reporters", "forwarding.admin.class", "topic.filter.class",
+                    "group.filter.class", "config.property.filter.class", "client.id", "group.id", "name",
+                    "connector.class", "scheduled.rebalance", "topic.creation", "response.http.headers",
+                    "emit.offset-syncs", "client.dns.lookup")
+
+# Roots of MM2's own namespaces: an undeclared key under one of them is a typo, not a setting.
+MM2_NAMESPACES = ("emit.", "sync.", "refresh.", "topics", "groups", "replication.", "offset-syncs",
+                  "checkpoints.", "heartbeats.", "config.properties", "use.defaults", "offset.lag", "enabled",
+                  "topic.map")
+
+SECRET = re.compile(r"(password|secret|jaas\.config|credentials?|token|\.key$)", re.IGNORECASE)
+
+
+def is_secret(key: str) -> bool:
+    return bool(SECRET.search(key))

@@ -1,0 +1,83 @@
+"""Topic configurations of remote topics, with MM2's rules (DefaultConfigPropertyFilter,
+MirrorSourceConnector.targetConfig): read-only, sensitive and static-broker entries and
+``config.properties.exclude`` matches are never copied; a source entry left at its default is
+DELETEd on the target (reverting to the target's default) unless ``use.defaults.from=source``."""
+from __future__ import annotations
+
+import logging
+import re
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+
+from mirrorspark.config.model import FlowConfig, split_list
+from mirrorspark.pipeline.topic_selection import join_patterns
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONFIG_EXCLUDE = (r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
+                          r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
+                          r"unclean\.leader\.election\.enable, min\.insync\.replicas")
+
+
+class TopicConfigs:
+    """Reads source topic configs and applies them to remote topics for one flow."""
+
+    def __init__(self, flow: FlowConfig, source: AdminClient, target: AdminClient) -> None:
+        self.flow = flow
+        self.source = source
+        self.target = target
+        exclude = flow.get("config.properties.exclude") or flow.get("config.properties.blacklist") \
+            or DEFAULT_CONFIG_EXCLUDE
+        self._exclude = re.compile(join_patterns(split_list(exclude)))
+        self.defaults_from_source = (flow.get("use.defaults.from", "target") or "target").strip().lower() == "source"
+
+    def replicable(self, entry: ConfigEntry) -> bool:
+        return not (entry.is_read_only or entry.is_sensitive
+                    or entry.source == ConfigSource.STATIC_BROKER_CONFIG.value
+                    or self._exclude.fullmatch(entry.name))
+
+    def describe(self, topics: list[str]) -> dict[str, dict[str, ConfigEntry]]:
+        if not topics:
+            return {}
+        futures = self.source.describe_configs([ConfigResource("TOPIC", t) for t in topics])
+        out: dict[str, dict[str, ConfigEntry]] = {}
+        for resource, future in futures.items():
+            try:
+                out[resource.name] = future.result(timeout=60)
+            except KafkaException as exc:
+                log.warning("flow %s: cannot describe configs of %s: %s", self.flow.name, resource.name, exc)
+        return out
+
+    def for_creation(self, entries: dict[str, ConfigEntry]) -> dict[str, str]:
+        """Configs a new remote topic is created with: non-default ones (defaults too with
+        use.defaults.from=source)."""
+        return {name: e.value for name, e in entries.items()
+                if self.replicable(e) and e.value is not None
+                and (not e.is_default or self.defaults_from_source)}
+
+    def sync(self, remote_names: dict[str, str]) -> int:
+        """One incremental alter per remote topic; returns how many topics were altered."""
+        described = self.describe(sorted(remote_names))
+        resources = []
+        for topic, entries in described.items():
+            ops = []
+            for name, entry in entries.items():
+                if not self.replicable(entry):
+                    continue
+                if entry.is_default and not self.defaults_from_source:
+                    ops.append(ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE))
+                elif entry.value is not None:
+                    ops.append(ConfigEntry(name, entry.value, incremental_operation=AlterConfigOpType.SET))
+            if ops:
+                resources.append(ConfigResource("TOPIC", remote_names[topic], incremental_configs=ops))
+        if not resources:
+            return 0
+        altered = 0
+        for resource, future in self.target.incremental_alter_configs(resources).items():
+            try:
+                future.result(timeout=60)
+                altered += 1
+            except KafkaException as exc:
+                log.warning("flow %s: cannot sync configs of %s: %s", self.flow.name, resource.name, exc)
+        return altered

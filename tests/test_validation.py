@@ -1,0 +1,83 @@
+"""Key validation: typos in MM2's namespaces, bad values, cycles, deprecated keys, secrets."""
+from __future__ import annotations
+
+import pytest
+
+from mirrorspark.cli.validate_command import describe
+from mirrorspark.config import ConfigError, parse_config
+from mirrorspark.config.docs import render
+from mirrorspark.config.keys import KEYS
+from mirrorspark.config.properties_file import parse_properties
+
+BASE = "clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nA->B.enabled = true\n"
+
+
+def config(extra: str):
+    return parse_config(parse_properties(BASE + extra))
+
+
+@pytest.mark.parametrize("extra, key, hint", [
+    ("emit.heartbeats = false\n", "emit.heartbeats", "emit.heartbeats.enabled"),
+    ("A->B.emit.heartbeats = false\n", "A->B.emit.heartbeats", "emit.heartbeats.enabled"),
+    ("topics.exlude = x\n", "topics.exlude", "topics.exclude"),
+    ("A->B.enable = true\n", "A->B.enable", "enabled"),
+    ("sync.topic.config.enabled = false\n", "sync.topic.config.enabled", "sync.topic.configs.enabled"),
+])
+def test_typos_in_mm2_namespaces_are_refused_with_the_near_miss(extra, key, hint):
+    with pytest.raises(ConfigError) as err:
+        config(extra)
+    assert err.value.key == key and hint in str(err.value)
+
+
+@pytest.mark.parametrize("extra, key", [
+    ("refresh.topics.interval.seconds = soon\n", "refresh.topics.interval.seconds"),
+    ("use.defaults.from = elsewhere\n", "use.defaults.from"),
+    ("A.security.protocol = TLS\n", "A.security.protocol"),
+    ("A->B.clusters = A\n", "A->B.clusters"),
+    ("A.topics = x\n", "A.topics"),
+    ("A->B.topic.map = orders\n", "A->B.topic.map"),
+    ("A->B.topic.map = a:x, b:x\n", "A->B.topic.map"),
+])
+def test_bad_values_name_the_key(extra, key):
+    with pytest.raises(ConfigError) as err:
+        config(extra)
+    assert err.value.key == key and key in str(err.value)
+
+
+def test_identity_policy_cycle_is_refused():
+    with pytest.raises(ConfigError) as err:
+        config("B->A.enabled = true\nreplication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
+    assert err.value.key == "replication.policy.class" and "cycle" in str(err.value)
+
+
+def test_identity_policy_one_way_is_fine():
+    config("replication.policy.class = IdentityReplicationPolicy\n")
+
+
+def test_topic_map_loop_is_refused():
+    with pytest.raises(ConfigError, match="loop"):
+        config("B->A.enabled = true\nA->B.topic.map = orders:orders-a\nB->A.topic.map = orders-a:orders\n")
+
+
+def test_deprecated_and_connect_keys_warn():
+    warnings = config("topics.blacklist = x\ntasks.max = 3\nkey.converter = whatever\nmy.custom = 1\n").warnings
+    assert any("topics.blacklist is deprecated" in w for w in warnings)
+    assert any("my.custom" in w and "ignored" in w for w in warnings)
+    assert not any("key.converter" in w for w in warnings)
+
+
+def test_validate_output_hides_secrets():
+    mirror = config("A.sasl.jaas.config = org.x.PlainLoginModule required password=\"s3cret\";\n"
+                    "A.ssl.truststore.password = hunter2\n")
+    lines: list[str] = []
+    describe(mirror, lines.append, probe=False)
+    text = "\n".join(lines)
+    assert "s3cret" not in text and "hunter2" not in text and "[hidden]" in text
+
+
+def test_configuration_doc_is_generated_and_current():
+    from pathlib import Path
+    doc = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+    assert doc.read_text() == render(), "run: python -m mirrorspark.config.docs"
+    for key in KEYS:
+        assert f"`{key.name}`" in doc.read_text()

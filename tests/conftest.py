@@ -20,9 +20,10 @@ MIRRORSPARK = [sys.executable, "-m", "mirrorspark"]
 
 @pytest.fixture(scope="session")
 def clusters(tmp_path_factory) -> Iterator[dict[str, str]]:
-    """``{"primary": bootstrap, "backup": bootstrap}``, started once per session."""
+    """``{"primary": .., "backup": .., "third": ..}`` bootstrap addresses, started once per session
+    (the third cluster serves the chain topology)."""
     local = LocalClusters(tmp_path_factory.mktemp("clusters"))
-    started = local.up([ClusterSpec("primary"), ClusterSpec("backup")])
+    started = local.up([ClusterSpec("primary"), ClusterSpec("backup"), ClusterSpec("third")])
     try:
         yield {c.name: c.bootstrap for c in started}
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
@@ -70,6 +71,7 @@ class FlowQuery:
         self.last_batch_id: int | None = None
         self.last_rate = 0.0
         self._counted: set[int] = set()
+        self._last_written: int | None = None
 
     def start(self, spark) -> None:
         reader = spark.readStream.format("kafka")
@@ -94,6 +96,7 @@ class FlowQuery:
                 writer = writer.option(key, value)
             writer.save()
             self.batches_written += 1
+            self._last_written = batch_id
 
     def collect_progress(self) -> None:
         """Fold Spark's progress reports of data batches not yet counted into the running totals."""
@@ -114,9 +117,16 @@ class FlowQuery:
         """Batches that carried records, among those seen in Spark's recent progress."""
         return len(self._counted)
 
-    def stop(self) -> None:
-        """Let a batch being written finish, keep later ones from writing, then stop the query."""
+    def stop(self, commit_timeout: float = 60.0) -> None:
+        """Let a batch being written finish and be committed to the checkpoint, keep later ones
+        from writing, then stop the query: a restart then neither loses nor re-copies records."""
         with self._write_lock:
             self._stopping = True
+            last = self._last_written
+        if last is not None and self.query is not None and self.query.isActive:
+            committed = self.checkpoint_dir / "commits" / str(last)
+            deadline = time.monotonic() + commit_timeout
+            while not committed.exists() and self.query.isActive and time.monotonic() < deadline:
+                time.sleep(0.05)
         if self.query is not None:
             self.query.stop()

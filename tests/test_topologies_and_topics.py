@@ -1,0 +1,153 @@
+"""MM2 scenarios against real brokers: active/active, chain naming, replicate from latest, new
+partitions, remote topic re-created, topic config sync with MM2's exclusion and defaults rules."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+from conftest import running_mirrorspark, write_config
+from kafka_tools import count, create_topic, produce, read_all, wait_for_count
+
+from mirrorspark.control.admin import admin_client, topic_partitions
+
+pytestmark = pytest.mark.broker
+
+
+def records(n: int, partitions: int, tag: str) -> list[dict]:
+    now = int(time.time() * 1000)
+    return [{"partition": i % partitions, "key": f"{tag}-{i}".encode(), "value": f"{tag}-v{i}".encode(),
+             "timestamp": now + i, "headers": [("tag", tag.encode())]} for i in range(n)]
+
+
+def wait_until(check, what: str, timeout: float = 90.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_started(mirror) -> None:
+    wait_until(lambda: "replicating" in mirror.output(), "mirrorspark to start")
+
+
+def topic_config(bootstrap: str, topic: str) -> dict:
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    resource = ConfigResource("TOPIC", topic)
+    return admin.describe_configs([resource])[resource].result(30)
+
+
+def test_active_active_each_record_once_on_the_other_side_no_echo(clusters, unique, tmp_path):
+    a, b = f"aa-a-{unique}", f"aa-b-{unique}"
+    create_topic(clusters["primary"], a, 2)
+    create_topic(clusters["backup"], b, 2)
+    produce(clusters["primary"], a, records(30, 2, "a"))
+    produce(clusters["backup"], b, records(20, 2, "b"))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nbackup->primary.enabled = true\n"
+                          f"topics = aa-.*-{unique}, primary\\.aa-.*, backup\\.aa-.*\n")
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], f"primary.{a}", 30)
+        wait_for_count(clusters["primary"], f"backup.{b}", 20)
+        time.sleep(6)  # an echo would need a few more batches
+    assert count(clusters["backup"], f"primary.{a}") == 30
+    assert count(clusters["primary"], f"backup.{b}") == 20
+    assert f"backup.primary.{a}" not in topic_partitions(admin_client({"bootstrap.servers": clusters["primary"]}))
+    assert f"primary.backup.{b}" not in topic_partitions(admin_client({"bootstrap.servers": clusters["backup"]}))
+
+
+def test_chain_names_hops(clusters, unique, tmp_path):
+    topic = f"chain-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    produce(clusters["primary"], topic, records(10, 1, "c"))
+    (tmp_path / "mm2.properties").write_text(
+        "clusters = primary, backup, third\n"
+        + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
+        + f"primary->backup.enabled = true\nbackup->third.enabled = true\nreplication.factor = 1\n"
+        f"topics = chain-{unique}, primary\\.chain-{unique}\n")
+    with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
+        wait_for_count(clusters["third"], f"backup.primary.{topic}", 10)
+    source = read_all(clusters["primary"], topic)
+    assert [r.content() for r in read_all(clusters["third"], f"backup.primary.{topic}")] == \
+        [r.content() for r in source]
+
+
+def test_replicate_from_latest(clusters, unique, tmp_path):
+    topic = f"latest-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, records(15, 2, "old"))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          "primary.consumer.auto.offset.reset = latest\n")
+    with running_mirrorspark(config, tmp_path / "state") as mirror:
+        wait_started(mirror)
+        time.sleep(8)  # let the first (empty) batch fix the starting offsets
+        produce(clusters["primary"], topic, records(10, 2, "new"))
+        wait_for_count(clusters["backup"], f"primary.{topic}", 10)
+        time.sleep(3)
+    target = read_all(clusters["backup"], f"primary.{topic}")
+    assert len(target) == 10 and all(r.key.startswith(b"new") for r in target)
+
+
+def test_new_partitions_and_recreated_remote_topic(clusters, unique, tmp_path):
+    topic = f"grow-{unique}"
+    remote = f"primary.{topic}"
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, records(10, 2, "one"))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          "refresh.topics.interval.seconds = 2\n")
+    source_admin = admin_client({"bootstrap.servers": clusters["primary"]})
+    target_admin = admin_client({"bootstrap.servers": clusters["backup"]})
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], remote, 10)
+        source_admin.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+        produce(clusters["primary"], topic, [{"partition": 3, "key": b"p3", "value": b"in new partition"}])
+        wait_for_count(clusters["backup"], remote, 11)
+        assert topic_partitions(target_admin)[remote] == 4
+        target_admin.delete_topics([remote])[remote].result(30)
+        wait_until(lambda: remote not in topic_partitions(target_admin), "remote topic deletion", 30)
+        wait_until(lambda: topic_partitions(target_admin).get(remote) == 4, "remote topic re-creation")
+        produce(clusters["primary"], topic, records(4, 4, "after"))
+        wait_for_count(clusters["backup"], remote, 4)
+    assert sorted(r.key for r in read_all(clusters["backup"], remote)) == sorted(
+        f"after-{i}".encode() for i in range(4))
+
+
+@pytest.mark.parametrize("defaults_from", ["target", "source"])
+def test_topic_config_sync_excluded_key_untouched_and_use_defaults_from(clusters, unique, tmp_path, defaults_from):
+    topic = f"cfg-{defaults_from}-{unique}"
+    remote = f"primary.{topic}"
+    admin = admin_client({"bootstrap.servers": clusters["primary"]})
+    from confluent_kafka.admin import NewTopic
+    admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000",
+                                                        "cleanup.policy": "compact"})])[topic].result(30)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"sync.topic.configs.interval.seconds = 2\nuse.defaults.from = {defaults_from}\n")
+    target_admin = admin_client({"bootstrap.servers": clusters["backup"]})
+    with running_mirrorspark(config, tmp_path / "state"):
+        created = wait_until(lambda: remote in topic_partitions(target_admin) and topic_config(clusters["backup"], remote),
+                             "remote topic")
+        assert created["retention.ms"].value == "3600000" and created["cleanup.policy"].value == "compact"
+        # Target-side changes: an excluded key (kept) and a key the source leaves at its default.
+        resource = ConfigResource("TOPIC", remote, incremental_configs=[
+            ConfigEntry("message.timestamp.type", "LogAppendTime", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("segment.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+        target_admin.incremental_alter_configs([resource])[resource].result(30)
+        source_resource = ConfigResource("TOPIC", topic, incremental_configs=[
+            ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([source_resource])[source_resource].result(30)
+        synced = wait_until(lambda: (c := topic_config(clusters["backup"], remote))["retention.ms"].value == "7200000"
+                            and c, "config sync")
+        time.sleep(3)
+        synced = topic_config(clusters["backup"], remote)
+    assert synced["message.timestamp.type"].value == "LogAppendTime"  # excluded: untouched
+    if defaults_from == "target":
+        assert synced["segment.ms"].is_default  # source default -> DELETE on the target
+    else:
+        assert not synced["segment.ms"].is_default  # source default value pushed explicitly
+        assert synced["segment.ms"].value == "604800000"

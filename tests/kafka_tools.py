@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from mirrorspark.control.admin import admin_client
@@ -58,7 +58,11 @@ def wait_for_count(bootstrap: str, topic: str, expected: int, timeout: float = 1
     deadline = time.monotonic() + timeout
     seen = 0
     while time.monotonic() < deadline:
-        seen = count(bootstrap, topic)
+        try:
+            seen = count(bootstrap, topic)
+        except KafkaException:  # e.g. a leader not yet elected for a re-created topic
+            time.sleep(0.5)
+            continue
         if seen >= expected:
             return seen
         time.sleep(0.5)

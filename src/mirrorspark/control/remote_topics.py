@@ -3,6 +3,7 @@ count, grow their partitions, re-create them if deleted; never delete or shrink 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -45,6 +46,7 @@ class RemoteTopics:
         self.target = target
         self.target_refresh_seconds = target_refresh_seconds
         self.configs = configs
+        self._lock = threading.Lock()
         self.plan = TopicPlan()
         self._last_target_check = 0.0
 
@@ -60,7 +62,12 @@ class RemoteTopics:
                 f"set {key} to at most {brokers}", key)
 
     def refresh(self, force_target_check: bool = False) -> TopicPlan:
-        """Re-read source topics; create or grow remote topics when needed. Cheap when nothing changed."""
+        """Re-read source topics; create or grow remote topics when needed. Cheap when nothing changed.
+        Called before every batch and, on the refresh interval, by the control scheduler."""
+        with self._lock:
+            return self._refresh(force_target_check)
+
+    def _refresh(self, force_target_check: bool) -> TopicPlan:
         source_topics = topic_partitions(self.source)
         wanted = {t: n for t, n in source_topics.items() if self.selection.should_replicate(t)}
         due = time.monotonic() - self._last_target_check >= self.target_refresh_seconds

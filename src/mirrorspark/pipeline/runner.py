@@ -85,6 +85,9 @@ class Replicator:
                                   interval_seconds(flow, "refresh.topics", "600"), configs)
             remote.check_replication_factor()
             remote.refresh(force_target_check=True)
+            refresh_interval = interval_seconds(flow, "refresh.topics", "600")
+            self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval,
+                                 lambda r=remote: r.refresh(force_target_check=True), initial_delay=refresh_interval)
             self.scheduler.every(f"flow {flow.name}: topic config sync",
                                  interval_seconds(flow, "sync.topic.configs", "600"),
                                  lambda r=remote, c=configs: c.sync(r.plan.remote))

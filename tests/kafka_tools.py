@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from mirrorspark.control.admin import admin_client
+from mirrorspark.control.admin import admin_client, end_offsets
 
 
 @dataclass(frozen=True)
@@ -35,18 +35,6 @@ def produce(bootstrap: str, topic: str, records: list[dict]) -> None:
     for rec in records:
         producer.produce(topic, **rec)
     assert producer.flush(30) == 0
-
-
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-tests-offsets"})
-    try:
-        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
-        if metadata.error is not None:
-            return {}
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in metadata.partitions}
-    finally:
-        consumer.close()
 
 
 def count(bootstrap: str, topic: str) -> int:

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from mirrorspark.config import load_config
-from mirrorspark.control.admin import admin_client
+from mirrorspark.control.admin import admin_client, end_offsets
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.pipeline.runner import Replicator
 
@@ -33,18 +33,6 @@ def _produce_sample(bootstrap: str) -> None:
                          partition=i % PARTITIONS, timestamp=now - (RECORDS - i),
                          headers=[("source", b"demo"), ("seq", str(i).encode())])
     producer.flush(30)
-
-
-def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-demo"})
-    try:
-        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
-        if metadata.error is not None:
-            return {}
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in sorted(metadata.partitions)}
-    finally:
-        consumer.close()
 
 
 def _first_records(bootstrap: str, topic: str, partition: int, n: int) -> list[str]:
@@ -90,11 +78,11 @@ def run_demo(state_dir: Path, echo: Callable[[str], None]) -> None:
         replicator.prepare()
         replicator.start()
         remote = f"primary.{TOPIC}"
-        source_ends = _end_offsets(started["primary"], TOPIC)
+        source_ends = end_offsets(started["primary"], TOPIC)
         replicator.run(progress=echo, progress_interval=2.0,
-                       until=lambda: _end_offsets(started["backup"], remote) == source_ends)
+                       until=lambda: end_offsets(started["backup"], remote) == source_ends)
         echo(f"== what arrived on backup in '{remote}'")
-        target_ends = _end_offsets(started["backup"], remote)
+        target_ends = end_offsets(started["backup"], remote)
         for partition, end in source_ends.items():
             echo(f"  partition {partition}: primary {end} records, backup {target_ends.get(partition, 0)} records")
         echo("  first records of partition 0 on backup (same key, value, timestamp and headers as on primary):")

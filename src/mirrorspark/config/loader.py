@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig, is_connection_key, split_list
+from mirrorspark.config.model import (ClusterConfig, FlowConfig, MirrorConfig, is_connection_key, parse_bool,
+                                     split_list)
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.config.validation import check_all
 
@@ -24,13 +25,6 @@ def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorCo
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {str(file)!r} is not UTF-8 text: {exc}") from exc
     return parse_config(parse_properties(text), clusters, source_path=str(file))
-
-
-def _bool(value: str, key: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ConfigError(f"{key} must be true or false, got {value!r}", key)
-    return lowered == "true"
 
 
 def parse_config(
@@ -88,7 +82,7 @@ def parse_config(
             settings = {k: v for k, v in top.items() if not k.startswith("spark.")}
             settings.update(own)
             enabled_key = f"{source}->{target}.enabled"
-            enabled = _bool(own["enabled"], enabled_key) if "enabled" in own else False
+            enabled = parse_bool(own["enabled"], enabled_key) if "enabled" in own else False
             flow = FlowConfig(cluster_configs[source], cluster_configs[target], enabled, settings, own)
             if enabled:
                 flow.source.bootstrap_servers  # raises ConfigError naming the missing key
@@ -111,9 +105,7 @@ def _refuse_cycles(flows: list[FlowConfig]) -> None:
     edges = {(f.source.alias, f.target.alias) for f in enabled if f.name in identity}
     for source, target in sorted(edges):
         if _reaches(edges, target, source):
-            key = (f"{source}->{target}.replication.policy.class"
-                   if "replication.policy.class" in next(f for f in enabled if f.name == f"{source}->{target}").flow_settings
-                   else "replication.policy.class")
+            key = next(f for f in enabled if f.name == f"{source}->{target}").where("replication.policy.class")
             raise ConfigError(
                 f"{key}: IdentityReplicationPolicy keeps topic names, so the enabled flows "
                 f"{source}->{target} and back to {source} form a cycle and records would be replicated forever; "
@@ -127,7 +119,7 @@ def _refuse_cycles(flows: list[FlowConfig]) -> None:
             if back.topic_map.get(dst_topic) == src_topic:
                 raise ConfigError(
                     f"{flow.name}.topic.map maps {src_topic} to {dst_topic} and {back.name}.topic.map maps it back: "
-                    "records would loop between the clusters", f"{flow.name}.topic.map")
+                    "records would loop between the clusters", flow.where("topic.map"))
 
 
 def _reaches(edges: set[tuple[str, str]], start: str, goal: str) -> bool:

@@ -11,9 +11,21 @@ from mirrorspark.config.errors import ConfigError
 # cluster (or top) level into every client talking to that cluster.
 _CONNECTION_KEY = re.compile(r"^(bootstrap\.servers|security\.protocol|ssl\..+|sasl\..+|client\.dns\.lookup)$")
 
-DEFAULT_TOPICS = ".*"
-DEFAULT_TOPICS_EXCLUDE = r".*[\-\.]internal, .*\.replica, __.*"
-DEFAULT_REPLICATION_FACTOR = 2
+
+
+def default(key: str) -> str:
+    """The declared default of ``key`` (config/keys.py is the one place defaults live)."""
+    from mirrorspark.config.keys import BY_NAME
+
+    return BY_NAME[key].default or ""
+
+
+def parse_bool(value: str, where: str) -> bool:
+    """MM2 BOOLEAN: true or false, case-insensitive; anything else names the key."""
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ConfigError(f"{where} must be true or false, got {value!r}", where)
+    return lowered == "true"
 
 
 def is_connection_key(key: str) -> bool:
@@ -69,21 +81,29 @@ class FlowConfig:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.settings.get(key, default)
 
+    def where(self, key: str) -> str:
+        """The key as the user wrote it: ``A->B.key`` if set for this flow, else the top-level name."""
+        return f"{self.name}.{key}" if key in self.flow_settings else key
+
+    def flag(self, key: str) -> bool:
+        """A BOOLEAN setting of this flow, falling back to its declared default."""
+        return parse_bool(self.get(key, default(key)) or default(key), self.where(key))
+
     @property
     def topics(self) -> list[str]:
-        return split_list(self.get("topics", DEFAULT_TOPICS) or "")
+        return split_list(self.get("topics", default("topics")) or "")
 
     @property
     def topics_exclude(self) -> list[str]:
         value = self.get("topics.exclude")
         if value is None:
-            value = self.get("topics.blacklist", DEFAULT_TOPICS_EXCLUDE)
+            value = self.get("topics.blacklist", default("topics.exclude"))
         return split_list(value or "")
 
     @property
     def replication_factor(self) -> int:
-        raw = self.get("replication.factor", str(DEFAULT_REPLICATION_FACTOR))
-        key = f"{self.name}.replication.factor" if "replication.factor" in self.flow_settings else "replication.factor"
+        raw = self.get("replication.factor", default("replication.factor"))
+        key = self.where("replication.factor")
         try:
             value = int(str(raw).strip())
         except ValueError:
@@ -100,8 +120,7 @@ class FlowConfig:
         value = self.get("topic.map")
         if not value:
             return {}
-        where = f"{self.name}.topic.map" if "topic.map" in self.flow_settings else "topic.map"
-        return parse_topic_map(value, where)
+        return parse_topic_map(value, self.where("topic.map"))
 
     def source_consumer(self) -> dict[str, str]:
         """MM2 order: source connection, then ``S->T.consumer.*``, then ``S.consumer.*``."""

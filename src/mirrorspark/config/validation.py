@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import (BY_NAME, CONNECT_PREFIXES, MM2_NAMESPACES, PASSTHROUGH_PREFIXES, Key,
                                      Scope, Type)
-from mirrorspark.config.model import is_connection_key, split_list
+from mirrorspark.config.model import is_connection_key, parse_bool, split_list
 
 _CLUSTER_PREFIXES = ("consumer.", "producer.", "admin.")
 
@@ -19,8 +19,8 @@ _CLUSTER_PREFIXES = ("consumer.", "producer.", "admin.")
 def check_value(key: Key, value: str, where: str) -> None:
     """Type and choice checks; ``where`` is the key as written in the file."""
     text = value.strip()
-    if key.type is Type.BOOLEAN and text.lower() not in ("true", "false"):
-        raise ConfigError(f"{where} must be true or false, got {value!r}", where)
+    if key.type is Type.BOOLEAN:
+        parse_bool(text, where)
     if key.type in (Type.INT, Type.LONG):
         try:
             int(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 _QUIET = logging.getLogger("mirrorspark.librdkafka")
@@ -24,6 +24,19 @@ def broker_answers(bootstrap: str, timeout: float = 5.0) -> bool:
     except KafkaException:
         return False
     return True
+
+
+def end_offsets(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, int]:
+    """Log-end offset per partition of ``topic`` (empty if the topic does not exist)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-offsets", "logger": _QUIET})
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+        if metadata.error is not None:
+            return {}
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                for p in sorted(metadata.partitions)}
+    finally:
+        consumer.close()
 
 
 def broker_count(admin: AdminClient, timeout: float = 10.0) -> int:

@@ -55,8 +55,7 @@ class RemoteTopics:
         rf = self.flow.replication_factor
         brokers = broker_count(self.target)
         if rf > brokers:
-            key = f"{self.flow.name}.replication.factor" if "replication.factor" in self.flow.flow_settings \
-                else "replication.factor"
+            key = self.flow.where("replication.factor")
             raise ConfigError(
                 f"{key}={rf} but target cluster {self.flow.target.alias!r} has only {brokers} broker(s); "
                 f"set {key} to at most {brokers}", key)

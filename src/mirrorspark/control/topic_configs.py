@@ -10,14 +10,10 @@ import re
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
-from mirrorspark.config.model import FlowConfig, split_list
+from mirrorspark.config.model import FlowConfig, default, split_list
 from mirrorspark.pipeline.topic_selection import join_patterns
 
 log = logging.getLogger(__name__)
-
-DEFAULT_CONFIG_EXCLUDE = (r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
-                          r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
-                          r"unclean\.leader\.election\.enable, min\.insync\.replicas")
 
 
 class TopicConfigs:
@@ -28,9 +24,10 @@ class TopicConfigs:
         self.source = source
         self.target = target
         exclude = flow.get("config.properties.exclude") or flow.get("config.properties.blacklist") \
-            or DEFAULT_CONFIG_EXCLUDE
+            or default("config.properties.exclude")
         self._exclude = re.compile(join_patterns(split_list(exclude)))
-        self.defaults_from_source = (flow.get("use.defaults.from", "target") or "target").strip().lower() == "source"
+        self.defaults_from_source = (flow.get("use.defaults.from") or default("use.defaults.from")).strip().lower() \
+            == "source"
 
     def replicable(self, entry: ConfigEntry) -> bool:
         return not (entry.is_read_only or entry.is_sensitive

@@ -66,7 +66,7 @@ class FlowQuery:
         self.query = None
         self._write_lock = threading.Lock()
         self._stopping = False
-        self.batches_written = 0
+        self._sink_options = sink_options(flow)
         self.records_read = 0
         self.last_batch_id: int | None = None
         self.last_rate = 0.0
@@ -92,10 +92,9 @@ class FlowQuery:
                 raise StopRequested(f"flow {self.flow.name}: stop requested before batch {batch_id}")
             plan = self.remote_topics.refresh()
             writer = to_target_rows(df, plan.remote).write.format("kafka")
-            for key, value in sink_options(self.flow).items():
+            for key, value in self._sink_options.items():
                 writer = writer.option(key, value)
             writer.save()
-            self.batches_written += 1
             self._last_written = batch_id
 
     def collect_progress(self) -> None:

@@ -44,14 +44,14 @@ def reach(cluster: ClusterConfig, props: dict[str, str], timeout: float = 15.0):
 
 def interval_seconds(flow: FlowConfig, prefix: str, default: str) -> float:
     """MM2's ``<prefix>.enabled`` / ``<prefix>.interval.seconds`` pair; disabled -> infinity."""
-    if (flow.get(f"{prefix}.enabled", "true") or "true").strip().lower() == "false":
+    if not flow.flag(f"{prefix}.enabled"):
         return float("inf")
     key = f"{prefix}.interval.seconds"
     raw = flow.get(key, default) or default
     try:
         return float(raw)
     except ValueError:
-        raise ConfigError(f"{key} must be a number, got {raw!r}", key) from None
+        raise ConfigError(f"{flow.where(key)} must be a number, got {raw!r}", flow.where(key)) from None
 
 
 def checkpoint_dir(state_dir: Path, flow: FlowConfig) -> Path:

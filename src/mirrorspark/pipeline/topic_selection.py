@@ -32,8 +32,7 @@ class TopicSelection:
         self.target_alias = flow.target.alias
         self.include = join_patterns(flow.topics)
         self.exclude = join_patterns(flow.topics_exclude)
-        key = f"{flow.name}.topics" if "topics" in flow.flow_settings else "topics"
-        for name, pattern in ((key, self.include), ("topics.exclude", self.exclude)):
+        for name, pattern in ((flow.where("topics"), self.include), (flow.where("topics.exclude"), self.exclude)):
             try:
                 re.compile(pattern)
             except re.error as exc:
@@ -41,8 +40,7 @@ class TopicSelection:
         self._include = re.compile(self.include)
         self._exclude = re.compile(self.exclude)
         self.topic_map = flow.topic_map
-        hb = flow.get("heartbeats.replication.enabled", "true") or "true"
-        self.heartbeats_replicated = hb.strip().lower() == "true"
+        self.heartbeats_replicated = flow.flag("heartbeats.replication.enabled")
 
     def topic_filter(self, topic: str) -> bool:
         """``topics`` matches fully and ``topics.exclude`` does not (excludes win)."""

@@ -5,6 +5,7 @@ import importlib
 from collections.abc import Mapping
 
 from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import parse_bool
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
 from mirrorspark.policy.identity import IdentityReplicationPolicy
@@ -20,20 +21,12 @@ _BUILTIN = {
 }
 
 
-def _flag(settings: Mapping[str, str], key: str, default: bool) -> bool:
-    value = settings.get(key)
-    if value is None:
-        return default
-    if value.strip().lower() not in ("true", "false"):
-        raise ConfigError(f"{key} must be true or false, got {value!r}", key)
-    return value.strip().lower() == "true"
-
-
 def policy_for_flow(settings: Mapping[str, str], source_alias: str) -> ReplicationPolicy:
     """The ReplicationPolicy configured by a flow's resolved settings."""
     name = settings.get(POLICY_KEY, "org.apache.kafka.connect.mirror.DefaultReplicationPolicy").strip()
     separator = settings.get("replication.policy.separator", ".")
-    internal_sep = _flag(settings, "replication.policy.internal.topic.separator.enabled", True)
+    sep_key = "replication.policy.internal.topic.separator.enabled"
+    internal_sep = parse_bool(settings.get(sep_key, "true"), sep_key)
     kind = _BUILTIN.get(name)
     if kind == "default":
         return DefaultReplicationPolicy(separator, internal_sep)

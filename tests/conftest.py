@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mirrorspark.local import ClusterSpec, LocalClusters
+from mirrorspark.local.security import SecurityOptions
 
 MIRRORSPARK = [sys.executable, "-m", "mirrorspark"]
 
@@ -21,9 +22,12 @@ MIRRORSPARK = [sys.executable, "-m", "mirrorspark"]
 @pytest.fixture(scope="session")
 def clusters(tmp_path_factory) -> Iterator[dict[str, str]]:
     """``{"primary": .., "backup": .., "third": ..}`` bootstrap addresses, started once per session
-    (the third cluster serves the chain topology)."""
+    (the third cluster serves the chain topology). primary and backup run StandardAuthorizer (ANONYMOUS
+    is a super user there) so ACL sync is tested; third has no authorizer."""
     local = LocalClusters(tmp_path_factory.mktemp("clusters"))
-    started = local.up([ClusterSpec("primary"), ClusterSpec("backup"), ClusterSpec("third")])
+    with_acls = SecurityOptions(authorizer=True)
+    started = local.up([ClusterSpec("primary", security=with_acls), ClusterSpec("backup", security=with_acls),
+                        ClusterSpec("third")])
     try:
         yield {c.name: c.bootstrap for c in started}
     finally:

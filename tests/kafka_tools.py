@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from mirrorspark.control.admin import admin_client, end_offsets
+from mirrorspark.control.admin import admin_client, client_conf, end_offsets
 
 
 @dataclass(frozen=True)
@@ -24,24 +24,24 @@ class Rec:
         return (self.partition, self.key, self.value, self.timestamp, self.headers)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = admin_client({"bootstrap.servers": bootstrap})
+def create_topic(bootstrap: str | dict, name: str, partitions: int) -> None:
+    admin = admin_client(client_conf(bootstrap))
     for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
         future.result(timeout=30)
 
 
-def produce(bootstrap: str, topic: str, records: list[dict]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+def produce(bootstrap: str | dict, topic: str, records: list[dict]) -> None:
+    producer = Producer({**client_conf(bootstrap), "linger.ms": 5})
     for rec in records:
         producer.produce(topic, **rec)
     assert producer.flush(30) == 0
 
 
-def count(bootstrap: str, topic: str) -> int:
+def count(bootstrap: str | dict, topic: str) -> int:
     return sum(end_offsets(bootstrap, topic).values())
 
 
-def wait_for_count(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) -> int:
+def wait_for_count(bootstrap: str | dict, topic: str, expected: int, timeout: float = 120.0) -> int:
     """Wait until ``topic`` holds at least ``expected`` records; return the count seen."""
     deadline = time.monotonic() + timeout
     seen = 0
@@ -54,13 +54,13 @@ def wait_for_count(bootstrap: str, topic: str, expected: int, timeout: float = 1
         if seen >= expected:
             return seen
         time.sleep(0.5)
-    raise AssertionError(f"{topic} on {bootstrap} holds {seen} records, expected {expected} within {timeout} s")
+    raise AssertionError(f"{topic} on {client_conf(bootstrap)['bootstrap.servers']} holds {seen} records, expected {expected} within {timeout} s")
 
 
-def read_all(bootstrap: str, topic: str) -> list[Rec]:
+def read_all(bootstrap: str | dict, topic: str) -> list[Rec]:
     """Every record of every partition, in offset order per partition."""
     ends = end_offsets(bootstrap, topic)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-tests-read",
+    consumer = Consumer({**client_conf(bootstrap), "group.id": "mirrorspark-tests-read",
                          "enable.auto.commit": False})
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in ends])

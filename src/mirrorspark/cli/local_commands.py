@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from mirrorspark.local import ClusterSpec, LocalClusterError, LocalClusters
+from mirrorspark.local.security import MECHANISMS, PROTOCOLS, SecurityError, SecurityOptions
 
 app = typer.Typer(no_args_is_help=True, help="Run real Apache Kafka clusters (KRaft, one node each) locally.")
 
@@ -25,13 +26,29 @@ def _fail(exc: Exception) -> None:
 @app.command()
 def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cluster.")],
        state_dir: StateDir = None,
-       timeout: Annotated[float, typer.Option(help="Seconds to wait for each broker.")] = 90.0) -> None:
-    """Start the clusters (those already running are left as they are); print NAME=BOOTSTRAP lines."""
+       timeout: Annotated[float, typer.Option(help="Seconds to wait for each broker.")] = 90.0,
+       security: Annotated[str, typer.Option(
+           "--security", help=f"Client listener protocol: {', '.join(PROTOCOLS)}. TLS material is made with "
+                              "keytool; SASL uses a generated user 'mirrorspark'.")] = "PLAINTEXT",
+       sasl_mechanism: Annotated[str, typer.Option(
+           "--sasl-mechanism", help=f"With SASL_*: {', '.join(MECHANISMS)}.")] = "SCRAM-SHA-512",
+       authorizer: Annotated[bool, typer.Option(
+           "--authorizer", help="Start with StandardAuthorizer (ACLs enforced; local tooling is super user).")]
+       = False) -> None:
+    """Start the clusters (those already running are left as they are); print NAME=BOOTSTRAP lines.
+
+    Secured clusters also print where their Java-style client settings are (``client.properties``,
+    ready to copy into mm2.properties as ``NAME.<key>``).
+    """
     try:
-        specs = [ClusterSpec.parse(n) for n in names]
-        for cluster in _clusters(state_dir).up(specs, timeout=timeout):
+        options = SecurityOptions(security.upper(), sasl_mechanism.upper(), authorizer)
+        specs = [ClusterSpec.parse(n, options) for n in names]
+        local = _clusters(state_dir)
+        for cluster in local.up(specs, timeout=timeout):
             typer.echo(f"{cluster.name}={cluster.bootstrap}")
-    except LocalClusterError as exc:
+            if cluster.security.secured:
+                typer.echo(f"# {cluster.name} client settings: {local.folder(cluster.name) / 'client.properties'}")
+    except (LocalClusterError, SecurityError) as exc:
         _fail(exc)
 
 

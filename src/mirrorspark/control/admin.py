@@ -26,9 +26,14 @@ def broker_answers(bootstrap: str, timeout: float = 5.0) -> bool:
     return True
 
 
-def end_offsets(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, int]:
+def client_conf(cluster: str | dict[str, Any]) -> dict[str, Any]:
+    """librdkafka settings from a bootstrap address or from ready-made settings."""
+    return {"bootstrap.servers": cluster} if isinstance(cluster, str) else dict(cluster)
+
+
+def end_offsets(cluster: str | dict[str, Any], topic: str, timeout: float = 10.0) -> dict[int, int]:
     """Log-end offset per partition of ``topic`` (empty if the topic does not exist)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-offsets", "logger": _QUIET})
+    consumer = Consumer({**client_conf(cluster), "group.id": "mirrorspark-offsets", "logger": _QUIET})
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
         if metadata.error is not None:

@@ -1,20 +1,214 @@
-"""Translate MM2's Java-style client settings into librdkafka settings for the control plane."""
+"""Translate MM2's Java-style client settings into librdkafka settings for the control plane.
+
+The data plane (Spark's Kafka source and sink) runs the Java client and takes MM2 users' settings
+as they are. The control plane uses librdkafka, which speaks the same protocols with other key
+names and file formats:
+
+- ``sasl.jaas.config`` with PLAIN or SCRAM login modules -> ``sasl.username``/``sasl.password``;
+- JKS or PKCS12 truststores -> a PEM CA file (exported with the JDK's keytool, which Spark needs
+  anyway); PEM truststores and inline PEM certificates are used directly;
+- PKCS12 keystores are read by librdkafka as they are; JKS keystores are converted to PKCS12;
+- ``ssl.endpoint.identification.algorithm`` empty -> ``none``.
+
+Settings librdkafka cannot honour (Kerberos, OAuth, Java cipher suite names) fail with a message
+naming the key and saying what to provide instead.
+"""
 from __future__ import annotations
 
+import atexit
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
 from collections.abc import Mapping
+from pathlib import Path
+
+from mirrorspark.config.errors import ConfigError
 
 # Keys whose name and meaning are the same in the Java client and librdkafka.
-_SAME = {"bootstrap.servers", "security.protocol", "client.id", "sasl.username", "sasl.password",
-         "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password"}
-_RENAMED = {"sasl.mechanism": "sasl.mechanisms", "request.timeout.ms": "socket.timeout.ms"}
+_SAME = {"bootstrap.servers", "client.id", "sasl.username", "sasl.password", "ssl.ca.location",
+         "ssl.certificate.location", "ssl.key.location", "ssl.key.password", "ssl.ca.pem",
+         "ssl.certificate.pem", "ssl.key.pem"}
+_RENAMED = {"request.timeout.ms": "socket.timeout.ms", "ssl.keystore.certificate.chain": "ssl.certificate.pem",
+            "ssl.keystore.key": "ssl.key.pem"}
+_SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_JAAS = re.compile(r'^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)(?P<opts>.*?);?\s*$',
+                   re.DOTALL)
+_JAAS_OPTION = re.compile(r'\s*([\w.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)')
+_LOGIN_MODULES = {"PLAIN": "PlainLoginModule", "SCRAM-SHA-256": "ScramLoginModule",
+                  "SCRAM-SHA-512": "ScramLoginModule"}
 
 
-def librdkafka_admin(java_props: Mapping[str, str]) -> dict[str, str]:
-    """Admin settings librdkafka understands, from Java-style ``bootstrap.servers``/security keys."""
+def librdkafka_admin(java_props: Mapping[str, str], where: str = "") -> dict[str, str]:
+    """librdkafka settings from Java-style ``bootstrap.servers``/security keys.
+
+    ``where`` prefixes key names in error messages (e.g. ``backup.``) so they name the key as the
+    user wrote it.
+    """
     conf: dict[str, str] = {}
     for key, value in java_props.items():
         if key in _SAME:
             conf[key] = value
         elif key in _RENAMED:
             conf[_RENAMED[key]] = value
+    protocol = java_props.get("security.protocol", "PLAINTEXT").strip().upper()
+    conf["security.protocol"] = protocol
+    if protocol.startswith("SASL_"):
+        conf.update(_sasl(java_props, where))
+    if protocol in ("SSL", "SASL_SSL"):
+        conf.update(_tls(java_props, where))
     return conf
+
+
+def _sasl(props: Mapping[str, str], where: str) -> dict[str, str]:
+    mechanism = props.get("sasl.mechanism", "GSSAPI").strip().upper()
+    if mechanism not in _SUPPORTED_MECHANISMS:
+        raise ConfigError(
+            f"{where}sasl.mechanism={mechanism} is not supported by mirrorspark's control plane "
+            f"(supported: {', '.join(_SUPPORTED_MECHANISMS)}); GSSAPI is the Java default when the key is unset, "
+            f"so set {where}sasl.mechanism explicitly", f"{where}sasl.mechanism")
+    conf = {"sasl.mechanisms": mechanism}
+    if "sasl.username" in props and "sasl.password" in props:
+        return conf
+    jaas = props.get("sasl.jaas.config")
+    if not jaas:
+        raise ConfigError(f"{where}sasl.jaas.config is required with {where}security.protocol="
+                          f"{props.get('security.protocol')} (e.g. {_LOGIN_MODULES[mechanism]} required "
+                          'username="..." password="...";)', f"{where}sasl.jaas.config")
+    module, options = parse_jaas(jaas, f"{where}sasl.jaas.config")
+    if not module.endswith(_LOGIN_MODULES[mechanism]):
+        raise ConfigError(f"{where}sasl.jaas.config uses {module.rsplit('.', 1)[-1]} but {where}sasl.mechanism is "
+                          f"{mechanism}: use {_LOGIN_MODULES[mechanism]}", f"{where}sasl.jaas.config")
+    missing = [name for name in ("username", "password") if name not in options]
+    if missing:
+        raise ConfigError(f"{where}sasl.jaas.config lacks {' and '.join(missing)}", f"{where}sasl.jaas.config")
+    conf.update({"sasl.username": options["username"], "sasl.password": options["password"]})
+    return conf
+
+
+def parse_jaas(text: str, key: str) -> tuple[str, dict[str, str]]:
+    """``Module required a="b" c=d;`` -> (module, options); the message never echoes the value."""
+    match = _JAAS.match(text)
+    if not match:
+        raise ConfigError(f"{key} is not a JAAS entry of the form '<LoginModule> required name=\"value\" ...;'", key)
+    options: dict[str, str] = {}
+    rest = match.group("opts").strip()
+    for opt in _JAAS_OPTION.finditer(rest):
+        value = opt.group(2)
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        options[opt.group(1)] = value
+    leftover = _JAAS_OPTION.sub("", rest).strip().rstrip(";").strip()
+    if leftover:
+        raise ConfigError(f"{key} has text that is not a name=value option after the login module flag", key)
+    return match.group("module"), options
+
+
+def _tls(props: Mapping[str, str], where: str) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    algorithm = props.get("ssl.endpoint.identification.algorithm")
+    if algorithm is not None:
+        conf["ssl.endpoint.identification.algorithm"] = algorithm.strip().lower() or "none"
+    trust = props.get("ssl.truststore.location")
+    trust_type = props.get("ssl.truststore.type", "JKS").strip().upper()
+    if props.get("ssl.truststore.certificates"):
+        conf["ssl.ca.pem"] = props["ssl.truststore.certificates"]
+    elif trust:
+        if trust_type == "PEM":
+            conf["ssl.ca.location"] = trust
+        elif trust_type in ("JKS", "PKCS12"):
+            conf["ssl.ca.location"] = str(_converted().truststore_pem(
+                trust, props.get("ssl.truststore.password"), trust_type, f"{where}ssl.truststore.location"))
+        else:
+            raise ConfigError(f"{where}ssl.truststore.type={trust_type} is not supported: use JKS, PKCS12 or PEM",
+                              f"{where}ssl.truststore.type")
+    keystore = props.get("ssl.keystore.location")
+    if keystore:
+        store_type = props.get("ssl.keystore.type", "JKS").strip().upper()
+        password = props.get("ssl.keystore.password")
+        key = f"{where}ssl.keystore.location"
+        if store_type == "PKCS12":
+            conf["ssl.keystore.location"] = keystore
+        elif store_type == "JKS":
+            conf["ssl.keystore.location"] = str(_converted().keystore_p12(keystore, password, key))
+        elif store_type == "PEM":
+            conf["ssl.certificate.location"] = keystore
+            conf["ssl.key.location"] = keystore
+        else:
+            raise ConfigError(f"{where}ssl.keystore.type={store_type} is not supported: use JKS, PKCS12 or PEM",
+                              f"{where}ssl.keystore.type")
+        if password:
+            conf["ssl.keystore.password"] = password
+            if store_type == "PEM":
+                conf["ssl.key.password"] = props.get("ssl.key.password", password)
+    return conf
+
+
+class _ConvertedStores:
+    """JKS/PKCS12 stores converted once per process into a private temporary folder."""
+
+    def __init__(self) -> None:
+        self._folder: Path | None = None
+        self._done: dict[tuple[str, float, str], Path] = {}
+        self._lock = threading.Lock()
+
+    def _dir(self) -> Path:
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="mirrorspark-tls-"))
+            atexit.register(shutil.rmtree, self._folder, True)
+        return self._folder
+
+    def truststore_pem(self, location: str, password: str | None, store_type: str, key: str) -> Path:
+        return self._convert(location, "pem", key, lambda out: self._export_pem(location, password, store_type,
+                                                                                  key, out))
+
+    def keystore_p12(self, location: str, password: str | None, key: str) -> Path:
+        return self._convert(location, "p12", key, lambda out: _keytool(
+            key, "-importkeystore", "-noprompt", "-srckeystore", location, "-srcstoretype", "JKS",
+            "-srcstorepass", password or "", "-destkeystore", str(out), "-deststoretype", "PKCS12",
+            "-deststorepass", password or ""))
+
+    def _convert(self, location: str, kind: str, key: str, make) -> Path:
+        path = Path(location)
+        if not path.is_file():
+            raise ConfigError(f"{key}={location} does not exist or is not a file", key)
+        ident = (str(path.resolve()), path.stat().st_mtime, kind)
+        with self._lock:
+            if ident not in self._done:
+                out = self._dir() / f"{len(self._done)}.{kind}"
+                make(out)
+                out.chmod(0o600)
+                self._done[ident] = out
+            return self._done[ident]
+
+    @staticmethod
+    def _export_pem(location: str, password: str | None, store_type: str, key: str, out: Path) -> None:
+        args = ["-list", "-rfc", "-keystore", location, "-storetype", store_type]
+        listing = _keytool(key, *args, *(["-storepass", password] if password else []), stdin=b"\n")
+        pems = re.findall(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", listing, re.DOTALL)
+        if not pems:
+            raise ConfigError(f"{key}={location} holds no certificates", key)
+        out.write_bytes(b"\n".join(pems) + b"\n")
+
+
+def _keytool(key: str, *args: str, stdin: bytes | None = None) -> bytes:
+    from mirrorspark.local.security import SecurityError, keytool
+
+    try:
+        tool = keytool()
+    except SecurityError as exc:
+        raise ConfigError(f"{key}: converting a Java keystore needs the JDK's keytool: {exc}", key) from None
+    done = subprocess.run([tool, "-J-Xmx64m", *args], input=stdin, capture_output=True)
+    if done.returncode != 0:
+        reason = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()
+        raise ConfigError(f"{key}: keytool could not read the store ({reason[-1] if reason else 'no output'}); "
+                          "check the location, type and password", key)
+    return done.stdout
+
+
+_STORES = _ConvertedStores()
+
+
+def _converted() -> _ConvertedStores:
+    return _STORES

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from mirrorspark import paths
 from mirrorspark.local import server_properties
+from mirrorspark.local.security import Secrets, SecurityError, SecurityOptions, broker_properties, \
+    client_properties, scram_format_args
 
 DEFAULT_JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -32,21 +34,23 @@ class LocalClusterError(RuntimeError):
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """What the user asked for: ``name`` or ``name:port``."""
+    """What the user asked for: ``name`` or ``name:port``, and how its client listener is secured."""
 
     name: str
     port: int | None = None
+    security: SecurityOptions = SecurityOptions()
 
     @classmethod
-    def parse(cls, text: str) -> "ClusterSpec":
+    def parse(cls, text: str, security: SecurityOptions | None = None) -> "ClusterSpec":
         name, _, port = text.partition(":")
         if not _NAME.match(name):
             raise LocalClusterError(f"invalid cluster name {name!r}: use letters, digits, '.', '_' or '-'")
+        sec = security or SecurityOptions()
         if not port:
-            return cls(name)
+            return cls(name, None, sec)
         if not port.isdigit() or not 0 < int(port) < 65536:
             raise LocalClusterError(f"invalid port {port!r} for cluster {name!r}: expected 1-65535")
-        return cls(name, int(port))
+        return cls(name, int(port), sec)
 
 
 @dataclass
@@ -57,11 +61,24 @@ class RunningCluster:
     port: int
     controller_port: int
     cluster_id: str
+    protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = "SCRAM-SHA-512"
+    authorizer: bool = False
+    internal_port: int | None = None
     pid: int | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def plain_bootstrap(self) -> str:
+        """A PLAINTEXT address of the broker (the internal listener when the client one is secured)."""
+        return f"127.0.0.1:{self.internal_port or self.port}"
+
+    @property
+    def security(self) -> SecurityOptions:
+        return SecurityOptions(self.protocol, self.sasl_mechanism, self.authorizer)
 
 
 def java_executable() -> str:
@@ -152,6 +169,7 @@ class LocalClusters:
                         f"cluster {spec.name!r} already runs on port {running.port}, not {spec.port}; "
                         "run `mirrorspark local down` first"
                     )
+                self._check_same_security(spec, running)
                 result.append(running)
                 continue
             cluster = self._prepare(spec, java)
@@ -172,9 +190,29 @@ class LocalClusters:
         self._pid_file(name).unlink(missing_ok=True)
         return None
 
+    def _check_same_security(self, spec: ClusterSpec, existing: RunningCluster) -> None:
+        if spec.security != existing.security:
+            raise LocalClusterError(
+                f"cluster {spec.name!r} was created with {_describe(existing.security)}, not "
+                f"{_describe(spec.security)}; run `mirrorspark local down --purge {spec.name}` first"
+            )
+
+    def client_settings(self, name: str) -> dict[str, str]:
+        """Java-style client settings (``bootstrap.servers`` and security) for cluster ``name``."""
+        cluster = self.load(name)
+        if cluster is None:
+            raise LocalClusterError(f"no local cluster named {name!r} under {self.root}")
+        props = {"bootstrap.servers": cluster.bootstrap}
+        if cluster.security.secured:
+            props.update(client_properties(cluster.security, self.folder(name),
+                                           Secrets.load_or_create(self.folder(name))))
+        return props
+
     def _prepare(self, spec: ClusterSpec, java: str) -> RunningCluster:
         folder = self.folder(spec.name)
         previous = self.load(spec.name)
+        if previous is not None:
+            self._check_same_security(spec, previous)
         port = spec.port or (previous.port if previous and port_is_free(previous.port) else free_port())
         if not port_is_free(port):
             raise LocalClusterError(
@@ -183,16 +221,34 @@ class LocalClusters:
         controller_port = previous.controller_port if previous and port_is_free(previous.controller_port) else 0
         while controller_port in (0, port):
             controller_port = free_port()
+        internal_port = None
+        if spec.security.secured:
+            internal_port = previous.internal_port if previous and previous.internal_port and \
+                port_is_free(previous.internal_port) else 0
+            while internal_port in (0, port, controller_port):
+                internal_port = free_port()
         cluster_id = previous.cluster_id if previous else _new_cluster_id()
         (folder / "logs").mkdir(parents=True, exist_ok=True)
         (folder / "data").mkdir(parents=True, exist_ok=True)
-        cluster = RunningCluster(spec.name, port, controller_port, cluster_id)
+        sec = spec.security
+        cluster = RunningCluster(spec.name, port, controller_port, cluster_id, sec.protocol, sec.sasl_mechanism,
+                                 sec.authorizer, internal_port)
         (folder / "cluster.json").write_text(json.dumps({k: v for k, v in asdict(cluster).items() if k != "pid"}))
+        secret = Secrets.load_or_create(folder)
+        try:
+            extra = broker_properties(sec, folder, port, internal_port or 0, controller_port, secret)
+        except SecurityError as exc:
+            raise LocalClusterError(f"cluster {spec.name!r}: {exc}") from None
         (folder / "server.properties").write_text(
-            server_properties.render(port, controller_port, folder / "data")
+            server_properties.render(port, controller_port, folder / "data", extra)
         )
+        (folder / "server.properties").chmod(0o600)
         (folder / "log4j2.properties").write_text(server_properties.LOG4J2)
-        self._format(cluster, java)
+        if sec.secured:
+            client = folder / "client.properties"
+            client.write_text("".join(f"{k}={v}\n" for k, v in self.client_settings(spec.name).items()))
+            client.chmod(0o600)
+        self._format(cluster, java, scram_format_args(sec, secret))
         return cluster
 
     def _classpath_args(self, name: str) -> list[str]:
@@ -203,13 +259,13 @@ class LocalClusters:
             f"-Dkafka.logs.dir={folder / 'logs'}",
         ]
 
-    def _format(self, cluster: RunningCluster, java: str) -> None:
+    def _format(self, cluster: RunningCluster, java: str, extra_args: list[str]) -> None:
         folder = self.folder(cluster.name)
         cmd = [
             java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             *self._classpath_args(cluster.name),
             "kafka.tools.StorageTool", "format", "--config", str(folder / "server.properties"),
-            f"--cluster-id={cluster.cluster_id}", "--standalone", "--ignore-formatted",
+            f"--cluster-id={cluster.cluster_id}", "--standalone", "--ignore-formatted", *extra_args,
         ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
@@ -242,7 +298,7 @@ class LocalClusters:
                     f"broker of cluster {cluster.name!r} exited with code {proc.returncode} while starting; "
                     f"last lines of {self._log_file(cluster.name)}:\n{tail(self._log_file(cluster.name))}"
                 )
-            if _port_open(cluster.port) and broker_answers(cluster.bootstrap, timeout=2.0):
+            if _port_open(cluster.port) and broker_answers(cluster.plain_bootstrap, timeout=2.0):
                 return
             time.sleep(0.3)
         self._stop_pid(cluster.name, cluster.pid)
@@ -301,6 +357,11 @@ class LocalClusters:
             else:
                 rows.append((name, f"stale pid file (process {cluster.pid} is gone); run `mirrorspark local down`"))
         return rows
+
+
+def _describe(options: SecurityOptions) -> str:
+    text = options.protocol + (f"/{options.sasl_mechanism}" if options.uses_sasl else "")
+    return text + (" with an authorizer" if options.authorizer else " without an authorizer")
 
 
 def _new_cluster_id() -> str:

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaException
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
+from mirrorspark.control.acl_sync import AclSync
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.control.remote_topics import RemoteTopics
@@ -31,13 +32,14 @@ class ClusterUnreachable(RuntimeError):
 
 def reach(cluster: ClusterConfig, props: dict[str, str], timeout: float = 15.0):
     """An admin client for ``cluster`` that has answered a metadata request."""
-    admin = admin_client(librdkafka_admin(props))
+    admin = admin_client(librdkafka_admin(props, f"{cluster.alias}."))
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise ClusterUnreachable(
             f"cannot reach cluster {cluster.alias!r} at {cluster.bootstrap_servers} "
-            f"(check {cluster.alias}.bootstrap.servers and that the cluster is up): {exc.args[0].str()}"
+            f"(check {cluster.alias}.bootstrap.servers, its security settings ({cluster.alias}.security.protocol, "
+            f"{cluster.alias}.ssl.*, {cluster.alias}.sasl.*) and that the cluster is up): {exc.args[0].str()}"
         ) from None
     return admin
 
@@ -91,6 +93,9 @@ class Replicator:
             self.scheduler.every(f"flow {flow.name}: topic config sync",
                                  interval_seconds(flow, "sync.topic.configs", "600"),
                                  lambda r=remote, c=configs: c.sync(r.plan.remote))
+            acls = AclSync(flow.name, source, target)
+            self.scheduler.every(f"flow {flow.name}: ACL sync", interval_seconds(flow, "sync.topic.acls", "600"),
+                                 lambda r=remote, a=acls: a.sync(r.plan.remote))
             self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow)))
 
     def start(self) -> None:

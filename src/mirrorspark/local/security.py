@@ -1,0 +1,192 @@
+"""Secured listeners for local clusters: TLS material from keytool, SASL users, an authorizer.
+
+A local cluster may expose its client listener as SSL, SASL_PLAINTEXT or SASL_SSL so MM2-style
+security settings can be tried end to end on loopback. The broker keeps a second, PLAINTEXT
+listener (``INTERNAL``) for inter-broker traffic and for the readiness check; with an authorizer
+its ANONYMOUS principal and the generated client user are super users, so local tooling keeps
+working while ACLs on other principals can be created and synced.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+CLIENT_USER = "mirrorspark"
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+class SecurityError(RuntimeError):
+    """Security options that cannot be honoured; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class SecurityOptions:
+    """How a local cluster's client listener is secured."""
+
+    protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = "SCRAM-SHA-512"
+    authorizer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise SecurityError(f"unknown security protocol {self.protocol!r}: use one of {', '.join(PROTOCOLS)}")
+        if self.sasl_mechanism not in MECHANISMS:
+            raise SecurityError(f"unknown SASL mechanism {self.sasl_mechanism!r}: use one of {', '.join(MECHANISMS)}")
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def secured(self) -> bool:
+        return self.protocol != "PLAINTEXT"
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """Generated once per cluster folder and kept there (mode 0600), so restarts reuse them."""
+
+    store_password: str
+    client_password: str
+
+    @classmethod
+    def load_or_create(cls, folder: Path) -> "Secrets":
+        path = folder / "secrets.json"
+        if path.is_file():
+            return cls(**json.loads(path.read_text()))
+        made = cls(secrets.token_urlsafe(18), secrets.token_urlsafe(18))
+        path.write_text(json.dumps(asdict(made)))
+        path.chmod(0o600)
+        return made
+
+
+def keytool() -> str:
+    home = os.environ.get("JAVA_HOME")
+    candidate = Path(home) / "bin" / "keytool" if home else None
+    found = str(candidate) if candidate and candidate.is_file() else shutil.which("keytool")
+    if not found:
+        raise SecurityError("keytool not found: it ships with the JDK; put the JDK's bin on PATH or set JAVA_HOME")
+    return found
+
+
+def _keytool(*args: str, stdin: bytes | None = None) -> bytes:
+    done = subprocess.run([keytool(), "-J-Xmx64m", *args], input=stdin, capture_output=True)
+    if done.returncode != 0:
+        raise SecurityError(f"keytool {args[0]} failed: {(done.stderr or done.stdout).decode(errors='replace')[-800:]}")
+    return done.stdout
+
+
+def ensure_certificates(folder: Path, password: str) -> None:
+    """A local CA, a broker key pair signed by it for 127.0.0.1/localhost, and a JKS truststore.
+
+    Files: ``tls/broker.p12`` (broker keystore), ``tls/truststore.jks`` (what MM2 users usually
+    hold), ``tls/ca.pem``. Made once; later starts reuse them.
+    """
+    tls = folder / "tls"
+    if (tls / "truststore.jks").is_file() and (tls / "broker.p12").is_file():
+        return
+    tls.mkdir(parents=True, exist_ok=True)
+    ca, broker = str(tls / "ca.p12"), str(tls / "broker.p12")
+    san = "SAN=ip:127.0.0.1,dns:localhost"
+    common = ["-storepass", password, "-keypass", password, "-storetype", "PKCS12"]
+    _keytool("-genkeypair", "-alias", "ca", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
+             "-dname", "CN=mirrorspark local CA", "-ext", "bc:c", "-keystore", ca, *common)
+    ca_pem = _keytool("-exportcert", "-rfc", "-alias", "ca", "-keystore", ca, "-storepass", password)
+    (tls / "ca.pem").write_bytes(ca_pem)
+    _keytool("-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
+             "-dname", "CN=localhost", "-ext", san, "-keystore", broker, *common)
+    request = _keytool("-certreq", "-alias", "broker", "-keystore", broker, "-storepass", password)
+    signed = _keytool("-gencert", "-alias", "ca", "-keystore", ca, "-storepass", password, "-rfc",
+                      "-validity", "3650", "-ext", san, stdin=request)
+    _keytool("-importcert", "-noprompt", "-alias", "ca", "-keystore", broker, "-storepass", password,
+             "-file", str(tls / "ca.pem"))
+    (tls / "broker.pem").write_bytes(signed)
+    _keytool("-importcert", "-noprompt", "-alias", "broker", "-keystore", broker, "-storepass", password,
+             "-file", str(tls / "broker.pem"))
+    _keytool("-importcert", "-noprompt", "-alias", "ca", "-keystore", str(tls / "truststore.jks"),
+             "-storetype", "JKS", "-storepass", password, "-file", str(tls / "ca.pem"))
+    for path in tls.iterdir():
+        path.chmod(0o600)
+
+
+def listener_name(options: SecurityOptions) -> str:
+    return options.protocol
+
+
+def broker_properties(options: SecurityOptions, folder: Path, client_port: int, internal_port: int,
+                      controller_port: int, secret: Secrets) -> dict[str, str]:
+    """Listener, TLS, SASL and authorizer settings of the broker (merged over the plain defaults)."""
+    if not options.secured and not options.authorizer:
+        return {}
+    props: dict[str, str] = {}
+    name = listener_name(options)
+    if options.secured:
+        props.update({
+            "listeners": f"{name}://127.0.0.1:{client_port},INTERNAL://127.0.0.1:{internal_port},"
+                         f"CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"{name}://127.0.0.1:{client_port},INTERNAL://127.0.0.1:{internal_port}",
+            "inter.broker.listener.name": "INTERNAL",
+            "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,{name}:{options.protocol}",
+        })
+    lname = name.lower()
+    if options.uses_tls:
+        ensure_certificates(folder, secret.store_password)
+        props.update({
+            f"listener.name.{lname}.ssl.keystore.location": str(folder / "tls" / "broker.p12"),
+            f"listener.name.{lname}.ssl.keystore.type": "PKCS12",
+            f"listener.name.{lname}.ssl.keystore.password": secret.store_password,
+            f"listener.name.{lname}.ssl.key.password": secret.store_password,
+        })
+    if options.uses_sasl:
+        mech = options.sasl_mechanism
+        module = _LOGIN_MODULES[mech]
+        users = f' user_{CLIENT_USER}="{secret.client_password}"' if mech == "PLAIN" else ""
+        props.update({
+            f"listener.name.{lname}.sasl.enabled.mechanisms": mech,
+            f"listener.name.{lname}.{mech.lower()}.sasl.jaas.config": f"{module} required{users};",
+        })
+    if options.authorizer:
+        supers = ["User:ANONYMOUS"] + ([f"User:{CLIENT_USER}"] if options.uses_sasl else [])
+        props.update({"authorizer.class.name": AUTHORIZER, "super.users": ";".join(supers)})
+    return props
+
+
+def scram_format_args(options: SecurityOptions, secret: Secrets) -> list[str]:
+    """``kafka-storage format --add-scram`` arguments creating the client user (SCRAM only)."""
+    if not (options.uses_sasl and options.sasl_mechanism.startswith("SCRAM")):
+        return []
+    return ["--add-scram", f"{options.sasl_mechanism}=[name={CLIENT_USER},password={secret.client_password}]"]
+
+
+def client_properties(options: SecurityOptions, folder: Path, secret: Secrets) -> dict[str, str]:
+    """Java-style client settings for the client listener, as an MM2 user would write them."""
+    props: dict[str, str] = {"security.protocol": options.protocol}
+    if options.uses_tls:
+        props.update({
+            "ssl.truststore.location": str(folder / "tls" / "truststore.jks"),
+            "ssl.truststore.password": secret.store_password,
+            "ssl.truststore.type": "JKS",
+        })
+    if options.uses_sasl:
+        module = _LOGIN_MODULES[options.sasl_mechanism]
+        props.update({
+            "sasl.mechanism": options.sasl_mechanism,
+            "sasl.jaas.config": f'{module} required username="{CLIENT_USER}" password="{secret.client_password}";',
+        })
+    return props

@@ -1,0 +1,173 @@
+"""ACL sync rules (MM2's testSyncTopicACLs), SSL and SASL clusters (MM2's SSL variant), and the
+mapping of MM2 users' Java security settings onto the control plane's client."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   ResourcePatternType, ResourceType)
+from conftest import run_cli, running_mirrorspark
+from kafka_tools import create_topic, produce, read_all, wait_for_count
+from test_topologies_and_topics import records, wait_until
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.control.acl_sync import remote_binding
+from mirrorspark.control.admin import admin_client
+from mirrorspark.control.client_settings import librdkafka_admin, parse_jaas
+from mirrorspark.local import ClusterSpec, LocalClusters
+from mirrorspark.local.security import SecurityOptions
+
+TOPIC, ALLOW, DENY, LITERAL = ResourceType.TOPIC, AclPermissionType.ALLOW, AclPermissionType.DENY, \
+    ResourcePatternType.LITERAL
+
+
+def acl(name: str, principal: str, op: AclOperation, perm=ALLOW, pattern=LITERAL) -> AclBinding:
+    return AclBinding(TOPIC, name, pattern, principal, "*", op, perm)
+
+
+# -- rules, no broker ---------------------------------------------------------------------------
+def test_acl_rules_follow_mm2():
+    remote = {"t": "A.t"}
+    assert remote_binding(acl("t", "User:r", AclOperation.READ), remote) == acl("A.t", "User:r", AclOperation.READ)
+    assert remote_binding(acl("t", "User:w", AclOperation.WRITE), remote) is None
+    assert remote_binding(acl("t", "User:a", AclOperation.ALL), remote) == acl("A.t", "User:a", AclOperation.READ)
+    assert remote_binding(acl("t", "User:d", AclOperation.WRITE, DENY), remote) == \
+        acl("A.t", "User:d", AclOperation.WRITE, DENY)
+    assert remote_binding(acl("t", "User:p", AclOperation.READ, pattern=ResourcePatternType.PREFIXED), remote) is None
+    assert remote_binding(acl("other", "User:r", AclOperation.READ), remote) is None
+
+
+def test_jaas_and_truststore_mapping_errors(tmp_path):
+    module, options = parse_jaas('org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                 'username="u" password="p\\"q";', "k")
+    assert module.endswith("ScramLoginModule") and options == {"username": "u", "password": 'p"q'}
+    base = {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
+    with pytest.raises(ConfigError) as err:
+        librdkafka_admin({**base, "sasl.jaas.config": "nonsense"}, "A.")
+    assert err.value.key == "A.sasl.jaas.config" and "nonsense" not in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        librdkafka_admin({**base, "sasl.mechanism": "GSSAPI"}, "A.")
+    assert err.value.key == "A.sasl.mechanism"
+    with pytest.raises(ConfigError) as err:
+        librdkafka_admin({**base, "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
+                                                      'required username="u" password="p";'}, "A.")
+    assert "PlainLoginModule" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        librdkafka_admin({"security.protocol": "SSL", "ssl.truststore.location": str(tmp_path / "none.jks")}, "B.")
+    assert err.value.key == "B.ssl.truststore.location" and "does not exist" in str(err.value)
+
+
+# -- ACL sync against brokers with StandardAuthorizer ---------------------------------------------
+@pytest.mark.broker
+def test_sync_topic_acls(clusters, tmp_path, unique):
+    topic, other = f"acl-{unique}", f"skip-{unique}"
+    for name in (topic, other):
+        create_topic(clusters["primary"], name, 1)
+    source, target = admin_client({"bootstrap.servers": clusters["primary"]}), \
+        admin_client({"bootstrap.servers": clusters["backup"]})
+    create_topic(clusters["third"], f"noauth-{unique}", 1)
+    source_acls = [
+        acl(topic, "User:reader", AclOperation.READ), acl(topic, "User:writer", AclOperation.WRITE),
+        acl(topic, "User:admin", AclOperation.ALL), acl(topic, "User:blocked", AclOperation.DESCRIBE, DENY),
+        acl("acl-", "User:prefixed", AclOperation.READ, pattern=ResourcePatternType.PREFIXED),
+        acl(other, "User:reader", AclOperation.READ),
+    ]
+    for future in source.create_acls(source_acls).values():
+        future.result(30)
+    remote = f"primary.{topic}"
+    create_topic(clusters["backup"], remote, 1)  # pre-existing remote topic with a target-only ACL
+    for future in target.create_acls([acl(remote, "User:local", AclOperation.READ)]).values():
+        future.result(30)
+    config = tmp_path / "mm2.properties"
+    config.write_text(
+        "clusters = primary, backup, third\n"
+        f"primary.bootstrap.servers = {clusters['primary']}\n"
+        f"backup.bootstrap.servers = {clusters['backup']}\n"
+        f"third.bootstrap.servers = {clusters['third']}\n"
+        "replication.factor = 1\nprimary->backup.enabled = true\nthird->backup.enabled = true\n"
+        f"primary->backup.topics = {topic}\nthird->backup.topics = noauth-{unique}\n"
+        "sync.topic.acls.interval.seconds = 1\n")
+    expected = {("User:reader", AclOperation.READ, ALLOW), ("User:admin", AclOperation.READ, ALLOW),
+                ("User:blocked", AclOperation.DESCRIBE, DENY), ("User:local", AclOperation.READ, ALLOW)}
+
+    def target_acls():
+        found = target.describe_acls(AclBindingFilter(TOPIC, remote, LITERAL, None, None, AclOperation.ANY,
+                                                      AclPermissionType.ANY)).result(30)
+        return {(b.principal, b.operation, b.permission_type) for b in found}
+
+    with running_mirrorspark(config, tmp_path / "state") as mirror:
+        wait_until(lambda: target_acls() == expected, "the synced ACLs on the remote topic")
+        time.sleep(3)  # several more sync rounds: nothing added, nothing removed, one info line
+        assert target_acls() == expected
+        everything = target.describe_acls(AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None,
+                                                           None, AclOperation.ANY, AclPermissionType.ANY)).result(30)
+        assert not [b for b in everything if b.principal == "User:prefixed" or b.name == f"primary.{other}"]
+        assert mirror.output().count("the source cluster has no authorizer") == 1
+
+
+# -- SSL and SASL listeners -----------------------------------------------------------------------
+@pytest.fixture
+def secure_cluster(tmp_path) -> Iterator:
+    """Start one secured cluster per test, stopped (and removed) at its end."""
+    local = LocalClusters(tmp_path / "secure")
+    started: list[str] = []
+
+    def start(name: str, options: SecurityOptions) -> dict[str, str]:
+        local.up([ClusterSpec(name, security=options)])
+        started.append(name)
+        return local.client_settings(name)
+
+    yield start
+    local.down(started, purge=True)
+
+
+def secured_lines(alias: str, settings: dict[str, str]) -> str:
+    return "".join(f"{alias}.{key} = {value}\n" for key, value in settings.items())
+
+
+@pytest.mark.broker
+def test_replication_to_ssl_target(clusters, secure_cluster, tmp_path, unique):
+    """MM2's SSL variant: the target listens on TLS only; MM2 users' JKS truststore settings."""
+    tls = secure_cluster("tls", SecurityOptions("SSL"))
+    assert tls["ssl.truststore.type"] == "JKS"
+    topic = f"tls-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    sent = records(40, 2, unique)
+    produce(clusters["primary"], topic, sent)
+    config = tmp_path / "mm2.properties"
+    config.write_text("clusters = primary, tls\n"
+                      f"primary.bootstrap.servers = {clusters['primary']}\n" + secured_lines("tls", tls) +
+                      f"replication.factor = 1\nprimary->tls.enabled = true\nprimary->tls.topics = {topic}\n")
+    target = librdkafka_admin(tls)
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(target, f"primary.{topic}", len(sent))
+    got = read_all(target, f"primary.{topic}")
+    assert sorted(r.content() for r in got) == sorted(r.content() for r in read_all(clusters["primary"], topic))
+
+
+@pytest.mark.broker
+def test_replication_from_sasl_scram_source(clusters, secure_cluster, tmp_path, unique):
+    """SASL_PLAINTEXT with SCRAM-SHA-512 on the source, configured with sasl.jaas.config; a wrong
+    password stops the run before any data moves, with a message naming the cluster."""
+    sasl = secure_cluster("sasl", SecurityOptions("SASL_PLAINTEXT", "SCRAM-SHA-512"))
+    source = librdkafka_admin(sasl)
+    topic = f"sasl-{unique}"
+    create_topic(source, topic, 1)
+    sent = records(25, 1, unique)
+    produce(source, topic, sent)
+    config = tmp_path / "mm2.properties"
+    body = (f"backup.bootstrap.servers = {clusters['backup']}\nreplication.factor = 1\n"
+            f"sasl->backup.enabled = true\nsasl->backup.topics = {topic}\n")
+    config.write_text("clusters = sasl, backup\n" + secured_lines("sasl", sasl) + body)
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], f"sasl.{topic}", len(sent))
+    assert [r.value for r in read_all(clusters["backup"], f"sasl.{topic}")] == [r["value"] for r in sent]
+
+    wrong = dict(sasl, **{"sasl.jaas.config": sasl["sasl.jaas.config"].replace('password="', 'password="x')})
+    config.write_text("clusters = sasl, backup\n" + secured_lines("sasl", wrong) + body)
+    done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state2"))
+    assert done.returncode == 1
+    assert "cannot reach cluster 'sasl'" in done.stderr and "sasl.sasl.*" in done.stderr
+    assert wrong["sasl.jaas.config"].split('password="')[1].rstrip('";') not in done.stderr + done.stdout

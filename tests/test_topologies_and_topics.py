@@ -7,6 +7,7 @@ import time
 import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 from conftest import running_mirrorspark, write_config
+from confluent_kafka import Producer
 from kafka_tools import count, create_topic, produce, read_all, wait_for_count
 
 from mirrorspark.control.admin import admin_client, topic_partitions
@@ -151,3 +152,50 @@ def test_topic_config_sync_excluded_key_untouched_and_use_defaults_from(clusters
     else:
         assert not synced["segment.ms"].is_default  # source default value pushed explicitly
         assert synced["segment.ms"].value == "604800000"
+
+
+def test_fan_out_aggregation_and_read_committed(clusters, unique, tmp_path):
+    """primary -> backup and primary -> third (fan-out), third -> backup (aggregation on backup), with
+    primary's consumer at read_committed: records of an aborted transaction are never copied."""
+    tx, plain = f"tx-{unique}", f"agg-{unique}"
+    create_topic(clusters["primary"], tx, 1)
+    create_topic(clusters["third"], plain, 1)
+    producer = Producer({"bootstrap.servers": clusters["primary"], "transactional.id": f"t-{unique}"})
+    producer.init_transactions(30)
+    for batch, keep in (("c1", True), ("ab", False), ("c2", True)):
+        producer.begin_transaction()
+        for rec in records(5, 1, batch):
+            producer.produce(tx, **rec)
+        (producer.commit_transaction if keep else producer.abort_transaction)(30)
+    produce(clusters["third"], plain, records(7, 1, "third"))
+    (tmp_path / "mm2.properties").write_text(
+        "clusters = primary, backup, third\n"
+        + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
+        + "primary->backup.enabled = true\nprimary->third.enabled = true\nthird->backup.enabled = true\n"
+        f"replication.factor = 1\ntopics = {tx}, {plain}\nprimary.consumer.isolation.level = read_committed\n")
+    with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
+        for cluster in ("backup", "third"):
+            wait_until(lambda c=cluster: len(read_all(clusters[c], f"primary.{tx}")) >= 10, f"tx records on {cluster}")
+        wait_for_count(clusters["backup"], f"third.{plain}", 7)
+        time.sleep(3)
+    for cluster in ("backup", "third"):
+        keys = [r.key for r in read_all(clusters[cluster], f"primary.{tx}")]
+        assert keys == [f"{b}-{i}".encode() for b in ("c1", "c2") for i in range(5)], cluster
+    assert [r.key for r in read_all(clusters["backup"], f"third.{plain}")] == [f"third-{i}".encode() for i in range(7)]
+
+
+def test_refresh_topics_disabled_replicates_only_topics_present_at_start(clusters, unique, tmp_path):
+    early, late = f"fixed-early-{unique}", f"fixed-late-{unique}"
+    create_topic(clusters["primary"], early, 1)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = fixed-.*-{unique}\n"
+                          "refresh.topics.enabled = false\n")
+    target_admin = admin_client({"bootstrap.servers": clusters["backup"]})
+    with running_mirrorspark(config, tmp_path / "state") as mirror:
+        wait_started(mirror)
+        create_topic(clusters["primary"], late, 1)
+        produce(clusters["primary"], late, records(3, 1, "late"))
+        produce(clusters["primary"], early, records(3, 1, "early"))
+        wait_for_count(clusters["backup"], f"primary.{early}", 3)
+        time.sleep(6)
+        assert f"primary.{late}" not in topic_partitions(target_admin)

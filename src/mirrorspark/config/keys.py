@@ -65,7 +65,8 @@ KEYS: tuple[Key, ...] = (
         "mirrorspark extension: explicit remote names, `source:target` pairs, comma separated "
         "(`A->B.topic.map = orders:orders-from-a`). Mapped topics ignore the policy's naming."),
     Key("heartbeats.replication.enabled", Type.BOOLEAN, "true", "Replicate heartbeat topics whatever `topics` says."),
-    Key("refresh.topics.enabled", Type.BOOLEAN, "true", "Look for new topics and partitions periodically."),
+    Key("refresh.topics.enabled", Type.BOOLEAN, "true", "Look for new topics periodically; `false` replicates only the topics present at start "
+        "(partitions they gain are still followed, so no record is skipped)."),
     Key("refresh.topics.interval.seconds", Type.LONG, "600",
         "How often remote topics are re-checked on the target (the source is checked every batch)."),
     Key("sync.topic.configs.enabled", Type.BOOLEAN, "true", "Copy topic configs to remote topics."),

@@ -49,6 +49,14 @@ class RemoteTopics:
         self._lock = threading.Lock()
         self.plan = TopicPlan()
         self._last_target_check = 0.0
+        self.fixed_topics: frozenset[str] | None = None
+
+    def freeze_topics(self) -> frozenset[str]:
+        """``refresh.topics.enabled = false``: replicate only the topics found now (MM2 finds new
+        ones only at its next start). Partitions those topics gain are still followed, because
+        Spark reads them anyway and dropping their records would lose data."""
+        self.fixed_topics = frozenset(self.refresh(force_target_check=True).remote)
+        return self.fixed_topics
 
     def check_replication_factor(self) -> None:
         """Refuse a replication.factor the target cannot honour, before any data moves."""
@@ -68,7 +76,8 @@ class RemoteTopics:
 
     def _refresh(self, force_target_check: bool) -> TopicPlan:
         source_topics = topic_partitions(self.source)
-        wanted = {t: n for t, n in source_topics.items() if self.selection.should_replicate(t)}
+        wanted = {t: n for t, n in source_topics.items() if self.selection.should_replicate(t)
+                  and (self.fixed_topics is None or t in self.fixed_topics)}
         due = time.monotonic() - self._last_target_check >= self.target_refresh_seconds
         if wanted == self.plan.partitions and not (force_target_check or due):
             return self.plan

@@ -75,7 +75,7 @@ class FlowQuery:
 
     def start(self, spark) -> None:
         reader = spark.readStream.format("kafka")
-        for key, value in source_options(self.flow, self.selection.subscribe_pattern()).items():
+        for key, value in source_options(self.flow, self.subscribe_pattern()).items():
             reader = reader.option(key, value)
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
         self.query = (
@@ -85,6 +85,10 @@ class FlowQuery:
             .foreachBatch(self._write_batch)
             .start()
         )
+
+    def subscribe_pattern(self) -> str:
+        fixed = self.remote_topics.fixed_topics
+        return self.selection.subscribe_pattern() if fixed is None else self.selection.exact_pattern(fixed)
 
     def _write_batch(self, df, batch_id: int) -> None:
         with self._write_lock:

@@ -86,7 +86,10 @@ class Replicator:
             remote = RemoteTopics(flow, selection, source, target,
                                   interval_seconds(flow, "refresh.topics", "600"), configs)
             remote.check_replication_factor()
-            remote.refresh(force_target_check=True)
+            if flow.flag("refresh.topics.enabled"):
+                remote.refresh(force_target_check=True)
+            else:
+                remote.freeze_topics()
             refresh_interval = interval_seconds(flow, "refresh.topics", "600")
             self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval,
                                  lambda r=remote: r.refresh(force_target_check=True), initial_delay=refresh_interval)
@@ -102,7 +105,7 @@ class Replicator:
         self.spark = build_session(self.config.spark)
         for flow in self.flows:
             flow.start(self.spark)
-            log.info("flow %s started: topics matching %s", flow.flow.name, flow.selection.subscribe_pattern())
+            log.info("flow %s started: topics matching %s", flow.flow.name, flow.subscribe_pattern())
         self.scheduler.start()
 
     def request_stop(self, *_: object) -> None:

@@ -69,6 +69,11 @@ class TopicSelection:
         return (self.topic_filter(topic) or heartbeats) and not self.policy.is_internal_topic(topic) \
             and not self.is_cycle(topic)
 
+    @staticmethod
+    def exact_pattern(topics: frozenset[str] | set[str]) -> str:
+        """A Java regex matching exactly ``topics`` (and nothing when there are none)."""
+        return join_patterns([java_literal(t) for t in sorted(topics)])
+
     def subscribe_pattern(self) -> str:
         """A Java regex for Spark's ``subscribePattern`` that reads as few unwanted topics as possible.
 

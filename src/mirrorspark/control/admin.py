@@ -56,3 +56,46 @@ def topic_partitions(admin: AdminClient, timeout: float = 10.0) -> dict[str, int
         for name, topic in metadata.topics.items()
         if topic.error is None
     }
+
+
+def ensure_compacted_topic(admin: AdminClient, name: str, replication_factor: int, timeout: float = 30.0) -> bool:
+    """Create MM2's single-partition compacted internal topic ``name`` unless it exists.
+
+    Returns True when it was created now. An existing topic is left as it is (MM2 does the same).
+    """
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import NewTopic
+
+    if name in admin.list_topics(timeout=timeout).topics:
+        return False
+    future = admin.create_topics([NewTopic(name, 1, replication_factor,
+                                           config={"cleanup.policy": "compact"})])[name]
+    try:
+        future.result(timeout=timeout)
+    except KafkaException as exc:
+        if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise
+    return True
+
+
+def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what: str, timeout: float = 30.0,
+             timestamp: int | None = None) -> None:
+    """Produce ``(key, value)`` records to partition 0 of ``topic`` and wait for every acknowledgement.
+
+    Raises with ``what`` in the message if any record was not written, so callers never assume a
+    write that did not happen.
+    """
+    failures: list[str] = []
+
+    def report(err, _msg) -> None:
+        if err is not None:
+            failures.append(err.str())
+
+    for key, value in records:
+        extra = {"timestamp": timestamp} if timestamp is not None else {}
+        producer.produce(topic, value, key, partition=0, on_delivery=report, **extra)
+    remaining = producer.flush(timeout)
+    if remaining or failures:
+        reason = failures[0] if failures else f"{remaining} not acknowledged within {timeout:.0f} s"
+        raise RuntimeError(f"writing {len(records)} {what} to {topic} failed: {reason}")

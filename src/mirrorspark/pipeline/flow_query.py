@@ -8,12 +8,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics
-from mirrorspark.pipeline.record_columns import INTERCEPTOR_CLASS, to_target_rows
+from mirrorspark.pipeline.record_columns import FLOW_SETTING, INTERCEPTOR_CLASS, to_target_rows
 from mirrorspark.pipeline.topic_selection import TopicSelection
 
 log = logging.getLogger(__name__)
@@ -46,11 +47,21 @@ def source_options(flow: FlowConfig, pattern: str) -> dict[str, str]:
     return options
 
 
-def sink_options(flow: FlowConfig) -> dict[str, str]:
+def sink_options(flow: FlowConfig, report_offsets: bool) -> dict[str, str]:
+    """Spark Kafka sink options; with ``report_offsets`` the interceptor pairs source and target
+    offsets, which needs acknowledgements in send order: the idempotent producer."""
     producer = flow.target_producer()
     options = {f"kafka.{k}": v for k, v in producer.items() if k not in _SINK_MANAGED}
     options["kafka.bootstrap.servers"] = flow.target.bootstrap_servers
     options["kafka.interceptor.classes"] = INTERCEPTOR_CLASS
+    if report_offsets:
+        if producer.get("enable.idempotence", "true").strip().lower() == "false":
+            raise ConfigError(
+                f"enable.idempotence=false (from {flow.target.alias}.producer.* or {flow.name}.producer.override.*) "
+                "contradicts offset syncs, which need acknowledgements in send order; remove it or set "
+                f"{flow.where('emit.offset-syncs.enabled')} = false", f"{flow.target.alias}.producer.enable.idempotence")
+        options["kafka.enable.idempotence"] = "true"
+        options[f"kafka.{FLOW_SETTING}"] = flow.name
     return options
 
 
@@ -58,7 +69,7 @@ class FlowQuery:
     """Builds, starts and stops the streaming query of one flow."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
-                 checkpoint_dir: Path) -> None:
+                 checkpoint_dir: Path, on_written: Callable[[str, dict[str, str]], None] | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
@@ -66,7 +77,8 @@ class FlowQuery:
         self.query = None
         self._write_lock = threading.Lock()
         self._stopping = False
-        self._sink_options = sink_options(flow)
+        self._sink_options = sink_options(flow, report_offsets=on_written is not None)
+        self._on_written = on_written
         self.records_read = 0
         self.last_batch_id: int | None = None
         self.last_rate = 0.0
@@ -99,6 +111,11 @@ class FlowQuery:
             for key, value in self._sink_options.items():
                 writer = writer.option(key, value)
             writer.save()
+            if self._on_written is not None:
+                # Spark's writer flushed its producers at task commit, so every acknowledgement of
+                # this batch has been paired; runs are recorded before Spark commits the batch.
+                jvm = df.sparkSession._jvm
+                self._on_written(jvm.io.mirrorspark.kafka.OffsetRuns.drain(self.flow.name), plan.remote)
             self._last_written = batch_id
 
     def collect_progress(self) -> None:

@@ -1,8 +1,10 @@
 """The JVM-side projection from a source Kafka row to a target Kafka row.
 
 Keeps key, value, headers and partition as they are, renames the topic through the flow's plan,
-and carries the source timestamp in a private header that the producer interceptor
-(jvm/interceptor, ``SourceTimestampInterceptor``) turns back into the record timestamp.
+and carries the source timestamp and offset in private headers: the producer interceptor
+(jvm/interceptor, ``SourceTimestampInterceptor``) turns the first back into the record timestamp
+and pairs the second with the target offset it is acknowledged at (exact offset syncs). Neither
+header reaches the target.
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from collections.abc import Mapping
 from itertools import chain
 
 TIMESTAMP_HEADER = "__mirrorspark.source.timestamp"
+OFFSET_HEADER = "__mirrorspark.source.offset"
+FLOW_SETTING = "mirrorspark.flow"  # producer setting naming the flow whose offsets are reported
 INTERCEPTOR_CLASS = "io.mirrorspark.kafka.SourceTimestampInterceptor"
 
 
@@ -18,12 +22,12 @@ def to_target_rows(df, remote_topics: Mapping[str, str]):
     from pyspark.sql import functions as F
 
     names = F.create_map(*chain.from_iterable((F.lit(s), F.lit(t)) for s, t in remote_topics.items()))
-    ts_header = F.struct(
-        F.lit(TIMESTAMP_HEADER).alias("key"),
-        F.unix_millis(F.col("timestamp")).cast("string").cast("binary").alias("value"),
+    private = F.array(
+        F.struct(F.lit(TIMESTAMP_HEADER).alias("key"),
+                 F.unix_millis(F.col("timestamp")).cast("string").cast("binary").alias("value")),
+        F.struct(F.lit(OFFSET_HEADER).alias("key"), F.col("offset").cast("string").cast("binary").alias("value")),
     )
-    headers = F.when(F.col("headers").isNull(), F.array(ts_header)).otherwise(
-        F.concat(F.col("headers"), F.array(ts_header)))
+    headers = F.when(F.col("headers").isNull(), private).otherwise(F.concat(F.col("headers"), private))
     return df.where(F.col("topic").isin(list(remote_topics))).select(
         F.element_at(names, F.col("topic")).alias("topic"),
         F.col("partition"),

@@ -18,6 +18,7 @@ from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
+from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.spark_session import build_session
 from mirrorspark.pipeline.topic_selection import TopicSelection
@@ -56,8 +57,12 @@ def interval_seconds(flow: FlowConfig, prefix: str, default: str) -> float:
         raise ConfigError(f"{flow.where(key)} must be a number, got {raw!r}", flow.where(key)) from None
 
 
+def flow_dir(state_dir: Path, flow: FlowConfig) -> Path:
+    return state_dir / "flows" / flow.source.alias / flow.target.alias
+
+
 def checkpoint_dir(state_dir: Path, flow: FlowConfig) -> Path:
-    return state_dir / "flows" / flow.source.alias / flow.target.alias / "checkpoint"
+    return flow_dir(state_dir, flow) / "checkpoint"
 
 
 class Replicator:
@@ -67,6 +72,7 @@ class Replicator:
         self.config = config
         self.state_dir = state_dir
         self.flows: list[FlowQuery] = []
+        self.offsets: list[FlowOffsets] = []
         self.spark = None
         self._stop = threading.Event()
         self.scheduler = Scheduler()
@@ -80,12 +86,19 @@ class Replicator:
         for flow in flows:
             policy = policy_for_flow(flow.settings, flow.source.alias)
             selection = TopicSelection(flow, policy)
-            source = reach(flow.source, flow.admin("source"))
-            target = reach(flow.target, flow.admin("target"))
+            source_props, target_props = flow.admin("source"), flow.admin("target")
+            source = reach(flow.source, source_props)
+            target = reach(flow.target, target_props)
             configs = TopicConfigs(flow, source, target)
             remote = RemoteTopics(flow, selection, source, target,
                                   interval_seconds(flow, "refresh.topics", "600"), configs)
             remote.check_replication_factor()
+            folder = flow_dir(self.state_dir, flow)
+            folder.mkdir(parents=True, exist_ok=True)
+            offsets = FlowOffsets(flow, selection, source, target,
+                                  librdkafka_admin(source_props, f"{flow.source.alias}."),
+                                  librdkafka_admin(target_props, f"{flow.target.alias}."), folder)
+            offsets.check_replication_factors()
             if flow.flag("refresh.topics.enabled"):
                 remote.refresh(force_target_check=True)
             else:
@@ -99,7 +112,11 @@ class Replicator:
             acls = AclSync(flow.name, source, target)
             self.scheduler.every(f"flow {flow.name}: ACL sync", interval_seconds(flow, "sync.topic.acls", "600"),
                                  lambda r=remote, a=acls: a.sync(r.plan.remote))
-            self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow)))
+            offsets.start()
+            offsets.schedule(self.scheduler)
+            self.offsets.append(offsets)
+            self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow),
+                                        offsets.on_written if offsets.enabled else None))
 
     def start(self) -> None:
         self.spark = build_session(self.config.spark)
@@ -159,6 +176,8 @@ class Replicator:
                 flow.stop()
             except Exception as exc:  # a query that already failed may refuse to stop
                 log.debug("stopping flow %s: %s", flow.flow.name, exc)
+        for offsets in self.offsets:
+            offsets.close()
         if self.spark is not None:
             self.spark.stop()
             self.spark = None

@@ -1,0 +1,1 @@
+"""Offset syncs, checkpoints, translation and consumer-group offset sync (MM2-compatible formats)."""

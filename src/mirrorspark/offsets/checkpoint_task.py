@@ -1,0 +1,110 @@
+"""Checkpoints: the source consumer groups' committed offsets, translated for the target.
+
+Every ``emit.checkpoints.interval.seconds`` the task lists the flow's groups on the source (MM2's
+``groups``/``groups.exclude``, only groups with commits on replicated topics), translates each
+committed offset with the writer-reported offset ranges (exact where the source offsets are
+contiguous), and writes MM2-format checkpoints to ``<source>.checkpoints.internal`` on the target,
+only when newer by MM2's rule. Nothing is emitted for a partition with nothing replicated.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.control.admin import ensure_compacted_topic, send_all
+from mirrorspark.offsets.checkpoint_store import CheckpointStore
+from mirrorspark.offsets.formats import Checkpoint
+from mirrorspark.offsets.group_filter import GroupFilter
+from mirrorspark.pipeline.topic_selection import TopicSelection
+
+log = logging.getLogger(__name__)
+
+Translate = Callable[[str, int, int], "int | None"]
+
+
+class CheckpointTask:
+    """One flow's checkpoint emission (MM2's MirrorCheckpointTask)."""
+
+    def __init__(self, flow_name: str, target_alias: str, selection: TopicSelection, groups: GroupFilter,
+                 source: AdminClient, target: AdminClient, target_conf: dict[str, Any], translate: Translate,
+                 replication_factor: int) -> None:
+        self.flow_name = flow_name
+        self.target_alias = target_alias
+        self.selection = selection
+        self.policy = selection.policy
+        self.groups = groups
+        self.source = source
+        self.target = target
+        self.target_conf = target_conf
+        self.translate = translate
+        self.replication_factor = replication_factor
+        self.topic = self.policy.checkpoints_topic(selection.source_alias)
+        self.store = CheckpointStore()
+        self._producer: Producer | None = None
+        self.emitted = 0
+
+    def start(self) -> None:
+        """Create the checkpoints topic if needed and reload what it holds (monotonic across restarts)."""
+        if ensure_compacted_topic(self.target, self.topic, self.replication_factor):
+            log.info("flow %s: created checkpoints topic %s", self.flow_name, self.topic)
+        self.store.load(self.target_conf, self.topic)
+        self._producer = Producer({**self.target_conf, "acks": "all", "linger.ms": 5})
+
+    def renamed(self, topic: str) -> str:
+        """MM2's renaming: a topic that came from the target maps back to its original name."""
+        if self.policy.topic_source(topic) == self.target_alias:
+            return self.policy.original_topic(topic)
+        return self.selection.remote_name(topic)
+
+    def source_groups(self) -> list[str]:
+        listed = self.source.list_consumer_groups(request_timeout=30).result()
+        return sorted(g.group_id for g in listed.valid if self.groups(g.group_id))
+
+    def committed(self, group: str) -> list:
+        request = [ConsumerGroupTopicPartitions(group)]
+        result = self.source.list_consumer_group_offsets(request, request_timeout=30)[group].result()
+        return result.topic_partitions or []
+
+    def checkpoints(self, group: str) -> list[Checkpoint]:
+        """Translated checkpoints of one group that are newer than the stored ones."""
+        out = []
+        for tp in self.committed(group):
+            if tp.offset < 0 or tp.error is not None or not self.selection.should_replicate(tp.topic):
+                continue
+            downstream = self.translate(tp.topic, tp.partition, tp.offset)
+            if downstream is None or downstream < 0:
+                continue
+            checkpoint = Checkpoint(group, self.renamed(tp.topic), tp.partition, tp.offset, downstream,
+                                    tp.metadata or "")
+            if self.store.is_newer(checkpoint):
+                out.append(checkpoint)
+        return out
+
+    def run_once(self) -> int:
+        """One round over all groups; returns checkpoints written."""
+        assert self._producer is not None, "start() first"
+        written: list[Checkpoint] = []
+        for group in self.source_groups():
+            try:
+                found = self.checkpoints(group)
+            except KafkaException as exc:
+                log.warning("flow %s: reading offsets of group %s failed: %s", self.flow_name, group, exc)
+                continue
+            send_all(self._producer, self.topic, [(c.key_bytes(), c.value_bytes()) for c in found],
+                     f"checkpoints of group {group}", timestamp=int(time.time() * 1000))
+            written.extend(found)
+        if written:
+            for checkpoint in written:
+                self.store.put(checkpoint)
+            self.emitted += len(written)
+            log.info("flow %s: wrote %d checkpoint(s) to %s", self.flow_name, len(written), self.topic)
+        return len(written)
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(10)

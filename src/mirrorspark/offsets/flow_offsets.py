@@ -1,0 +1,137 @@
+"""Everything offset-related for one flow, wired together: syncs, checkpoints, group sync.
+
+Settings (MM2's names and defaults): ``emit.offset-syncs.enabled`` (false turns syncs and
+checkpoints off), ``offset-syncs.topic.location`` (source|target),
+``offset-syncs.topic.replication.factor``, ``emit.checkpoints.enabled``,
+``emit.checkpoints.interval.seconds``, ``checkpoints.topic.replication.factor``,
+``sync.group.offsets.enabled``, ``sync.group.offsets.interval.seconds``, ``groups``,
+``groups.exclude``.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import FlowConfig, default
+from mirrorspark.control.admin import broker_count, ensure_compacted_topic
+from mirrorspark.offsets.checkpoint_task import CheckpointTask
+from mirrorspark.offsets.group_filter import GroupFilter
+from mirrorspark.offsets.group_sync import GroupOffsetSync
+from mirrorspark.offsets.ranges import OffsetRanges, RangeStoreFile
+from mirrorspark.offsets.sync_writer import OffsetSyncWriter, parse_drained
+from mirrorspark.pipeline.topic_selection import TopicSelection
+
+log = logging.getLogger(__name__)
+
+
+def int_setting(flow: FlowConfig, key: str) -> int:
+    raw = flow.get(key, default(key)) or default(key)
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{flow.where(key)} must be an integer, got {raw!r}", flow.where(key)) from None
+
+
+def check_offset_sync_keys(flow: FlowConfig) -> None:
+    """MM2's validation: offset-sync settings alongside ``emit.offset-syncs.enabled = false``."""
+    if flow.flag("emit.offset-syncs.enabled"):
+        return
+    for key in flow.settings:
+        if key.startswith("offset-syncs.topic.") or key.startswith("offset-syncs-"):
+            raise ConfigError(f"{flow.where(key)} is set but {flow.where('emit.offset-syncs.enabled')} is false: "
+                              "offset syncs (and so checkpoints) are off; remove one of them", flow.where(key))
+
+
+class FlowOffsets:
+    """Offset syncs, checkpoints and group offset sync of one flow."""
+
+    def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
+                 source_conf: dict[str, Any], target_conf: dict[str, Any], state_dir: Path) -> None:
+        check_offset_sync_keys(flow)
+        self.flow = flow
+        self.selection = selection
+        self.policy = selection.policy
+        self.enabled = flow.flag("emit.offset-syncs.enabled")
+        self.store_file = RangeStoreFile(state_dir / "offset-ranges.sqlite")
+        self.ranges: OffsetRanges = self.store_file.load() if self.enabled else OffsetRanges()
+        self.writer: OffsetSyncWriter | None = None
+        self.checkpoints: CheckpointTask | None = None
+        self.group_sync: GroupOffsetSync | None = None
+        if not self.enabled:
+            return
+        on_target = self._location() == "target"
+        sync_admin, sync_conf = (target, target_conf) if on_target else (source, source_conf)
+        other = flow.source.alias if on_target else flow.target.alias
+        self.sync_topic = self.policy.offset_syncs_topic(other)
+        self._sync_cluster = flow.target.alias if on_target else flow.source.alias
+        self._sync_admin = sync_admin
+        self.writer = OffsetSyncWriter(flow.name, self.ranges, self._save, self.sync_topic, sync_conf)
+        if flow.flag("emit.checkpoints.enabled"):
+            self.checkpoints = CheckpointTask(
+                flow.name, flow.target.alias, selection, GroupFilter(flow), source, target, target_conf,
+                self.ranges.translate, int_setting(flow, "checkpoints.topic.replication.factor"))
+            if flow.flag("sync.group.offsets.enabled"):
+                self.group_sync = GroupOffsetSync(flow.name, target, self.checkpoints.store)
+        self._target = target
+
+    def _location(self) -> str:
+        value = (self.flow.get("offset-syncs.topic.location", default("offset-syncs.topic.location")) or "").strip()
+        if value.lower() not in ("source", "target"):
+            key = self.flow.where("offset-syncs.topic.location")
+            raise ConfigError(f"{key} must be source or target, got {value!r}", key)
+        return value.lower()
+
+    def _save(self, partitions: set[tuple[str, int]]) -> None:
+        self.store_file.save(self.ranges, partitions)
+
+    def check_replication_factors(self) -> None:
+        """Internal topics' replication factors against the brokers of the cluster hosting them."""
+        if not self.enabled:
+            return
+        checks = [("offset-syncs.topic.replication.factor", self._sync_admin, self._sync_cluster)]
+        if self.checkpoints is not None:
+            checks.append(("checkpoints.topic.replication.factor", self._target, self.flow.target.alias))
+        for key, admin, alias in checks:
+            rf, brokers = int_setting(self.flow, key), broker_count(admin)
+            if rf > brokers:
+                where = self.flow.where(key)
+                raise ConfigError(f"{where}={rf} but cluster {alias!r} has only {brokers} broker(s); "
+                                  f"set {where} to at most {brokers}", where)
+
+    def start(self) -> None:
+        """Create the internal topics and reload existing checkpoints (before any data moves)."""
+        if not self.enabled:
+            return
+        rf = int_setting(self.flow, "offset-syncs.topic.replication.factor")
+        if ensure_compacted_topic(self._sync_admin, self.sync_topic, rf):
+            log.info("flow %s: created offset-syncs topic %s on %s", self.flow.name, self.sync_topic,
+                     self._sync_cluster)
+        if self.checkpoints is not None:
+            self.checkpoints.start()
+
+    def on_written(self, drained: str, remote_topics: dict[str, str]) -> None:
+        """Called in the batch, after Spark's Kafka writer returned, with ``OffsetRuns.drain``'s text."""
+        if self.writer is None or not drained:
+            return
+        self.writer.on_batch(parse_drained(drained), {remote: src for src, remote in remote_topics.items()})
+
+    def schedule(self, scheduler) -> None:
+        from mirrorspark.pipeline.runner import interval_seconds
+
+        if self.checkpoints is not None:
+            interval = interval_seconds(self.flow, "emit.checkpoints", default("emit.checkpoints.interval.seconds"))
+            scheduler.every(f"flow {self.flow.name}: checkpoints", interval, self.checkpoints.run_once,
+                            initial_delay=min(interval, 5.0))
+        if self.group_sync is not None:
+            interval = interval_seconds(self.flow, "sync.group.offsets",
+                                        default("sync.group.offsets.interval.seconds"))
+            scheduler.every(f"flow {self.flow.name}: group offset sync", interval, self.group_sync.run_once,
+                            initial_delay=interval)
+
+    def close(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.close()

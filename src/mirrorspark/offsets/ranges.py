@@ -1,0 +1,181 @@
+"""The exact source -> target offset mapping of a flow, built from runs the writer reported.
+
+A run ``(upstream, downstream, count)`` says source offsets ``upstream .. upstream+count-1`` were
+written, in order, at target offsets ``downstream .. downstream+count-1`` of the same partition.
+A contiguous partition is one run however long it grows, so the mapping stays small; gaps
+(compaction, transaction markers, re-writes after a restart) start new runs. Each stored run knows
+whether the gap after it is *exact* (those source offsets hold no records) or unknown (history
+thinned to bound memory): translation is exact in the first case and falls back to MM2's
+"one past the last known record" in the second, so it is never ahead and never skips a record.
+"""
+from __future__ import annotations
+
+import bisect
+import sqlite3
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MAX_RUNS = 256
+
+
+@dataclass(frozen=True)
+class Run:
+    upstream: int
+    downstream: int
+    count: int
+
+
+@dataclass
+class _Entry:
+    upstream: int
+    downstream: int
+    count: int
+    exact_gap_after: bool = True
+
+    @property
+    def upstream_end(self) -> int:
+        return self.upstream + self.count
+
+
+class _PartitionRanges:
+    def __init__(self, max_runs: int) -> None:
+        self.entries: list[_Entry] = []
+        self.max_runs = max_runs
+
+    def add(self, run: Run, contiguous_with_previous: bool) -> None:
+        entries = self.entries
+        # A re-write (a batch re-run after a restart, a re-created source topic): newest wins.
+        while entries and entries[-1].upstream >= run.upstream:
+            entries.pop()
+        if entries:
+            last = entries[-1]
+            if last.upstream_end > run.upstream:
+                last.count = run.upstream - last.upstream
+            if (contiguous_with_previous and last.upstream_end == run.upstream
+                    and last.downstream + last.count == run.downstream):
+                last.count += run.count
+                return
+            last.exact_gap_after = contiguous_with_previous
+        entries.append(_Entry(run.upstream, run.downstream, run.count))
+        if len(entries) > self.max_runs:
+            self._thin()
+
+    def _thin(self) -> None:
+        """Drop every second run of the older half; their predecessors' gaps become unknown."""
+        half = len(self.entries) // 2
+        kept: list[_Entry] = []
+        for index, entry in enumerate(self.entries):
+            if index < half and index % 2 == 1:
+                kept[-1].exact_gap_after = False
+                continue
+            kept.append(entry)
+        self.entries = kept
+
+    def translate(self, committed: int) -> int | None:
+        entries = self.entries
+        index = bisect.bisect_right([e.upstream for e in entries], committed) - 1
+        if index < 0:
+            return None  # before anything replicated: MM2 emits no checkpoint either
+        entry = entries[index]
+        if committed < entry.upstream_end:
+            return entry.downstream + (committed - entry.upstream)
+        if entry.exact_gap_after and index + 1 < len(entries):
+            return entries[index + 1].downstream
+        return entry.downstream + entry.count
+
+    def latest(self) -> tuple[int, int] | None:
+        if not self.entries:
+            return None
+        last = self.entries[-1]
+        return last.upstream_end - 1, last.downstream + last.count - 1
+
+
+class OffsetRanges:
+    """Runs per source (topic, partition); thread-safe (the batch thread writes, the checkpoint
+    task reads)."""
+
+    def __init__(self, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> None:
+        self.max_runs = max_runs_per_partition
+        self._partitions: dict[tuple[str, int], _PartitionRanges] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, topic: str, partition: int) -> _PartitionRanges:
+        key = (topic, partition)
+        if key not in self._partitions:
+            self._partitions[key] = _PartitionRanges(self.max_runs)
+        return self._partitions[key]
+
+    def add(self, topic: str, partition: int, runs: Iterable[Run], contiguous_with_previous: bool = True) -> None:
+        """Runs of one partition in source-offset order; the first may or may not follow what is stored."""
+        with self._lock:
+            ranges = self._get(topic, partition)
+            for run in runs:
+                if run.count > 0:
+                    ranges.add(run, contiguous_with_previous)
+                    contiguous_with_previous = True
+
+    def translate(self, topic: str, partition: int, committed: int) -> int | None:
+        """Target offset for a consumer's committed source offset (the next record it would read)."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            return ranges.translate(committed) if ranges else None
+
+    def latest(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(source offset, target offset) of the last record written for the partition."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            return ranges.latest() if ranges else None
+
+    def partitions(self) -> list[tuple[str, int]]:
+        with self._lock:
+            return sorted(self._partitions)
+
+    def rows(self, topic: str, partition: int) -> list[tuple[int, int, int, bool]]:
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            return [(e.upstream, e.downstream, e.count, e.exact_gap_after) for e in ranges.entries] if ranges else []
+
+    def restore(self, topic: str, partition: int, rows: Iterable[tuple[int, int, int, bool]]) -> None:
+        with self._lock:
+            self._get(topic, partition).entries = [_Entry(u, d, n, bool(x)) for u, d, n, x in rows]
+
+
+class RangeStoreFile:
+    """SQLite file keeping a flow's ranges across restarts; each batch saves the partitions it
+    touched in one transaction, before Spark commits the batch."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path)
+        db.execute("CREATE TABLE IF NOT EXISTS runs (topic TEXT, partition INTEGER, upstream INTEGER, "
+                   "downstream INTEGER, count INTEGER, exact_gap_after INTEGER)")
+        return db
+
+    def load(self, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> OffsetRanges:
+        ranges = OffsetRanges(max_runs_per_partition)
+        if not self.path.exists():
+            return ranges
+        grouped: dict[tuple[str, int], list[tuple[int, int, int, bool]]] = {}
+        with self._connect() as db:
+            for topic, partition, u, d, n, x in db.execute("SELECT * FROM runs ORDER BY topic, partition, upstream"):
+                grouped.setdefault((topic, partition), []).append((u, d, n, bool(x)))
+        for (topic, partition), rows in grouped.items():
+            ranges.restore(topic, partition, rows)
+        return ranges
+
+    def save(self, ranges: OffsetRanges, partitions: Iterable[tuple[str, int]]) -> None:
+        db = self._connect()
+        try:
+            with db:
+                for topic, partition in partitions:
+                    db.execute("DELETE FROM runs WHERE topic = ? AND partition = ?", (topic, partition))
+                    db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                                   [(topic, partition, u, d, n, int(x)) for u, d, n, x in
+                                    ranges.rows(topic, partition)])
+        finally:
+            db.close()

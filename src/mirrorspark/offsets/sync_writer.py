@@ -1,0 +1,91 @@
+"""Turn the writer's acknowledged offset runs into the exact mapping and MM2 offset syncs.
+
+After each batch the driver drains the runs the producer interceptor paired up (see
+docs/adr/0001-writer.md and ``OffsetRuns.java``). They extend the flow's ``OffsetRanges`` (kept on
+disk, so translation survives restarts) and become MM2-format offset syncs: one where a run starts
+that does not continue the previous one (gaps: compaction, transaction markers, re-writes) and one
+for the last record of each partition in the batch, so MM2 tooling sees the latest position.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Producer
+
+from mirrorspark.control.admin import send_all
+from mirrorspark.offsets.formats import OffsetSync
+from mirrorspark.offsets.ranges import OffsetRanges, Run
+
+log = logging.getLogger(__name__)
+
+ReportedRun = tuple[str, int, int, int, int]  # remote topic, partition, upstream, downstream, count
+
+
+def parse_drained(text: str) -> list[ReportedRun]:
+    """Lines ``topic TAB partition TAB upstream TAB downstream TAB count`` from ``OffsetRuns.drain``."""
+    out = []
+    for line in text.splitlines():
+        topic, partition, upstream, downstream, count = line.split("\t")
+        out.append((topic, int(partition), int(upstream), int(downstream), int(count)))
+    return out
+
+
+def group_by_partition(reported: list[ReportedRun]) -> dict[tuple[str, int], list[Run | None]]:
+    """Runs per (remote topic, partition) in report order; None marks a failed write (a break)."""
+    grouped: dict[tuple[str, int], list[Run | None]] = {}
+    for topic, partition, upstream, downstream, count in reported:
+        grouped.setdefault((topic, partition), []).append(Run(upstream, downstream, count) if count > 0 else None)
+    return grouped
+
+
+class OffsetSyncWriter:
+    """One flow's offset-sync side: ranges updated and persisted, MM2 syncs published."""
+
+    def __init__(self, flow_name: str, ranges: OffsetRanges, save, sync_topic: str | None,
+                 sync_conf: dict[str, Any] | None) -> None:
+        self.flow_name = flow_name
+        self.ranges = ranges
+        self._save = save
+        self.sync_topic = sync_topic
+        self._producer = Producer({**sync_conf, "acks": "all", "linger.ms": 5}) if sync_topic and sync_conf else None
+        self.syncs_written = 0
+
+    def on_batch(self, reported: list[ReportedRun], source_of: Mapping[str, str]) -> int:
+        """Apply one batch's runs; returns offset syncs published."""
+        syncs: list[OffsetSync] = []
+        touched: set[tuple[str, int]] = set()
+        for (remote, partition), runs in group_by_partition(reported).items():
+            topic = source_of.get(remote)
+            if topic is None:
+                log.warning("flow %s: the writer reported offsets for %s, which no source topic maps to",
+                            self.flow_name, remote)
+                continue
+            touched.add((topic, partition))
+            contiguous = True
+            last: Run | None = None
+            for run in runs:
+                if run is None:
+                    contiguous = False
+                    continue
+                previous = self.ranges.latest(topic, partition)
+                continues = previous is not None and contiguous and previous == (run.upstream - 1, run.downstream - 1)
+                self.ranges.add(topic, partition, [run], contiguous_with_previous=contiguous)
+                if not continues:
+                    syncs.append(OffsetSync(topic, partition, run.upstream, run.downstream))
+                contiguous = True
+                last = run
+            if last is not None and last.count > 1:
+                syncs.append(OffsetSync(topic, partition, last.upstream + last.count - 1,
+                                        last.downstream + last.count - 1))
+        if touched:
+            self._save(touched)
+        if syncs and self._producer is not None:
+            try:
+                send_all(self._producer, self.sync_topic, [(s.key_bytes(), s.value_bytes()) for s in syncs],
+                         "offset syncs")
+                self.syncs_written += len(syncs)
+            except RuntimeError as exc:  # MM2 only logs failed syncs; translation uses the ranges
+                log.warning("flow %s: %s", self.flow_name, exc)
+        return len(syncs)

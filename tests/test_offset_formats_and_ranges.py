@@ -95,3 +95,10 @@ def test_store_file_round_trip(tmp_path):
     loaded = store.load()
     assert loaded.rows("t", 0) == ranges.rows("t", 0) and loaded.rows("u", 3) == [(7, 9, 1, True)]
     assert loaded.translate("t", 0, 11) == 10
+
+
+def test_inverse_translation_for_failback():
+    ranges = OffsetRanges()
+    ranges.add("t", 0, [Run(0, 100, 10), Run(12, 115, 5)])  # target 110..114 written by someone else
+    assert [ranges.inverse("t", 0, d) for d in (99, 100, 109, 110, 114, 115, 119, 120)] == \
+        [None, 0, 9, 10, 10, 12, 16, 17]

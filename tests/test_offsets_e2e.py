@@ -1,17 +1,17 @@
 """MM2's offset scenarios against real brokers: failover with zero re-delivery, checkpoints."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from conftest import running_mirrorspark, write_config
+from conftest import run_cli, running_mirrorspark, write_config
 from kafka_tools import create_topic, produce, wait_for_count
 from test_topologies_and_topics import records, wait_until
 
-from mirrorspark.offsets.checkpoint_store import CheckpointStore
+from mirrorspark.offsets.checkpoint_store import CheckpointStore, read_compacted_topic
 from mirrorspark.offsets.formats import OffsetSync
-from mirrorspark.offsets.checkpoint_store import read_compacted_topic
 
 pytestmark = pytest.mark.broker
 
@@ -80,3 +80,50 @@ def test_failover_zero_redelivery(clusters, unique, tmp_path):
     syncs = [OffsetSync.from_record(k, v) for k, v in
              read_compacted_topic({"bootstrap.servers": clusters["primary"]}, "mm2-offset-syncs.backup.internal")]
     assert {s.topic for s in syncs} == {topic} and {s.partition for s in syncs} == {0, 1, 2}
+
+
+def cli_json(*args: str) -> dict:
+    done = run_cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_failover_and_failback_with_the_cli(clusters, unique, tmp_path):
+    """active/active; the group fails over to backup and back to primary with `mirrorspark failover`,
+    reading every record exactly once; a live consumer on the target makes --execute refuse."""
+    topic, group = f"fb-{unique}", f"fbgroup-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    sent = records(200, 2, unique)
+    produce(clusters["primary"], topic, sent)
+    seen = consume(clusters["primary"], group, topic, 80)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          "primary->backup.enabled = true\nbackup->primary.enabled = true\n"
+                          f"topics = {topic}\nemit.checkpoints.interval.seconds = 1\n")
+    remote = f"primary.{topic}"
+    base = ["failover", "--config", str(config), "--group", group]
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], remote, 200)
+        plan = wait_until(lambda: (p := cli_json(*base, "--from", "primary", "--to", "backup"))["partitions"]
+                          and sum(r["checkpoint_upstream"] for r in p["partitions"]) == 80 and p,
+                          "a failover plan covering the group's commits")
+        assert plan["from_reachable"] and not plan["executed"]
+        assert all(r["behind_checkpoint"] == 0 and r["not_replicated"] == 0 for r in plan["partitions"])
+
+        blocker = Consumer({"bootstrap.servers": clusters["backup"], "group.id": group})
+        blocker.subscribe([remote])
+        wait_until(lambda: blocker.poll(0.5) is None and blocker.assignment(), "the blocking consumer to join")
+        refused = run_cli(*base, "--from", "primary", "--to", "backup", "--execute")
+        blocker.close()
+        assert refused.returncode == 1 and "active members on cluster 'backup'" in refused.stderr
+
+        done = cli_json(*base, "--from", "primary", "--to", "backup", "--execute")
+        assert done["executed"] and len(done["committed"]) == len(plan["partitions"])
+        seen += consume(clusters["backup"], group, remote, 70)  # the application now runs on backup
+
+        back = wait_until(lambda: (p := cli_json(*base, "--from", "backup", "--to", "primary"))["partitions"]
+                          and sum(r["translated"] for r in p["partitions"]) == 150 and p,
+                          "failback checkpoints on primary")
+        assert {r["topic"] for r in back["partitions"]} == {topic}
+        cli_json(*base, "--from", "backup", "--to", "primary", "--execute")
+    seen += consume(clusters["primary"], group, topic, 50)  # and back on primary
+    assert sorted(seen) == sorted(r["key"] for r in sent)  # every record exactly once

@@ -3,47 +3,18 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from mirrorspark.cli import local_commands
-from mirrorspark.config.errors import ConfigError
+from mirrorspark.cli import local_commands, offsets_commands
+from mirrorspark.cli.reporting import EXIT_RUNTIME, fail, reported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Kafka cross-cluster replication, MirrorMaker 2 compatible, on Apache Spark.")
 app.add_typer(local_commands.app, name="local")
-
-EXIT_CONFIG = 2
-EXIT_RUNTIME = 1
-
-
-def fail(message: str, code: int) -> None:
-    typer.echo(f"mirrorspark: error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def reported(func: Callable) -> Callable:
-    """Turn expected failures into one clear line on stderr and a non-zero exit code."""
-    from mirrorspark.control.remote_topics import RemoteTopicsError
-    from mirrorspark.local import LocalClusterError
-    from mirrorspark.paths import SetupMissing
-    from mirrorspark.pipeline.runner import ClusterUnreachable
-
-    @wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except ConfigError as exc:
-            fail(str(exc), EXIT_CONFIG)
-        except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError) as exc:
-            fail(str(exc), EXIT_RUNTIME)
-
-    return wrapper
-
+app.add_typer(offsets_commands.app, name="offsets")
 
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
@@ -117,6 +88,10 @@ def demo(state_dir: StateDir = None) -> None:
     _setup_logging(False)
     logging.getLogger().setLevel(logging.WARNING)
     run_demo((state_dir or default_state_dir()).resolve() / "demo", typer.echo)
+
+
+app.command()(reported(offsets_commands.failover))
+offsets_commands.app.command()(reported(offsets_commands.translate))
 
 
 def _normalise_clusters_flag(argv: list[str]) -> list[str]:

@@ -51,6 +51,11 @@ class RemoteTopics:
         self._last_target_check = 0.0
         self.fixed_topics: frozenset[str] | None = None
 
+    def source_of(self, remote_topic: str) -> str | None:
+        """The source topic replicated into ``remote_topic`` by this flow, if any."""
+        plan = self.plan
+        return next((source for source, remote in plan.remote.items() if remote == remote_topic), None)
+
     def freeze_topics(self) -> frozenset[str]:
         """``refresh.topics.enabled = false``: replicate only the topics found now (MM2 finds new
         ones only at its next start). Partitions those topics gain are still followed, because

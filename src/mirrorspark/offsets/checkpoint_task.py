@@ -25,6 +25,8 @@ from mirrorspark.pipeline.topic_selection import TopicSelection
 log = logging.getLogger(__name__)
 
 Translate = Callable[[str, int, int], "int | None"]
+# (topic on the source that came from the target, partition, committed) -> (original topic, offset there)
+TranslateBack = Callable[[str, int, int], "tuple[str, int] | None"]
 
 
 class CheckpointTask:
@@ -45,6 +47,7 @@ class CheckpointTask:
         self.replication_factor = replication_factor
         self.topic = self.policy.checkpoints_topic(selection.source_alias)
         self.store = CheckpointStore()
+        self.translate_back: TranslateBack | None = None  # set when the reverse flow runs in this process
         self._producer: Producer | None = None
         self.emitted = 0
 
@@ -74,13 +77,21 @@ class CheckpointTask:
         """Translated checkpoints of one group that are newer than the stored ones."""
         out = []
         for tp in self.committed(group):
-            if tp.offset < 0 or tp.error is not None or not self.selection.should_replicate(tp.topic):
+            if tp.offset < 0 or tp.error is not None:
                 continue
-            downstream = self.translate(tp.topic, tp.partition, tp.offset)
+            if self.selection.should_replicate(tp.topic):
+                downstream = self.translate(tp.topic, tp.partition, tp.offset)
+                renamed = self.renamed(tp.topic)
+            elif self.translate_back is not None and self.policy.topic_source(tp.topic) == self.target_alias:
+                # Failback: a remote topic of the reverse flow maps back onto its original topic,
+                # exactly, through the reverse flow's writer-reported ranges (MM2 has no syncs here).
+                back = self.translate_back(tp.topic, tp.partition, tp.offset)
+                renamed, downstream = back if back is not None else (tp.topic, None)
+            else:
+                continue
             if downstream is None or downstream < 0:
                 continue
-            checkpoint = Checkpoint(group, self.renamed(tp.topic), tp.partition, tp.offset, downstream,
-                                    tp.metadata or "")
+            checkpoint = Checkpoint(group, renamed, tp.partition, tp.offset, downstream, tp.metadata or "")
             if self.store.is_newer(checkpoint):
                 out.append(checkpoint)
         return out

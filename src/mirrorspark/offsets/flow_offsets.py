@@ -53,6 +53,7 @@ class FlowOffsets:
                  source_conf: dict[str, Any], target_conf: dict[str, Any], state_dir: Path) -> None:
         check_offset_sync_keys(flow)
         self.flow = flow
+        self.source_of = lambda remote: None  # set by the runner from the flow's topic plan
         self.selection = selection
         self.policy = selection.policy
         self.enabled = flow.flag("emit.offset-syncs.enabled")
@@ -84,6 +85,20 @@ class FlowOffsets:
             key = self.flow.where("offset-syncs.topic.location")
             raise ConfigError(f"{key} must be source or target, got {value!r}", key)
         return value.lower()
+
+    def translate_back(self, remote_topic: str, partition: int, committed: int) -> tuple[str, int] | None:
+        """For the reverse flow's checkpoints: a committed offset on this flow's remote topic ->
+        (source topic, source offset), exact inside replicated runs."""
+        source_topic = self.source_of(remote_topic)
+        if source_topic is None:
+            return None
+        upstream = self.ranges.inverse(source_topic, partition, committed)
+        return None if upstream is None else (source_topic, upstream)
+
+    def link_reverse(self, reverse: "FlowOffsets") -> None:
+        """``reverse`` is the flow target->source in this process: checkpoint failback through it."""
+        if self.checkpoints is not None and reverse.enabled:
+            self.checkpoints.translate_back = reverse.translate_back
 
     def _save(self, partitions: set[tuple[str, int]]) -> None:
         self.store_file.save(self.ranges, partitions)

@@ -31,7 +31,8 @@ def committed_offsets(admin: AdminClient, group: str) -> dict[tuple[str, int], i
 
 
 def commit_offsets(admin: AdminClient, group: str, offsets: dict[tuple[str, int], tuple[int, str]]) -> None:
-    partitions = [TopicPartition(topic, partition, offset, metadata or None)
+    partitions = [TopicPartition(topic, partition, offset, metadata) if metadata else
+                  TopicPartition(topic, partition, offset)
                   for (topic, partition), (offset, metadata) in sorted(offsets.items())]
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)],
                                        request_timeout=30)[group].result()

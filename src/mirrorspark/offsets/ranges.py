@@ -85,6 +85,21 @@ class _PartitionRanges:
             return entries[index + 1].downstream
         return entry.downstream + entry.count
 
+    def inverse(self, committed_downstream: int) -> int | None:
+        """Source offset to resume at for a consumer that read the target up to ``committed_downstream``.
+
+        Inside a run it is exact; in target offsets no run covers (records not written by this flow),
+        it is one past the last replicated record before them. Never ahead of what was read.
+        """
+        entries = self.entries
+        index = bisect.bisect_right([e.downstream for e in entries], committed_downstream) - 1
+        if index < 0:
+            return None
+        entry = entries[index]
+        if committed_downstream < entry.downstream + entry.count:
+            return entry.upstream + (committed_downstream - entry.downstream)
+        return entry.upstream_end
+
     def latest(self) -> tuple[int, int] | None:
         if not self.entries:
             return None
@@ -121,6 +136,12 @@ class OffsetRanges:
         with self._lock:
             ranges = self._partitions.get((topic, partition))
             return ranges.translate(committed) if ranges else None
+
+    def inverse(self, topic: str, partition: int, committed_downstream: int) -> int | None:
+        """Failback: the source offset matching a committed offset on the target's remote topic."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            return ranges.inverse(committed_downstream) if ranges else None
 
     def latest(self, topic: str, partition: int) -> tuple[int, int] | None:
         """(source offset, target offset) of the last record written for the partition."""

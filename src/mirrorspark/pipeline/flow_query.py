@@ -5,6 +5,7 @@ partition the batch may write exists, then hands the batch to Spark's Kafka writ
 """
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -106,7 +107,9 @@ class FlowQuery:
         with self._write_lock:
             if self._stopping:
                 raise StopRequested(f"flow {self.flow.name}: stop requested before batch {batch_id}")
-            plan = self.remote_topics.refresh()
+            plan = self._plan_for(batch_id)
+            if not plan.remote:
+                return  # only topics this flow must not copy (e.g. cycles of a custom policy)
             writer = to_target_rows(df, plan.remote).write.format("kafka")
             for key, value in self._sink_options.items():
                 writer = writer.option(key, value)
@@ -117,6 +120,35 @@ class FlowQuery:
                 jvm = df.sparkSession._jvm
                 self._on_written(jvm.io.mirrorspark.kafka.OffsetRuns.drain(self.flow.name), plan.remote)
             self._last_written = batch_id
+
+    def _plan_for(self, batch_id: int):
+        """The topic plan, checked against the topics Spark put in this batch (its offset log) so a
+        record is never dropped just because its topic appeared after the last refresh."""
+        plan = self.remote_topics.refresh()
+        batch_topics = self._batch_topics(batch_id)
+        missing = {t for t in batch_topics - set(plan.remote) if self.selection.should_replicate(t)}
+        if missing:
+            plan = self.remote_topics.refresh(force_target_check=True)
+            missing -= set(plan.remote)
+            if missing:
+                raise RuntimeError(f"flow {self.flow.name}: batch {batch_id} reads {sorted(missing)}, which has no "
+                                   "remote topic yet; the batch is retried on restart")
+        return plan
+
+    def _batch_topics(self, batch_id: int) -> set[str]:
+        """Topics in Spark's offset log entry for ``batch_id`` (written before the batch runs)."""
+        path = self.checkpoint_dir / "offsets" / str(batch_id)
+        try:
+            lines = path.read_text().splitlines()
+        except OSError:
+            return set()
+        topics: set[str] = set()
+        for line in lines[2:]:
+            try:
+                topics.update(json.loads(line))
+            except (ValueError, TypeError):
+                continue
+        return topics
 
     def collect_progress(self) -> None:
         """Fold Spark's progress reports of data batches not yet counted into the running totals."""

@@ -99,6 +99,7 @@ class Replicator:
                                   librdkafka_admin(source_props, f"{flow.source.alias}."),
                                   librdkafka_admin(target_props, f"{flow.target.alias}."), folder)
             offsets.check_replication_factors()
+            offsets.source_of = remote.source_of
             if flow.flag("refresh.topics.enabled"):
                 remote.refresh(force_target_check=True)
             else:
@@ -117,6 +118,11 @@ class Replicator:
             self.offsets.append(offsets)
             self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow),
                                         offsets.on_written if offsets.enabled else None))
+
+        by_pair = {(o.flow.source.alias, o.flow.target.alias): o for o in self.offsets}
+        for (source, target), offsets in by_pair.items():
+            if (target, source) in by_pair:
+                offsets.link_reverse(by_pair[(target, source)])
 
     def start(self) -> None:
         self.spark = build_session(self.config.spark)

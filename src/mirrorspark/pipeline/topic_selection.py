@@ -18,6 +18,11 @@ def java_literal(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch == "_" else "\\" + ch for ch in text)
 
 
+def anchored(pattern: str) -> str:
+    """Spark's subscribePattern finds the pattern anywhere in a topic name; anchor it to match whole names."""
+    return f"^(?:{pattern})$"
+
+
 def join_patterns(patterns: list[str]) -> str:
     return "|".join(f"(?:{p})" for p in patterns) if patterns else _NOTHING
 
@@ -72,7 +77,7 @@ class TopicSelection:
     @staticmethod
     def exact_pattern(topics: frozenset[str] | set[str]) -> str:
         """A Java regex matching exactly ``topics`` (and nothing when there are none)."""
-        return join_patterns([java_literal(t) for t in sorted(topics)])
+        return anchored(join_patterns([java_literal(t) for t in sorted(topics)]))
 
     def subscribe_pattern(self) -> str:
         """A Java regex for Spark's ``subscribePattern`` that reads as few unwanted topics as possible.
@@ -91,4 +96,4 @@ class TopicSelection:
         wanted = f"(?!(?:{self.exclude})$)(?:{self.include})"
         general = f"(?!(?:{join_patterns(never)})$)(?:{join_patterns([wanted, *heartbeats])})"
         mapped = [java_literal(t) for t in self.topic_map]
-        return join_patterns([general, *mapped])
+        return anchored(join_patterns([general, *mapped]))

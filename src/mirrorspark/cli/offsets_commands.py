@@ -1,0 +1,86 @@
+"""``mirrorspark offsets translate`` and ``mirrorspark failover``: checkpoints made usable."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="The mm2.properties file.")]
+GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")]
+FromOpt = Annotated[str, typer.Option("--from", help="Cluster alias the group consumed on.")]
+ToOpt = Annotated[str, typer.Option("--to", help="Cluster alias the group moves to.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+app = typer.Typer(no_args_is_help=True, help="Offset translation from checkpoints (MM2's RemoteClusterUtils).")
+
+_COLUMNS = (("topic", "topic"), ("partition", "part"), ("source_committed", "committed@from"),
+            ("checkpoint_upstream", "checkpoint@from"), ("translated", "translated@to"), ("end", "end@to"),
+            ("current", "group@to"), ("behind_checkpoint", "behind-ckpt"), ("not_replicated", "not-replicated"))
+
+
+def _table(rows: list[dict], columns) -> str:
+    header = [title for _, title in columns]
+    body = [["-" if row.get(key) is None else str(row.get(key)) for key, _ in columns] for row in rows]
+    widths = [max(len(cell) for cell in col) for col in zip(header, *body)]
+    return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+                     for line in [header, *body])
+
+
+def _plan(config: Path, group: str, source: str, target: str):
+    from mirrorspark.config import load_config
+    from mirrorspark.offsets.failover import plan_failover
+
+    return plan_failover(load_config(config), group, source, target)
+
+
+def _print_plan(plan, as_json: bool, extra: dict | None = None) -> None:
+    rows = [row.as_dict() for row in plan.partitions]
+    if as_json:
+        typer.echo(json.dumps({"group": plan.group, "from": plan.source, "to": plan.target,
+                               "group_state_on_to": plan.state, "from_reachable": plan.source_reachable,
+                               "partitions": rows, **(extra or {})}, indent=2))
+        return
+    if not rows:
+        typer.echo(f"no checkpoints for group {plan.group!r} from {plan.source!r} on {plan.target!r} "
+                   f"(is the flow {plan.source}->{plan.target} running with checkpoints enabled, and has the "
+                   "group committed offsets on replicated topics?)")
+        return
+    typer.echo(_table(rows, _COLUMNS))
+    if not plan.source_reachable:
+        typer.echo(f"(cluster {plan.source!r} did not answer: source-side columns are empty)")
+
+
+def translate(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt, as_json: JsonOpt = False) -> None:
+    """Where GROUP, consuming on --from, would resume on --to (from the checkpoints on --to)."""
+    _print_plan(_plan(config, group, source, target), as_json)
+
+
+def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
+             execute: Annotated[bool, typer.Option("--execute", help="Commit the offsets (default: dry run).")] = False,
+             as_json: JsonOpt = False) -> None:
+    """Move GROUP from --from to --to: show lag and the offsets to commit; --execute commits them
+    (only when the group has no active members on --to; never moves a partition backwards).
+    Failback is the same command with --from and --to swapped."""
+    from mirrorspark.cli.reporting import EXIT_RUNTIME, fail
+    from mirrorspark.config import load_config
+    from mirrorspark.offsets.failover import GroupActive, execute_failover
+
+    plan = _plan(config, group, source, target)
+    if not execute:
+        _print_plan(plan, as_json, {"executed": False})
+        if not as_json:
+            typer.echo("dry run: add --execute to commit these offsets")
+        return
+    if not plan.partitions:
+        _print_plan(plan, as_json)
+        fail(f"nothing to commit for group {group!r}", EXIT_RUNTIME)
+    try:
+        written = execute_failover(load_config(config), plan)
+    except GroupActive as exc:
+        fail(str(exc), EXIT_RUNTIME)
+    _print_plan(plan, as_json, {"executed": True, "committed": [
+        {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(written.items())]})
+    if not as_json:
+        typer.echo(f"committed {len(written)} offset(s) for group {group!r} on {target!r}")

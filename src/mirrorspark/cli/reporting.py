@@ -1,0 +1,39 @@
+"""How the command line reports expected failures: one clear line on stderr, a non-zero exit."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+import typer
+
+from mirrorspark.config.errors import ConfigError
+
+EXIT_CONFIG = 2
+EXIT_RUNTIME = 1
+
+
+def fail(message: str, code: int) -> None:
+    typer.echo(f"mirrorspark: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def reported(func: Callable) -> Callable:
+    """Turn expected failures into one clear line on stderr and a non-zero exit code."""
+    from mirrorspark.control.remote_topics import RemoteTopicsError
+    from mirrorspark.local import LocalClusterError
+    from mirrorspark.paths import SetupMissing
+    from mirrorspark.pipeline.runner import ClusterUnreachable
+    from confluent_kafka import KafkaException
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            fail(str(exc), EXIT_CONFIG)
+        except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError) as exc:
+            fail(str(exc), EXIT_RUNTIME)
+        except KafkaException as exc:
+            fail(f"Kafka request failed: {exc.args[0].str() if exc.args else exc}", EXIT_RUNTIME)
+
+    return wrapper

@@ -1,0 +1,22 @@
+"""MM2's MirrorClient and RemoteClusterUtils operations for Python programs (no Spark, no Java)."""
+from __future__ import annotations
+
+from mirrorspark.client.mirror_client import MirrorClient, count_hops, translate_offsets, upstream_chain
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.policy import policy_for_flow
+
+
+def client_for(config: MirrorConfig, alias: str, remote_alias: str | None = None) -> MirrorClient:
+    """A MirrorClient for cluster ``alias`` of an mm2.properties file (MM2's ``clientConfig(alias)``);
+    ``remote_alias`` lets the Identity policy name the source of replicated topics."""
+    cluster = config.clusters[alias]
+    settings = dict(config.top_level)
+    if remote_alias is not None:
+        flow = next((f for f in config.flows if f.source.alias == remote_alias and f.target.alias == alias), None)
+        if flow is not None:
+            settings = dict(flow.settings)
+    props = {**cluster.connection(), **cluster.role_overrides("admin")}
+    return MirrorClient(props, policy_for_flow(settings, remote_alias or alias))
+
+
+__all__ = ["MirrorClient", "client_for", "count_hops", "translate_offsets", "upstream_chain"]

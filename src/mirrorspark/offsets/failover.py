@@ -1,0 +1,123 @@
+"""Fail a consumer group over from one cluster to another with the translated offsets.
+
+The plan comes from the checkpoints on the cluster the group moves to (written by the flow
+``from->to``), so it works while the old cluster is down; when that cluster answers, the plan
+also shows how far behind the checkpoints and the replication are. Committing happens only for
+a group with no active members on the new cluster.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from confluent_kafka import ConsumerGroupState, KafkaException
+
+from mirrorspark.client import client_for
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.control.admin import admin_client, end_offsets
+from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.offsets.group_sync import commit_offsets, committed_offsets, group_state
+
+
+class GroupActive(RuntimeError):
+    """The group has members on the cluster it should move to."""
+
+
+@dataclass
+class PartitionPlan:
+    topic: str            # on the new cluster
+    partition: int
+    source_topic: str     # on the old cluster
+    checkpoint_upstream: int
+    translated: int
+    end: int | None = None                 # log end on the new cluster
+    current: int | None = None             # the group's committed offset there now
+    source_committed: int | None = None    # the group's committed offset on the old cluster
+    source_end: int | None = None
+
+    @property
+    def behind_checkpoint(self) -> int | None:
+        """Records the group consumed after the last checkpoint (re-delivered after failover)."""
+        return None if self.source_committed is None else max(0, self.source_committed - self.checkpoint_upstream)
+
+    @property
+    def not_replicated(self) -> int | None:
+        """Unconsumed records on the old cluster not yet on the new one (contiguous estimate)."""
+        if None in (self.source_end, self.source_committed, self.end):
+            return None
+        return max(0, (self.source_end - self.source_committed) - (self.end - self.translated))
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "behind_checkpoint": self.behind_checkpoint, "not_replicated": self.not_replicated}
+
+
+@dataclass
+class FailoverPlan:
+    group: str
+    source: str
+    target: str
+    state: str
+    partitions: list[PartitionPlan]
+    source_reachable: bool
+
+
+def _connection(config: MirrorConfig, alias: str) -> dict:
+    if alias not in config.clusters:
+        raise ConfigError(f"cluster {alias!r} is not in clusters ({', '.join(config.clusters)})", "clusters")
+    cluster = config.clusters[alias]
+    return librdkafka_admin({**cluster.connection(), **cluster.role_overrides("admin")}, f"{alias}.")
+
+
+def plan_failover(config: MirrorConfig, group: str, source: str, target: str) -> FailoverPlan:
+    """What moving ``group`` from ``source`` to ``target`` would commit, from ``target``'s checkpoints."""
+    target_conf = _connection(config, target)
+    client = client_for(config, target, remote_alias=source)
+    checkpoints = client.remote_consumer_checkpoints(group, source)
+    target_admin = admin_client(target_conf)
+    state = group_state(target_admin, group)
+    current = committed_offsets(target_admin, group)
+    policy = client.policy
+    rows = []
+    ends: dict[str, dict[int, int]] = {}
+    for (topic, partition), cp in sorted(checkpoints.items()):
+        ends.setdefault(topic, end_offsets(target_conf, topic))
+        source_topic = (policy.upstream_topic(topic) if policy.topic_source(topic) == source
+                        else policy.format_remote_topic(target, topic)) or topic
+        rows.append(PartitionPlan(topic, partition, source_topic, cp.upstream, cp.downstream,
+                                  ends[topic].get(partition), current.get((topic, partition))))
+    reachable = _fill_source_side(config, group, source, rows)
+    return FailoverPlan(group, source, target, state.name, rows, reachable)
+
+
+def _fill_source_side(config: MirrorConfig, group: str, source: str, rows: list[PartitionPlan]) -> bool:
+    """Source-side figures when the old cluster answers within a few seconds (it may be down)."""
+    conf = {**_connection(config, source), "socket.timeout.ms": 5000}
+    try:
+        admin = admin_client(conf)
+        admin.list_topics(timeout=5)
+        committed = committed_offsets(admin, group)
+        source_ends: dict[str, dict[int, int]] = {}
+        for row in rows:
+            source_ends.setdefault(row.source_topic, end_offsets(conf, row.source_topic, timeout=5))
+            row.source_committed = committed.get((row.source_topic, row.partition))
+            row.source_end = source_ends[row.source_topic].get(row.partition)
+    except KafkaException:
+        return False
+    return True
+
+
+def execute_failover(config: MirrorConfig, plan: FailoverPlan) -> dict[tuple[str, int], int]:
+    """Commit the plan's offsets for the group on the new cluster; never moves a partition backwards.
+
+    Raises GroupActive when consumers of the group are connected there.
+    """
+    target_admin = admin_client(_connection(config, plan.target))
+    state = group_state(target_admin, plan.group)
+    if state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN):
+        raise GroupActive(f"group {plan.group!r} has active members on cluster {plan.target!r} (state {state.name}); "
+                          "stop its consumers there first, then run the command again")
+    wanted = {(row.topic, row.partition): (row.translated, "") for row in plan.partitions
+              if row.current is None or row.current < row.translated}
+    if wanted:
+        commit_offsets(target_admin, plan.group, wanted)
+    return {key: offset for key, (offset, _) in wanted.items()}

@@ -5,13 +5,14 @@ import json
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from conftest import run_cli, running_mirrorspark, write_config
 from kafka_tools import create_topic, produce, wait_for_count
 from test_topologies_and_topics import records, wait_until
 
 from mirrorspark.offsets.checkpoint_store import CheckpointStore, read_compacted_topic
-from mirrorspark.offsets.formats import OffsetSync
+from mirrorspark.control.admin import admin_client, topic_partitions
+from mirrorspark.offsets.formats import Checkpoint, OffsetSync
 
 pytestmark = pytest.mark.broker
 
@@ -127,3 +128,120 @@ def test_failover_and_failback_with_the_cli(clusters, unique, tmp_path):
         cli_json(*base, "--from", "backup", "--to", "primary", "--execute")
     seen += consume(clusters["primary"], group, topic, 50)  # and back on primary
     assert sorted(seen) == sorted(r["key"] for r in sent)  # every record exactly once
+
+
+def target_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    from mirrorspark.offsets.group_sync import committed_offsets
+    return committed_offsets(admin_client({"bootstrap.servers": bootstrap}), group)
+
+
+def commit_on(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    from mirrorspark.offsets.group_sync import commit_offsets
+    commit_offsets(admin_client({"bootstrap.servers": bootstrap}), group, {k: (v, "") for k, v in offsets.items()})
+
+
+def test_group_sync_empty_partition_nothing_mirrored_and_translation_behind_replication(clusters, unique, tmp_path):
+    """MM2's testOneWayReplicationWithAutoOffsetSync, testReplicationWithEmptyPartition,
+    testNoCheckpointsIfNoRecordsAreMirrored and testOffsetTranslationBehindReplicationFlow."""
+    topic, empty, group, lagging = f"gs-{unique}", f"nothing-{unique}", f"sync-{unique}", f"lag-{unique}"
+    create_topic(clusters["primary"], topic, 3)
+    create_topic(clusters["primary"], empty, 1)
+    produce(clusters["primary"], topic, records(300, 2, unique))  # partition 2 stays empty
+    consume(clusters["primary"], group, topic, 300)
+    commit_on(clusters["primary"], group, {(empty, 0): 0})
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}, {empty}\n"
+                          "emit.checkpoints.interval.seconds = 1\nsync.group.offsets.enabled = true\n"
+                          "sync.group.offsets.interval.seconds = 1\n")
+    remote = f"primary.{topic}"
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], remote, 300)
+        synced = wait_until(lambda: (o := target_group_offsets(clusters["backup"], group)) and
+                            o.get((remote, 1)) == 150 and o, "group offsets synced to backup")
+        assert synced == {(remote, 0): 150, (remote, 1): 150}  # exact; no empty partition, nothing unmirrored
+        assert (f"primary.{empty}", 0) not in checkpoints(clusters["backup"], "primary", group)
+
+        produce(clusters["primary"], topic, records(2000, 2, "more"))
+        wait_for_count(clusters["backup"], remote, 2300)
+        commit_on(clusters["primary"], lagging, {(topic, 0): 1035, (topic, 1): 1035})  # 90% of 1150
+        wait_until(lambda: checkpoints(clusters["backup"], "primary", lagging) ==
+                   {(remote, 0): 1035, (remote, 1): 1035}, "exact checkpoints of a group behind the flow")
+        commit_on(clusters["primary"], lagging, {(topic, 0): 115, (topic, 1): 115})  # rewind to 10%
+        wait_until(lambda: checkpoints(clusters["backup"], "primary", lagging) ==
+                   {(remote, 0): 115, (remote, 1): 115}, "checkpoints following the upstream rewind")
+        table = run_cli("offsets", "translate", "--config", str(config), "--group", lagging,
+                        "--from", "primary", "--to", "backup")
+    assert table.returncode == 0 and "translated@to" in table.stdout and remote in table.stdout
+
+
+def monotonic(bootstrap: str, source: str, group: str) -> bool:
+    latest: dict[tuple[str, int], int] = {}
+    for key, value in read_compacted_topic({"bootstrap.servers": bootstrap}, f"{source}.checkpoints.internal"):
+        cp = Checkpoint.from_record(key, value)
+        if cp.group != group:
+            continue
+        if cp.downstream < latest.get((cp.topic, cp.partition), -1):
+            return False
+        latest[(cp.topic, cp.partition)] = cp.downstream
+    return True
+
+
+def test_restart_keeps_checkpoints_monotonic_with_offset_syncs_on_target(clusters, unique, tmp_path):
+    """MM2's testRestartReplication and testOffsetSyncsTopicsOnTarget."""
+    topic, group = f"rs-{unique}", f"rsgroup-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    produce(clusters["primary"], topic, records(100, 1, "one"))
+    consume(clusters["primary"], group, topic, 50)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          "emit.checkpoints.interval.seconds = 1\n"
+                          "primary->backup.offset-syncs.topic.location = target\n")
+    remote = f"primary.{topic}"
+    for expected in (50, 150):
+        with running_mirrorspark(config, tmp_path / "state"):
+            wait_until(lambda e=expected: checkpoints(clusters["backup"], "primary", group) == {(remote, 0): e},
+                       f"checkpoint at {expected}")
+        if expected == 50:
+            produce(clusters["primary"], topic, records(100, 1, "two"))
+            consume(clusters["primary"], group, topic, 100)
+    assert monotonic(clusters["backup"], "primary", group)
+    on_target = read_compacted_topic({"bootstrap.servers": clusters["backup"]}, "mm2-offset-syncs.primary.internal")
+    assert topic in {OffsetSync.from_record(k, v).topic for k, v in on_target}
+    on_source = read_compacted_topic({"bootstrap.servers": clusters["primary"]}, "mm2-offset-syncs.backup.internal")
+    assert topic not in {OffsetSync.from_record(k, v).topic for k, v in on_source}
+
+
+def test_transactional_source_gaps_never_skip_and_offset_syncs_can_be_off(clusters, unique, tmp_path):
+    """MM2's transactions variant: commit markers leave gaps upstream; translation must neither skip
+    a record nor (with mirrorspark's ranges) re-deliver one. A second flow with
+    emit.offset-syncs.enabled=false replicates without any offset-syncs topic (MM2's test 5)."""
+    topic, group = f"txo-{unique}", f"txgroup-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    producer = Producer({"bootstrap.servers": clusters["primary"], "transactional.id": f"txo-{unique}"})
+    producer.init_transactions(30)
+    sent = records(100, 1, unique)
+    for start in range(0, 100, 10):
+        producer.begin_transaction()
+        for rec in sent[start:start + 10]:
+            producer.produce(topic, **rec)
+        producer.commit_transaction(30)
+    seen = consume(clusters["primary"], group, topic, 45)
+    (tmp_path / "mm2.properties").write_text(
+        "clusters = primary, backup, third\n"
+        + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
+        + "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "primary->backup.offset-syncs.topic.replication.factor = 1\n"
+        f"primary->backup.enabled = true\nprimary->third.enabled = true\ntopics = {topic}\n"
+        "emit.checkpoints.interval.seconds = 1\nprimary->third.emit.offset-syncs.enabled = false\n")
+    remote = f"primary.{topic}"
+    with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
+        wait_until(lambda: len(read_from(clusters["backup"], "reader", {(remote, 0): 0})) == 100, "100 records")
+        translated = wait_until(lambda: checkpoints(clusters["backup"], "primary", group), "a checkpoint")
+        wait_for_count(clusters["third"], remote, 100)
+    rest = read_from(clusters["backup"], group, translated)
+    assert set(rest) | set(seen) == {r["key"] for r in sent}  # nothing skipped
+    redelivered = len(set(rest) & set(seen))
+    print(f"transactional failover re-delivery: {redelivered} records")
+    assert redelivered == 0
+    assert "mm2-offset-syncs.third.internal" not in topic_partitions(admin_client({"bootstrap.servers":
+                                                                                   clusters["primary"]}))

@@ -37,6 +37,9 @@ def test_typos_in_mm2_namespaces_are_refused_with_the_near_miss(extra, key, hint
     ("A.topics = x\n", "A.topics"),
     ("A->B.topic.map = orders\n", "A->B.topic.map"),
     ("A->B.topic.map = a:x, b:x\n", "A->B.topic.map"),
+    ("A->B.emit.offset-syncs.enabled = false\noffset-syncs.topic.location = target\n",
+     "offset-syncs.topic.location"),
+    ("offset-syncs.topic.location = nowhere\n", "offset-syncs.topic.location"),
 ])
 def test_bad_values_name_the_key(extra, key):
     with pytest.raises(ConfigError) as err:

@@ -92,8 +92,21 @@ def parse_config(
             flows.append(flow)
 
     _refuse_cycles(flows)
+    for flow in flows:
+        if flow.enabled:
+            check_offset_sync_keys(flow)
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}
     return MirrorConfig(cluster_configs, flows, top, spark, source_path, tuple(warnings))
+
+
+def check_offset_sync_keys(flow: FlowConfig) -> None:
+    """MM2's validation: offset-sync settings alongside ``emit.offset-syncs.enabled = false``."""
+    if flow.flag("emit.offset-syncs.enabled"):
+        return
+    for key in flow.settings:
+        if key.startswith("offset-syncs.topic.") or key.startswith("offset-syncs-"):
+            raise ConfigError(f"{flow.where(key)} is set but {flow.where('emit.offset-syncs.enabled')} is false: "
+                              "offset syncs (and so checkpoints) are off; remove one of them", flow.where(key))
 
 
 def _refuse_cycles(flows: list[FlowConfig]) -> None:

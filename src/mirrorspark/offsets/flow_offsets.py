@@ -36,22 +36,11 @@ def int_setting(flow: FlowConfig, key: str) -> int:
         raise ConfigError(f"{flow.where(key)} must be an integer, got {raw!r}", flow.where(key)) from None
 
 
-def check_offset_sync_keys(flow: FlowConfig) -> None:
-    """MM2's validation: offset-sync settings alongside ``emit.offset-syncs.enabled = false``."""
-    if flow.flag("emit.offset-syncs.enabled"):
-        return
-    for key in flow.settings:
-        if key.startswith("offset-syncs.topic.") or key.startswith("offset-syncs-"):
-            raise ConfigError(f"{flow.where(key)} is set but {flow.where('emit.offset-syncs.enabled')} is false: "
-                              "offset syncs (and so checkpoints) are off; remove one of them", flow.where(key))
-
-
 class FlowOffsets:
     """Offset syncs, checkpoints and group offset sync of one flow."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
                  source_conf: dict[str, Any], target_conf: dict[str, Any], state_dir: Path) -> None:
-        check_offset_sync_keys(flow)
         self.flow = flow
         self.source_of = lambda remote: None  # set by the runner from the flow's topic plan
         self.selection = selection

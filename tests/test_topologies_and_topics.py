@@ -67,7 +67,7 @@ def test_chain_names_hops(clusters, unique, tmp_path):
     (tmp_path / "mm2.properties").write_text(
         "clusters = primary, backup, third\n"
         + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
-        + f"primary->backup.enabled = true\nbackup->third.enabled = true\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+        + f"primary->backup.enabled = true\nbackup->third.enabled = true\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
         f"topics = chain-{unique}, primary\\.chain-{unique}\n")
     with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
         wait_for_count(clusters["third"], f"backup.primary.{topic}", 10)
@@ -172,7 +172,7 @@ def test_fan_out_aggregation_and_read_committed(clusters, unique, tmp_path):
         "clusters = primary, backup, third\n"
         + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
         + "primary->backup.enabled = true\nprimary->third.enabled = true\nthird->backup.enabled = true\n"
-        f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\ntopics = {tx}, {plain}\nprimary.consumer.isolation.level = read_committed\n")
+        f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\ntopics = {tx}, {plain}\nprimary.consumer.isolation.level = read_committed\n")
     with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
         for cluster in ("backup", "third"):
             wait_until(lambda c=cluster: len(read_all(clusters[c], f"primary.{tx}")) >= 10, f"tx records on {cluster}")

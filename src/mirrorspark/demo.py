@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from mirrorspark.config import load_config
-from mirrorspark.control.admin import admin_client, end_offsets
+from mirrorspark.control.admin import admin_client, end_offsets, producer
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.pipeline.runner import Replicator
 
@@ -26,13 +26,13 @@ def _produce_sample(bootstrap: str) -> None:
             future.result(timeout=30)
         except KafkaException:
             pass  # already there from an earlier demo
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10})
+    sample = producer({"bootstrap.servers": bootstrap, "linger.ms": 10})
     now = int(time.time() * 1000)
     for i in range(RECORDS):
-        producer.produce(TOPIC, key=f"customer-{i % 97}".encode(), value=f'{{"order": {i}}}'.encode(),
+        sample.produce(TOPIC, key=f"customer-{i % 97}".encode(), value=f'{{"order": {i}}}'.encode(),
                          partition=i % PARTITIONS, timestamp=now - (RECORDS - i),
                          headers=[("source", b"demo"), ("seq", str(i).encode())])
-    producer.flush(30)
+    sample.flush(30)
 
 
 def _first_records(bootstrap: str, topic: str, partition: int, n: int) -> list[str]:

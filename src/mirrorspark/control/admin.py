@@ -17,6 +17,18 @@ def admin_client(conf: dict[str, Any]) -> AdminClient:
     return AdminClient({**conf, "logger": _QUIET})
 
 
+def producer(conf: dict[str, Any]):
+    """A confluent-kafka Producer whose librdkafka chatter goes to a silent logger."""
+    from confluent_kafka import Producer
+
+    return Producer({**conf, "logger": _QUIET})
+
+
+def consumer(conf: dict[str, Any]) -> Consumer:
+    """A confluent-kafka Consumer whose librdkafka chatter goes to a silent logger."""
+    return Consumer({**conf, "logger": _QUIET})
+
+
 def broker_answers(bootstrap: str, timeout: float = 5.0) -> bool:
     """True when a broker at ``bootstrap`` answers a metadata request within ``timeout``."""
     try:

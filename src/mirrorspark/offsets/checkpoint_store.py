@@ -9,7 +9,9 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from mirrorspark.control.admin import consumer
 
 from mirrorspark.offsets.formats import Checkpoint, RecordFormatError
 
@@ -20,20 +22,20 @@ Key = tuple[str, str, int]
 
 def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0) -> list[tuple[bytes, bytes]]:
     """Every (key, value) of partition 0 of ``topic`` up to its end offset at call time."""
-    consumer = Consumer({**conf, "group.id": "mirrorspark-internal-reader", "enable.auto.commit": False,
+    reader = consumer({**conf, "group.id": "mirrorspark-internal-reader", "enable.auto.commit": False,
                          "enable.partition.eof": True})
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        metadata = reader.list_topics(topic, timeout=timeout).topics.get(topic)
         if metadata is None or metadata.error is not None:
             return []
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout)
+        low, high = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout)
         if high <= low:
             return []
-        consumer.assign([TopicPartition(topic, 0, low)])
+        reader.assign([TopicPartition(topic, 0, low)])
         out: list[tuple[bytes, bytes]] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
+            msg = reader.poll(1.0)
             if msg is None:
                 continue
             if msg.error():
@@ -46,7 +48,7 @@ def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0
                 break
         return out
     finally:
-        consumer.close()
+        reader.close()
 
 
 class CheckpointStore:

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import ensure_compacted_topic, send_all
+from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.offsets.formats import Checkpoint
 from mirrorspark.offsets.group_filter import GroupFilter
@@ -56,7 +56,7 @@ class CheckpointTask:
         if ensure_compacted_topic(self.target, self.topic, self.replication_factor):
             log.info("flow %s: created checkpoints topic %s", self.flow_name, self.topic)
         self.store.load(self.target_conf, self.topic)
-        self._producer = Producer({**self.target_conf, "acks": "all", "linger.ms": 5})
+        self._producer = producer({**self.target_conf, "acks": "all", "linger.ms": 5})
 
     def renamed(self, topic: str) -> str:
         """MM2's renaming: a topic that came from the target maps back to its original name."""

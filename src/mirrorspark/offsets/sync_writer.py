@@ -12,9 +12,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Producer
 
-from mirrorspark.control.admin import send_all
+from mirrorspark.control.admin import producer, send_all
 from mirrorspark.offsets.formats import OffsetSync
 from mirrorspark.offsets.ranges import OffsetRanges, Run
 
@@ -49,7 +48,7 @@ class OffsetSyncWriter:
         self.ranges = ranges
         self._save = save
         self.sync_topic = sync_topic
-        self._producer = Producer({**sync_conf, "acks": "all", "linger.ms": 5}) if sync_topic and sync_conf else None
+        self._producer = producer({**sync_conf, "acks": "all", "linger.ms": 5}) if sync_topic and sync_conf else None
         self.syncs_written = 0
 
     def on_batch(self, reported: list[ReportedRun], source_of: Mapping[str, str]) -> int:

@@ -45,7 +45,7 @@ def write_config(path: Path, clusters: dict[str, str], extra: str) -> Path:
         "clusters = primary, backup\n"
         f"primary.bootstrap.servers = {clusters['primary']}\n"
         f"backup.bootstrap.servers = {clusters['backup']}\n"
-        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n" + extra
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n" + extra
     )
     return path
 

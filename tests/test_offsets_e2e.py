@@ -230,7 +230,7 @@ def test_transactional_source_gaps_never_skip_and_offset_syncs_can_be_off(cluste
         "clusters = primary, backup, third\n"
         + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
         + "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
-        "primary->backup.offset-syncs.topic.replication.factor = 1\n"
+        "primary->backup.offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
         f"primary->backup.enabled = true\nprimary->third.enabled = true\ntopics = {topic}\n"
         "emit.checkpoints.interval.seconds = 1\nprimary->third.emit.offset-syncs.enabled = false\n")
     remote = f"primary.{topic}"

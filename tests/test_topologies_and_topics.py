@@ -10,7 +10,10 @@ from conftest import running_mirrorspark, write_config
 from confluent_kafka import Producer
 from kafka_tools import count, create_topic, produce, read_all, wait_for_count
 
+from mirrorspark.client import MirrorClient
 from mirrorspark.control.admin import admin_client, topic_partitions
+from mirrorspark.offsets.checkpoint_store import read_compacted_topic
+from mirrorspark.offsets.formats import Heartbeat
 
 pytestmark = pytest.mark.broker
 
@@ -61,16 +64,29 @@ def test_active_active_each_record_once_on_the_other_side_no_echo(clusters, uniq
 
 
 def test_chain_names_hops(clusters, unique, tmp_path):
+    """A->B->C gives B.A.topic on C; heartbeats in MM2's format let MirrorClient on C count hops."""
     topic = f"chain-{unique}"
     create_topic(clusters["primary"], topic, 1)
     produce(clusters["primary"], topic, records(10, 1, "c"))
     (tmp_path / "mm2.properties").write_text(
         "clusters = primary, backup, third\n"
         + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
-        + f"primary->backup.enabled = true\nbackup->third.enabled = true\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+        + f"primary->backup.enabled = true\nbackup->third.enabled = true\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
         f"topics = chain-{unique}, primary\\.chain-{unique}\n")
     with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
         wait_for_count(clusters["third"], f"backup.primary.{topic}", 10)
+        wait_for_count(clusters["third"], "backup.primary.heartbeats", 1)
+    third = MirrorClient({"bootstrap.servers": clusters["third"]})
+    assert third.replication_hops("primary") == 2 and third.replication_hops("backup") == 1
+    assert third.replication_hops("nowhere") == -1
+    assert {"primary", "backup"} <= third.upstream_clusters()
+    assert {"heartbeats", "backup.heartbeats", "backup.primary.heartbeats"} <= third.heartbeat_topics()
+    assert "backup.checkpoints.internal" in third.checkpoint_topics()
+    assert f"backup.primary.{topic}" in third.remote_topics("backup")
+    beats = {Heartbeat.from_record(k, v) for k, v in
+             read_compacted_topic({"bootstrap.servers": clusters["backup"]}, "heartbeats")}
+    assert {(b.source, b.target) for b in beats} >= {("primary", "backup"), ("third", "backup")}
+    assert all(abs(b.timestamp - time.time() * 1000) < 600_000 for b in beats)
     source = read_all(clusters["primary"], topic)
     assert [r.content() for r in read_all(clusters["third"], f"backup.primary.{topic}")] == \
         [r.content() for r in source]
@@ -172,7 +188,7 @@ def test_fan_out_aggregation_and_read_committed(clusters, unique, tmp_path):
         "clusters = primary, backup, third\n"
         + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
         + "primary->backup.enabled = true\nprimary->third.enabled = true\nthird->backup.enabled = true\n"
-        f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\ntopics = {tx}, {plain}\nprimary.consumer.isolation.level = read_committed\n")
+        f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\ntopics = {tx}, {plain}\nprimary.consumer.isolation.level = read_committed\n")
     with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
         for cluster in ("backup", "third"):
             wait_until(lambda c=cluster: len(read_all(clusters[c], f"primary.{tx}")) >= 10, f"tx records on {cluster}")

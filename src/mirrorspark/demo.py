@@ -71,7 +71,7 @@ def run_demo(state_dir: Path, echo: Callable[[str], None]) -> None:
             f"backup.bootstrap.servers = {started['backup']}\n"
             "primary->backup.enabled = true\n"
             f"primary->backup.topics = {TOPIC}\n"
-            "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+            "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
         )
         echo(f"== replicating primary->backup with {config_file}")
         replicator = Replicator(load_config(config_file), state_dir)

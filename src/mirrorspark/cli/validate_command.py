@@ -44,10 +44,11 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
 
 def _plan(flow, selection, echo: Callable[[str], None]) -> None:
     from mirrorspark.control.admin import topic_partitions
+    from mirrorspark.control.client_settings import librdkafka_admin
     from mirrorspark.pipeline.runner import ClusterUnreachable, reach
 
     try:
-        source = reach(flow.source, flow.admin("source"), timeout=10)
+        source = reach(flow.source, librdkafka_admin(flow.admin("source"), f"{flow.source.alias}."), timeout=10)
     except ClusterUnreachable as exc:
         echo(f"    plan: unavailable ({exc})")
         return

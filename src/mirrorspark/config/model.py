@@ -89,6 +89,17 @@ class FlowConfig:
         """A BOOLEAN setting of this flow, falling back to its declared default."""
         return parse_bool(self.get(key, default(key)) or default(key), self.where(key))
 
+    def interval(self, prefix: str) -> float:
+        """MM2's ``<prefix>.enabled`` / ``<prefix>.interval.seconds`` pair in seconds; disabled -> infinity."""
+        if not self.flag(f"{prefix}.enabled"):
+            return float("inf")
+        key = f"{prefix}.interval.seconds"
+        raw = self.get(key, default(key)) or default(key)
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{self.where(key)} must be a number, got {raw!r}", self.where(key)) from None
+
     @property
     def topics(self) -> list[str]:
         return split_list(self.get("topics", default("topics")) or "")

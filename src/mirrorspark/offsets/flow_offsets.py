@@ -124,15 +124,12 @@ class FlowOffsets:
         self.writer.on_batch(parse_drained(drained), {remote: src for src, remote in remote_topics.items()})
 
     def schedule(self, scheduler) -> None:
-        from mirrorspark.pipeline.runner import interval_seconds
-
         if self.checkpoints is not None:
-            interval = interval_seconds(self.flow, "emit.checkpoints", default("emit.checkpoints.interval.seconds"))
+            interval = self.flow.interval("emit.checkpoints")
             scheduler.every(f"flow {self.flow.name}: checkpoints", interval, self.checkpoints.run_once,
                             initial_delay=min(interval, 5.0))
         if self.group_sync is not None:
-            interval = interval_seconds(self.flow, "sync.group.offsets",
-                                        default("sync.group.offsets.interval.seconds"))
+            interval = self.flow.interval("sync.group.offsets")
             scheduler.every(f"flow {self.flow.name}: group offset sync", interval, self.group_sync.run_once,
                             initial_delay=interval)
 

@@ -9,12 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
+from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig, default
 from mirrorspark.control.acl_sync import AclSync
-from mirrorspark.control.admin import admin_client
+from mirrorspark.control.admin import admin_client, broker_count
 from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
 from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
@@ -31,9 +33,9 @@ class ClusterUnreachable(RuntimeError):
     """A configured cluster did not answer; the message names the alias and the key to check."""
 
 
-def reach(cluster: ClusterConfig, props: dict[str, str], timeout: float = 15.0):
-    """An admin client for ``cluster`` that has answered a metadata request."""
-    admin = admin_client(librdkafka_admin(props, f"{cluster.alias}."))
+def reach(cluster: ClusterConfig, conf: dict[str, str], timeout: float = 15.0):
+    """An admin client for ``cluster`` (librdkafka settings ``conf``) that has answered a metadata request."""
+    admin = admin_client(conf)
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
@@ -43,18 +45,6 @@ def reach(cluster: ClusterConfig, props: dict[str, str], timeout: float = 15.0):
             f"{cluster.alias}.ssl.*, {cluster.alias}.sasl.*) and that the cluster is up): {exc.args[0].str()}"
         ) from None
     return admin
-
-
-def interval_seconds(flow: FlowConfig, prefix: str, default: str) -> float:
-    """MM2's ``<prefix>.enabled`` / ``<prefix>.interval.seconds`` pair; disabled -> infinity."""
-    if not flow.flag(f"{prefix}.enabled"):
-        return float("inf")
-    key = f"{prefix}.interval.seconds"
-    raw = flow.get(key, default) or default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigError(f"{flow.where(key)} must be a number, got {raw!r}", flow.where(key)) from None
 
 
 def flow_dir(state_dir: Path, flow: FlowConfig) -> Path:
@@ -73,6 +63,8 @@ class Replicator:
         self.state_dir = state_dir
         self.flows: list[FlowQuery] = []
         self.offsets: list[FlowOffsets] = []
+        self.heartbeats: list[HeartbeatEmitter] = []
+        self._clusters: dict[str, tuple[AdminClient, dict[str, str]]] = {}
         self.spark = None
         self._stop = threading.Event()
         self.scheduler = Scheduler()
@@ -91,45 +83,73 @@ class Replicator:
                 f"local mode today (docs/adr/0002-offset-translation.md); use a local master or set "
                 f"emit.offset-syncs.enabled = false for {', '.join(syncing)}", "spark.master")
         for flow in flows:
-            policy = policy_for_flow(flow.settings, flow.source.alias)
-            selection = TopicSelection(flow, policy)
-            source_props, target_props = flow.admin("source"), flow.admin("target")
-            source = reach(flow.source, source_props)
-            target = reach(flow.target, target_props)
-            configs = TopicConfigs(flow, source, target)
-            remote = RemoteTopics(flow, selection, source, target,
-                                  interval_seconds(flow, "refresh.topics", "600"), configs)
-            remote.check_replication_factor()
-            folder = flow_dir(self.state_dir, flow)
-            folder.mkdir(parents=True, exist_ok=True)
-            offsets = FlowOffsets(flow, selection, source, target,
-                                  librdkafka_admin(source_props, f"{flow.source.alias}."),
-                                  librdkafka_admin(target_props, f"{flow.target.alias}."), folder)
-            offsets.check_replication_factors()
-            offsets.source_of = remote.source_of
-            if flow.flag("refresh.topics.enabled"):
-                remote.refresh(force_target_check=True)
-            else:
-                remote.freeze_topics()
-            refresh_interval = interval_seconds(flow, "refresh.topics", "600")
-            self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval,
-                                 lambda r=remote: r.refresh(force_target_check=True), initial_delay=refresh_interval)
-            self.scheduler.every(f"flow {flow.name}: topic config sync",
-                                 interval_seconds(flow, "sync.topic.configs", "600"),
-                                 lambda r=remote, c=configs: c.sync(r.plan.remote))
-            acls = AclSync(flow.name, source, target)
-            self.scheduler.every(f"flow {flow.name}: ACL sync", interval_seconds(flow, "sync.topic.acls", "600"),
-                                 lambda r=remote, a=acls: a.sync(r.plan.remote))
-            offsets.start()
-            offsets.schedule(self.scheduler)
-            self.offsets.append(offsets)
-            self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow),
-                                        offsets.on_written if offsets.enabled else None))
-
+            self._prepare_flow(flow)
         by_pair = {(o.flow.source.alias, o.flow.target.alias): o for o in self.offsets}
         for (source, target), offsets in by_pair.items():
             if (target, source) in by_pair:
                 offsets.link_reverse(by_pair[(target, source)])
+        self._prepare_heartbeats()
+
+    def _cluster(self, cluster: ClusterConfig) -> tuple[AdminClient, dict[str, str]]:
+        """An answering admin client and the librdkafka settings of ``cluster`` (one per alias)."""
+        if cluster.alias not in self._clusters:
+            java = {**cluster.connection(), **cluster.role_overrides("admin")}
+            conf = librdkafka_admin(java, f"{cluster.alias}.")
+            self._clusters[cluster.alias] = (reach(cluster, conf), conf)
+        return self._clusters[cluster.alias]
+
+    def _prepare_flow(self, flow: FlowConfig) -> None:
+        policy = policy_for_flow(flow.settings, flow.source.alias)
+        selection = TopicSelection(flow, policy)
+        (source, source_conf), (target, target_conf) = self._cluster(flow.source), self._cluster(flow.target)
+        configs = TopicConfigs(flow, source, target)
+        refresh_interval = flow.interval("refresh.topics")
+        remote = RemoteTopics(flow, selection, source, target, refresh_interval, configs)
+        remote.check_replication_factor()
+        folder = flow_dir(self.state_dir, flow)
+        folder.mkdir(parents=True, exist_ok=True)
+        offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder)
+        offsets.check_replication_factors()
+        offsets.source_of = remote.source_of
+        if flow.flag("refresh.topics.enabled"):
+            remote.refresh(force_target_check=True)
+        else:
+            remote.freeze_topics()
+        self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval,
+                             lambda: remote.refresh(force_target_check=True), initial_delay=refresh_interval)
+        self.scheduler.every(f"flow {flow.name}: topic config sync",
+                             flow.interval("sync.topic.configs"),
+                             lambda: configs.sync(remote.plan.remote))
+        acls = AclSync(flow.name, source, target)
+        self.scheduler.every(f"flow {flow.name}: ACL sync",
+                             flow.interval("sync.topic.acls"),
+                             lambda: acls.sync(remote.plan.remote))
+        offsets.start()
+        offsets.schedule(self.scheduler)
+        self.offsets.append(offsets)
+        self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow),
+                                    offsets.on_written if offsets.enabled else None))
+
+    def _prepare_heartbeats(self) -> None:
+        """MM2's herder pairs: every pair with its flow or its heartbeats enabled beats into its target."""
+        for flow in self.config.flows:
+            if not (emits_heartbeats(flow) and flow.flag("emit.heartbeats.enabled")):
+                continue
+            if not (flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")):
+                log.warning("pair %s: no heartbeats, a cluster of the pair has no bootstrap.servers", flow.name)
+                continue
+            target, target_conf = self._cluster(flow.target)
+            rf_key = "heartbeats.topic.replication.factor"
+            rf, brokers = int(flow.get(rf_key, default(rf_key)) or default(rf_key)), broker_count(target)
+            if rf > brokers:
+                raise ConfigError(f"{flow.where(rf_key)}={rf} but cluster {flow.target.alias!r} has only {brokers} "
+                                  f"broker(s); set {flow.where(rf_key)} to at most {brokers}", flow.where(rf_key))
+            emitter = HeartbeatEmitter(flow, policy_for_flow(flow.settings, flow.source.alias), target, target_conf, rf)
+            emitter.start()
+            self.heartbeats.append(emitter)
+            self.scheduler.every(f"pair {flow.name}: heartbeats",
+                                 flow.interval("emit.heartbeats"),
+                                 emitter.beat)
 
     def start(self) -> None:
         self.spark = build_session(self.config.spark)

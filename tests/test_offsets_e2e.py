@@ -80,7 +80,7 @@ def test_failover_zero_redelivery(clusters, unique, tmp_path):
     assert not set(rest) & set(consumed)  # zero re-delivery
     syncs = [OffsetSync.from_record(k, v) for k, v in
              read_compacted_topic({"bootstrap.servers": clusters["primary"]}, "mm2-offset-syncs.backup.internal")]
-    assert {s.topic for s in syncs} == {topic} and {s.partition for s in syncs} == {0, 1, 2}
+    assert {s.partition for s in syncs if s.topic == topic} == {0, 1, 2}
 
 
 def cli_json(*args: str) -> dict:

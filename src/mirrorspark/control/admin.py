@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 _QUIET = logging.getLogger("mirrorspark.librdkafka")
@@ -34,6 +34,25 @@ def broker_answers(bootstrap: str, timeout: float = 5.0) -> bool:
     try:
         admin_client({"bootstrap.servers": bootstrap}).list_topics(timeout=timeout)
     except KafkaException:
+        return False
+    return True
+
+
+def group_coordinator_ready(bootstrap: str, timeout: float = 5.0) -> bool:
+    """True once ``__consumer_offsets`` exists and its coordinator has loaded. A fresh broker creates
+    that topic on the first group request; offsets committed while it loads can be lost, so local
+    clusters are not handed out before this holds."""
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    try:
+        admin.describe_consumer_groups(["mirrorspark-local-ready"], request_timeout=timeout)[
+            "mirrorspark-local-ready"].result()
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        code = error.code() if hasattr(error, "code") else None
+        if code in (KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                    KafkaError.NOT_COORDINATOR, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT):
+            return False
+    if "__consumer_offsets" not in admin.list_topics(timeout=timeout).topics:
         return False
     return True
 

@@ -42,10 +42,14 @@ class Scheduler:
             now = time.monotonic()
             for task in self._tasks:
                 if now >= task.next_run:
+                    started = time.monotonic()
                     try:
                         task.action()
                     except Exception as exc:  # noqa: BLE001 - logged, retried next interval
                         log.warning("%s failed: %s", task.name, exc)
+                    took = time.monotonic() - started
+                    if took > max(5.0, task.interval):
+                        log.warning("%s took %.1f s, delaying the other control tasks", task.name, took)
                     task.next_run = time.monotonic() + task.interval
             wait = min(t.next_run for t in self._tasks) - time.monotonic()
             self._stop.wait(max(0.05, min(wait, 1.0)))

@@ -288,7 +288,7 @@ class LocalClusters:
         return proc
 
     def _await_ready(self, cluster: RunningCluster, proc: subprocess.Popen[bytes], timeout: float) -> None:
-        from mirrorspark.control.admin import broker_answers
+        from mirrorspark.control.admin import broker_answers, group_coordinator_ready
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -298,7 +298,8 @@ class LocalClusters:
                     f"broker of cluster {cluster.name!r} exited with code {proc.returncode} while starting; "
                     f"last lines of {self._log_file(cluster.name)}:\n{tail(self._log_file(cluster.name))}"
                 )
-            if _port_open(cluster.port) and broker_answers(cluster.plain_bootstrap, timeout=2.0):
+            if _port_open(cluster.port) and broker_answers(cluster.plain_bootstrap, timeout=2.0) \
+                    and group_coordinator_ready(cluster.plain_bootstrap, timeout=2.0):
                 return
             time.sleep(0.3)
         self._stop_pid(cluster.name, cluster.pid)

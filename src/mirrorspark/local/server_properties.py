@@ -7,7 +7,7 @@ from pathlib import Path
 SMALL_FOOTPRINT: dict[str, str] = {
     "num.partitions": "1",
     "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "4",
+    "offsets.topic.num.partitions": "1",  # one coordinator load covers every group (see group_coordinator_ready)
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
     "transaction.state.log.num.partitions": "4",

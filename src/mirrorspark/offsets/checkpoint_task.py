@@ -90,6 +90,8 @@ class CheckpointTask:
             else:
                 continue
             if downstream is None or downstream < 0:
+                log.debug("flow %s: group %s %s-%d at %d not translatable yet", self.flow_name, group,
+                          tp.topic, tp.partition, tp.offset)
                 continue
             checkpoint = Checkpoint(group, renamed, tp.partition, tp.offset, downstream, tp.metadata or "")
             if self.store.is_newer(checkpoint):

@@ -3,14 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from mirrorspark.config.keys import is_secret
+from mirrorspark.config.keys import redact
 from mirrorspark.config.model import MirrorConfig
-
-HIDDEN = "[hidden]"
-
-
-def redact(settings: Mapping[str, str]) -> dict[str, str]:
-    return {k: (HIDDEN if is_secret(k) else v) for k, v in settings.items()}
 
 
 def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> None:

@@ -6,6 +6,7 @@ and validation uses it to reject unknown keys in MM2's namespaces with a near-mi
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -103,6 +104,18 @@ KEYS: tuple[Key, ...] = (
     Key("tasks.max", Type.INT, "1", "Connect tasks per connector; Spark parallelism replaces it.", used=False),
     Key("security.protocol", Type.STRING, "PLAINTEXT", "Client security default for every cluster.",
         choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+    # mirrorspark's own (MM2 has no public API in dedicated mode).
+    Key("mirrorspark.rest.enabled", Type.BOOLEAN, "true",
+        "Serve the REST API and the Prometheus `/metrics` endpoint.", Scope.DRIVER),
+    Key("mirrorspark.rest.listener", Type.STRING, "127.0.0.1:0",
+        "`host:port` of the REST API; port 0 picks a free one. The address in use is logged and written "
+        "to `<state-dir>/rest.json`, where `mirrorspark status` finds it. Set a fixed port for Prometheus.",
+        Scope.DRIVER),
+    Key("mirrorspark.rest.token", Type.STRING, None,
+        "When set, every REST call but `/health` and `/metrics` needs `Authorization: Bearer <token>`.",
+        Scope.DRIVER),
+    Key("mirrorspark.metrics.lag.interval.seconds", Type.DOUBLE, "5",
+        "How often lag (offsets and seconds) and record/byte rates are measured.", Scope.DRIVER),
 )
 
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
@@ -123,10 +136,18 @@ CONNECT_PREFIXES = ("offset.storage", "config.storage", "status.storage", "key.c
 # Roots of MM2's own namespaces: an undeclared key under one of them is a typo, not a setting.
 MM2_NAMESPACES = ("emit.", "sync.", "refresh.", "topics", "groups", "replication.", "offset-syncs",
                   "checkpoints.", "heartbeats.", "config.properties", "use.defaults", "offset.lag", "enabled",
-                  "topic.map")
+                  "topic.map", "mirrorspark.")
 
 SECRET = re.compile(r"(password|secret|jaas\.config|credentials?|token|\.key$)", re.IGNORECASE)
 
 
 def is_secret(key: str) -> bool:
     return bool(SECRET.search(key))
+
+
+HIDDEN = "[hidden]"
+
+
+def redact(settings: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` with every secret value (passwords, JAAS configs, tokens, keys) hidden."""
+    return {k: (HIDDEN if is_secret(k) else v) for k, v in settings.items()}

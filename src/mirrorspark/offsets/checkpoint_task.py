@@ -50,6 +50,7 @@ class CheckpointTask:
         self.translate_back: TranslateBack | None = None  # set when the reverse flow runs in this process
         self._producer: Producer | None = None
         self.emitted = 0
+        self.metrics = None  # MirrorMetrics, set by the runner: checkpoint-latency-ms
 
     def start(self) -> None:
         """Create the checkpoints topic if needed and reload what it holds (monotonic across restarts)."""
@@ -108,8 +109,10 @@ class CheckpointTask:
             except KafkaException as exc:
                 log.warning("flow %s: reading offsets of group %s failed: %s", self.flow_name, group, exc)
                 continue
+            created = time.time()
             send_all(self._producer, self.topic, [(c.key_bytes(), c.value_bytes()) for c in found],
-                     f"checkpoints of group {group}", timestamp=int(time.time() * 1000))
+                     f"checkpoints of group {group}", timestamp=int(created * 1000))
+            self._observe_latency(found, (time.time() - created) * 1000)
             written.extend(found)
         if written:
             for checkpoint in written:
@@ -117,6 +120,16 @@ class CheckpointTask:
             self.emitted += len(written)
             log.info("flow %s: wrote %d checkpoint(s) to %s", self.flow_name, len(written), self.topic)
         return len(written)
+
+    def _observe_latency(self, found: list[Checkpoint], millis: float) -> None:
+        """MM2's checkpoint-latency-ms: creation of a checkpoint to its acknowledgement."""
+        if self.metrics is None:
+            return
+        for c in found:
+            labels = {"source": self.selection.source_alias, "target": self.target_alias, "group": c.group,
+                      "topic": c.topic, "partition": str(c.partition)}
+            for stat in ("min", "max", "avg"):
+                self.metrics.checkpoint_latency[stat].labels(**labels).set(millis)
 
     def close(self) -> None:
         if self._producer is not None:

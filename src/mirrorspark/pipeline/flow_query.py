@@ -15,6 +15,8 @@ from pathlib import Path
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.metrics.flow_metrics import FlowMetrics
+from mirrorspark.offsets.sync_writer import parse_drained
 from mirrorspark.pipeline.record_columns import FLOW_SETTING, INTERCEPTOR_CLASS, to_target_rows
 from mirrorspark.pipeline.topic_selection import TopicSelection
 
@@ -62,7 +64,7 @@ def sink_options(flow: FlowConfig, report_offsets: bool) -> dict[str, str]:
                 "contradicts offset syncs, which need acknowledgements in send order; remove it or set "
                 f"{flow.where('emit.offset-syncs.enabled')} = false", f"{flow.target.alias}.producer.enable.idempotence")
         options["kafka.enable.idempotence"] = "true"
-        options[f"kafka.{FLOW_SETTING}"] = flow.name
+    options[f"kafka.{FLOW_SETTING}"] = flow.name  # the interceptor's runs and figures are per flow
     return options
 
 
@@ -70,7 +72,8 @@ class FlowQuery:
     """Builds, starts and stops the streaming query of one flow."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
-                 checkpoint_dir: Path, on_written: Callable[[str, dict[str, str]], None] | None = None) -> None:
+                 checkpoint_dir: Path, on_written: Callable[[str, dict[str, str]], None] | None = None,
+                 metrics: FlowMetrics | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
@@ -80,6 +83,8 @@ class FlowQuery:
         self._stopping = False
         self._sink_options = sink_options(flow, report_offsets=on_written is not None)
         self._on_written = on_written
+        self.metrics = metrics
+        self.paused = False
         self.records_read = 0
         self.last_batch_id: int | None = None
         self.last_rate = 0.0
@@ -87,6 +92,7 @@ class FlowQuery:
         self._last_written: int | None = None
 
     def start(self, spark) -> None:
+        self._stopping = False
         reader = spark.readStream.format("kafka")
         for key, value in source_options(self.flow, self.subscribe_pattern()).items():
             reader = reader.option(key, value)
@@ -114,11 +120,15 @@ class FlowQuery:
             for key, value in self._sink_options.items():
                 writer = writer.option(key, value)
             writer.save()
+            # Spark's writer flushed its producers at task commit, so every acknowledgement of this
+            # batch has been paired; runs are recorded before Spark commits the batch.
+            jvm = df.sparkSession._jvm.io.mirrorspark.kafka
+            runs = jvm.OffsetRuns.drain(self.flow.name)
             if self._on_written is not None:
-                # Spark's writer flushed its producers at task commit, so every acknowledgement of
-                # this batch has been paired; runs are recorded before Spark commits the batch.
-                jvm = df.sparkSession._jvm
-                self._on_written(jvm.io.mirrorspark.kafka.OffsetRuns.drain(self.flow.name), plan.remote)
+                self._on_written(runs, plan.remote)
+            if self.metrics is not None:
+                self.metrics.batch_written(jvm.FlowStats.drain(self.flow.name), parse_drained(runs),
+                                           {remote: src for src, remote in plan.remote.items()})
             self._last_written = batch_id
 
     def _plan_for(self, batch_id: int):
@@ -150,6 +160,23 @@ class FlowQuery:
                 continue
         return topics
 
+    def committed_positions(self) -> dict[tuple[str, int], int]:
+        """Source offsets up to which the last committed batch read (Spark's offset and commit logs)."""
+        commits = self.checkpoint_dir / "commits"
+        try:
+            batch = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+            lines = (self.checkpoint_dir / "offsets" / str(batch)).read_text().splitlines()
+        except (OSError, ValueError):
+            return {}
+        positions: dict[tuple[str, int], int] = {}
+        for line in lines[2:]:
+            try:
+                for topic, partitions in json.loads(line).items():
+                    positions.update({(topic, int(p)): int(o) for p, o in partitions.items()})
+            except (ValueError, TypeError, AttributeError):
+                continue
+        return positions
+
     def collect_progress(self) -> None:
         """Fold Spark's progress reports of data batches not yet counted into the running totals."""
         if self.query is None:
@@ -168,6 +195,43 @@ class FlowQuery:
     def data_batches(self) -> int:
         """Batches that carried records, among those seen in Spark's recent progress."""
         return len(self._counted)
+
+    def state(self) -> str:
+        """starting, running, paused or failed."""
+        if self.paused:
+            return "paused"
+        if self.query is None:
+            return "starting"
+        return "running" if self.query.isActive else "failed"
+
+    def error(self) -> str | None:
+        if self.paused or self.query is None or self.query.isActive:
+            return None
+        exc = self.query.exception()
+        return str(exc).splitlines()[0][:500] if exc is not None else "the query stopped"
+
+    def pause(self) -> None:
+        """Finish and commit the batch in flight, then stop reading; ``resume`` continues from there."""
+        self.paused = True
+        self.stop()
+        if self.metrics is not None:
+            self.metrics.set_running(False)
+        log.info("flow %s paused", self.flow.name)
+
+    def resume(self, spark) -> None:
+        self.start(spark)
+        self.paused = False
+        if self.metrics is not None:
+            self.metrics.set_running(True)
+        log.info("flow %s resumed", self.flow.name)
+
+    def restart(self, spark) -> None:
+        self.paused = True  # the runner must not take the stop for a failure
+        try:
+            self.stop()
+        except Exception as exc:  # noqa: BLE001 - a failed query may refuse to stop; start anew anyway
+            log.debug("flow %s: stopping before restart: %s", self.flow.name, exc)
+        self.resume(spark)
 
     def stop(self, commit_timeout: float = 60.0) -> None:
         """Let a batch being written finish and be committed to the checkpoint, keep later ones

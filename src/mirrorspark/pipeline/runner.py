@@ -20,11 +20,17 @@ from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
 from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
+from mirrorspark.metrics.flow_metrics import FlowMetrics
+from mirrorspark.metrics.lag import LagProbe
+from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.spark_session import build_session
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.policy import policy_for_flow
+from mirrorspark.rest.app import create_app
+from mirrorspark.rest.replicator_controller import ReplicatorController
+from mirrorspark.rest.server import RestServer, parse_listener
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +74,9 @@ class Replicator:
         self.spark = None
         self._stop = threading.Event()
         self.scheduler = Scheduler()
+        self.metrics = MirrorMetrics()
+        self.lag_probes: dict[str, LagProbe] = {}
+        self.rest: RestServer | None = None
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before Spark starts or any data moves."""
@@ -89,6 +98,22 @@ class Replicator:
             if (target, source) in by_pair:
                 offsets.link_reverse(by_pair[(target, source)])
         self._prepare_heartbeats()
+        self._start_rest()
+
+    def _start_rest(self) -> None:
+        top = self.config.top_level
+        enabled = top.get("mirrorspark.rest.enabled", default("mirrorspark.rest.enabled")).strip().lower()
+        if enabled != "true":
+            return
+        host, port = parse_listener(top.get("mirrorspark.rest.listener", default("mirrorspark.rest.listener")))
+        app = create_app(ReplicatorController(self), self.metrics.registry, top.get("mirrorspark.rest.token") or None)
+        self.rest = RestServer(app, host, port, self.state_dir)
+        self.rest.start()
+
+    def cluster_conf(self, alias: str) -> dict[str, str] | None:
+        """librdkafka settings of a cluster this process talks to."""
+        found = self._clusters.get(alias)
+        return dict(found[1]) if found is not None else None
 
     def _cluster(self, cluster: ClusterConfig) -> tuple[AdminClient, dict[str, str]]:
         """An answering admin client and the librdkafka settings of ``cluster`` (one per alias)."""
@@ -127,8 +152,23 @@ class Replicator:
         offsets.start()
         offsets.schedule(self.scheduler)
         self.offsets.append(offsets)
-        self.flows.append(FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow),
-                                    offsets.on_written if offsets.enabled else None))
+        figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias, folder)
+        if offsets.checkpoints is not None:
+            offsets.checkpoints.metrics = self.metrics
+        query = FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow),
+                          offsets.on_written if offsets.enabled else None, figures)
+        self.flows.append(query)
+        read_committed = flow.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
+        probe = LagProbe(self.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
+                         read_committed, lambda: list(remote.plan.remote), query.committed_positions)
+        self.lag_probes[flow.name] = probe
+
+        def measure() -> None:
+            probe.safe_run()
+            figures.update_rates()
+        lag_key = "mirrorspark.metrics.lag.interval.seconds"
+        self.scheduler.every(f"flow {flow.name}: lag and rates",
+                             float(self.config.top_level.get(lag_key, default(lag_key))), measure)
 
     def _prepare_heartbeats(self) -> None:
         """MM2's herder pairs: every pair with its flow or its heartbeats enabled beats into its target."""
@@ -155,6 +195,8 @@ class Replicator:
         self.spark = build_session(self.config.spark)
         for flow in self.flows:
             flow.start(self.spark)
+            if flow.metrics is not None:
+                flow.metrics.set_running(True)
             log.info("flow %s started: topics matching %s", flow.flow.name, flow.subscribe_pattern())
         self.scheduler.start()
 
@@ -173,7 +215,7 @@ class Replicator:
         try:
             while not self._stop.is_set():
                 for flow in self.flows:
-                    if flow.query is not None and not flow.query.isActive:
+                    if not flow.paused and flow.query is not None and not flow.query.isActive:
                         failure = flow.query.exception() or RuntimeError(f"flow {flow.flow.name} stopped")
                         break
                 if failure is not None or (until is not None and until()):
@@ -193,6 +235,9 @@ class Replicator:
         lines = []
         for flow in self.flows:
             flow.collect_progress()
+            if flow.paused:
+                lines.append(f"{flow.flow.name}: paused")
+                continue
             if flow.last_batch_id is None:
                 lines.append(f"{flow.flow.name}: waiting for the first batch")
                 continue
@@ -204,6 +249,11 @@ class Replicator:
 
     def stop(self) -> None:
         self.scheduler.stop()
+        if self.rest is not None:
+            self.rest.stop()
+            self.rest = None
+        for probe in self.lag_probes.values():
+            probe.close()
         for flow in self.flows:
             try:
                 flow.stop()

@@ -24,7 +24,8 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * source offset in a second private header, the interceptor queues that offset per target
  * partition and pairs it with the target offset in {@link #onAcknowledgement}: with the
  * idempotent producer, acknowledgements of one partition arrive in send order. The pairs become
- * {@link OffsetRuns}, which the driver drains after each batch for exact offset syncs.
+ * {@link OffsetRuns}, which the driver drains after each batch for exact offset syncs. Every
+ * acknowledgement also feeds {@link FlowStats} (count, bytes, record age, replication latency).
  */
 public final class SourceTimestampInterceptor implements ProducerInterceptor<byte[], byte[]> {
 
@@ -36,7 +37,8 @@ public final class SourceTimestampInterceptor implements ProducerInterceptor<byt
     public static final String FLOW_CONFIG = "mirrorspark.flow";
 
     private String flow;
-    private final Map<TopicPartition, ArrayDeque<Long>> pending = new HashMap<>();
+    /** Per target partition, in send order: {source offset, source timestamp, bytes, age at send}. */
+    private final Map<TopicPartition, ArrayDeque<long[]>> pending = new HashMap<>();
 
     @Override
     public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
@@ -58,10 +60,15 @@ public final class SourceTimestampInterceptor implements ProducerInterceptor<byt
         if (!found) {
             return record;
         }
-        if (flow != null && sourceOffset != null && record.partition() != null) {
+        if (flow != null && record.partition() != null) {
+            long ts = timestamp == null ? -1L : timestamp;
+            long bytes = (record.key() == null ? 0 : record.key().length)
+                + (record.value() == null ? 0 : record.value().length);
+            long age = ts < 0 ? -1L : Math.max(0L, System.currentTimeMillis() - ts);
+            long[] entry = {sourceOffset == null ? -1L : sourceOffset, ts, bytes, age};
             synchronized (pending) {
                 pending.computeIfAbsent(new TopicPartition(record.topic(), record.partition()),
-                    k -> new ArrayDeque<>()).add(sourceOffset);
+                    k -> new ArrayDeque<>()).add(entry);
             }
         }
         return new ProducerRecord<>(record.topic(), record.partition(), timestamp,
@@ -83,18 +90,24 @@ public final class SourceTimestampInterceptor implements ProducerInterceptor<byt
             return;
         }
         TopicPartition tp = new TopicPartition(metadata.topic(), metadata.partition());
-        Long upstream;
+        long[] sent;
         synchronized (pending) {
-            ArrayDeque<Long> queue = pending.get(tp);
-            upstream = queue == null ? null : queue.poll();
+            ArrayDeque<long[]> queue = pending.get(tp);
+            sent = queue == null ? null : queue.poll();
         }
-        if (upstream == null) {
+        if (sent == null) {
             return;
         }
         if (exception != null || !metadata.hasOffset()) {
-            OffsetRuns.broken(flow, tp.topic(), tp.partition());
-        } else {
-            OffsetRuns.record(flow, tp.topic(), tp.partition(), upstream, metadata.offset());
+            if (sent[0] >= 0) {
+                OffsetRuns.broken(flow, tp.topic(), tp.partition());
+            }
+            return;
+        }
+        long latency = sent[1] < 0 ? -1L : Math.max(0L, System.currentTimeMillis() - sent[1]);
+        FlowStats.record(flow, tp.topic(), tp.partition(), sent[2], sent[3], latency);
+        if (sent[0] >= 0) {
+            OffsetRuns.record(flow, tp.topic(), tp.partition(), sent[0], metadata.offset());
         }
     }
 

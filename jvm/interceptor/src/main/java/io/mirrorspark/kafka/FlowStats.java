@@ -1,0 +1,99 @@
+package io.mirrorspark.kafka;
+
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Per target partition figures of acknowledged records, aggregated on the JVM side so that no
+ * Python runs per record: count, bytes (key + value), record age when handed to the producer and
+ * replication latency when acknowledged (both from the source timestamp), as min / max / sum.
+ *
+ * Like {@link OffsetRuns}, the state lives in a map held by the JVM's system properties and made
+ * only of JDK classes, so the executor's and the driver's class loaders share it.
+ */
+public final class FlowStats {
+
+    private static final String STORE = "io.mirrorspark.kafka.FlowStats.store";
+    private static final char SEP = '\u0000';
+    // count, bytes, age min, age max, age sum, latency min, latency max, latency sum, timed records
+    private static final int FIELDS = 9;
+
+    private FlowStats() {
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, long[]> store() {
+        Properties props = System.getProperties();
+        synchronized (props) {
+            Object found = props.get(STORE);
+            if (found == null) {
+                found = new ConcurrentHashMap<String, long[]>();
+                props.put(STORE, found);
+            }
+            return (Map<String, long[]>) found;
+        }
+    }
+
+    private static long[] fresh() {
+        long[] s = new long[FIELDS];
+        s[2] = Long.MAX_VALUE;
+        s[3] = Long.MIN_VALUE;
+        s[5] = Long.MAX_VALUE;
+        s[6] = Long.MIN_VALUE;
+        return s;
+    }
+
+    /**
+     * One acknowledged record of {@code bytes} bytes; {@code ageMs} and {@code latencyMs} are negative
+     * when the record had no source timestamp.
+     */
+    public static void record(String flow, String topic, int partition, long bytes, long ageMs, long latencyMs) {
+        long[] s = store().computeIfAbsent(flow + SEP + topic + SEP + partition, k -> fresh());
+        synchronized (s) {
+            s[0]++;
+            s[1] += bytes;
+            if (ageMs >= 0 && latencyMs >= 0) {
+                s[2] = Math.min(s[2], ageMs);
+                s[3] = Math.max(s[3], ageMs);
+                s[4] += ageMs;
+                s[5] = Math.min(s[5], latencyMs);
+                s[6] = Math.max(s[6], latencyMs);
+                s[7] += latencyMs;
+                s[8]++;
+            }
+        }
+    }
+
+    /**
+     * Take the figures gathered for {@code flow} since the last drain, as lines {@code topic TAB
+     * partition TAB count TAB bytes TAB ageMin TAB ageMax TAB ageSum TAB latMin TAB latMax TAB latSum TAB timed}.
+     */
+    public static String drain(String flow) {
+        StringBuilder out = new StringBuilder();
+        String prefix = flow + SEP;
+        for (Map.Entry<String, long[]> entry : store().entrySet()) {
+            String key = entry.getKey();
+            if (!key.startsWith(prefix)) {
+                continue;
+            }
+            long[] s = entry.getValue();
+            long[] taken;
+            synchronized (s) {
+                if (s[0] == 0) {
+                    continue;
+                }
+                taken = s.clone();
+                long[] reset = fresh();
+                System.arraycopy(reset, 0, s, 0, FIELDS);
+            }
+            int split = key.lastIndexOf(SEP);
+            out.append(key, prefix.length(), split).append('\t').append(key.substring(split + 1));
+            for (long v : taken) {
+                out.append('\t').append(v);
+            }
+            out.append('\n');
+        }
+        return out.toString();
+    }
+}

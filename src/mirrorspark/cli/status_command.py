@@ -1,0 +1,73 @@
+"""``mirrorspark status``: a readable table of a running replicator's flows, from its REST API."""
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from mirrorspark.cli.reporting import EXIT_RUNTIME, fail
+
+
+def find_url(state_dir: Path) -> str:
+    marker = state_dir / "rest.json"
+    try:
+        return json.loads(marker.read_text())["url"]
+    except (OSError, ValueError, KeyError):
+        fail(f"no running mirrorspark found: {marker} is missing (is `mirrorspark run --state-dir {state_dir}` "
+             "running with mirrorspark.rest.enabled = true?); or pass --url", EXIT_RUNTIME)
+        raise  # unreachable: fail() exits
+
+
+def get_json(url: str, token: str | None) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=15) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")
+        try:
+            detail = json.loads(detail).get("detail", detail)
+        except ValueError:
+            pass
+        fail(f"{url} answered {exc.code}: {detail}", EXIT_RUNTIME)
+    except (urllib.error.URLError, OSError) as exc:
+        fail(f"cannot reach {url}: {getattr(exc, 'reason', exc)}; is mirrorspark running?", EXIT_RUNTIME)
+
+
+def _age(timestamp: float | None) -> str:
+    return "-" if timestamp is None else f"{max(0.0, time.time() - timestamp):.0f}s ago"
+
+
+def table(flows: list[dict[str, Any]]) -> list[str]:
+    header = ("FLOW", "STATE", "TOPICS", "RECORDS", "RECOPIED", "LAG", "LAG(S)", "LAST BATCH")
+    rows = [header] + [(f["name"], f["state"], str(f["topics"]), str(f["records_replicated"]),
+                        str(f["records_recopied"]), str(f["lag_offsets"]), f"{f['lag_seconds']:.1f}",
+                        _age(f["last_batch_time"])) for f in flows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines += [f"{f['name']}: {f['error']}" for f in flows if f.get("error")]
+    return lines
+
+
+def status(
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="The run's state dir (default ./state).")] = None,
+    url: Annotated[Optional[str], typer.Option(help="The REST API's address, instead of --state-dir.")] = None,
+    token: Annotated[Optional[str], typer.Option(help="REST token (default: $MIRRORSPARK_REST_TOKEN).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The REST answer as JSON.")] = False,
+) -> None:
+    """Flows of a running mirrorspark: state, records, re-copies, lag and the last batch."""
+    from mirrorspark.paths import default_state_dir
+
+    base = (url or find_url((state_dir or default_state_dir()).resolve())).rstrip("/")
+    flows = get_json(f"{base}/flows", token or os.environ.get("MIRRORSPARK_REST_TOKEN"))
+    if as_json:
+        typer.echo(json.dumps(flows, indent=2))
+        return
+    for line in table(flows):
+        typer.echo(line)

@@ -1,0 +1,169 @@
+"""One flow's replication figures, fed once per batch with what the JVM aggregated.
+
+After Spark's Kafka writer returns, the driver drains ``FlowStats`` (count, bytes, record age and
+replication latency per target partition) and ``OffsetRuns`` (which source offsets were written).
+Nothing here runs per record. Re-copies are counted against a small persisted high-water mark of
+written source offsets per partition, so records written again after a restart show up.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mirrorspark.metrics.registry import MirrorMetrics
+
+
+@dataclass
+class PartitionFigures:
+    """Totals since start of one remote partition (also served by the REST API)."""
+
+    records: int = 0
+    bytes: int = 0
+    recopied: int = 0
+    latency_ms_avg: float | None = None
+    age_ms_avg: float | None = None
+
+
+@dataclass
+class BatchStats:
+    topic: str
+    partition: int
+    count: int
+    bytes: int
+    age_min: int
+    age_max: int
+    age_sum: int
+    latency_min: int
+    latency_max: int
+    latency_sum: int
+    timed: int
+
+
+def parse_stats(text: str) -> list[BatchStats]:
+    """Lines of ``FlowStats.drain``: topic, partition and nine integers, tab separated."""
+    out = []
+    for line in text.splitlines():
+        topic, *numbers = line.split("\t")
+        values = [int(v) for v in numbers]
+        out.append(BatchStats(topic, *values))
+    return out
+
+
+class WrittenHighWater:
+    """Next source offset after the highest one written, per source partition, kept on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.marks: dict[str, int] = {}
+        if path.exists():
+            try:
+                self.marks = {k: int(v) for k, v in json.loads(path.read_text()).items()}
+            except (ValueError, AttributeError):
+                self.marks = {}
+
+    def recopied(self, topic: str, partition: int, upstream: int, count: int) -> int:
+        """How many of ``upstream .. upstream+count-1`` had been written before; raises the mark."""
+        key = f"{topic}\t{partition}"
+        mark = self.marks.get(key, 0)
+        again = max(0, min(upstream + count, mark) - upstream)
+        self.marks[key] = max(mark, upstream + count)
+        return again
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.marks))
+        os.replace(tmp, self.path)
+
+
+@dataclass
+class FlowFigures:
+    partitions: dict[tuple[str, int], PartitionFigures] = field(default_factory=dict)
+    last_batch_time: float | None = None
+    batches: int = 0
+
+
+class FlowMetrics:
+    def __init__(self, metrics: MirrorMetrics, source: str, target: str, state_dir: Path) -> None:
+        self.metrics = metrics
+        self.source = source
+        self.target = target
+        self.high_water = WrittenHighWater(state_dir / "written-high-water.json")
+        self.figures = FlowFigures()
+        self._lock = threading.Lock()
+        self._rate_mark: tuple[float, dict[tuple[str, int], tuple[int, int]]] = (time.monotonic(), {})
+
+    def _labels(self, topic: str, partition: int) -> dict[str, str]:
+        return {"source": self.source, "target": self.target, "topic": topic, "partition": str(partition)}
+
+    def batch_written(self, stats_text: str, runs: list[tuple[str, int, int, int, int]],
+                      source_of: Mapping[str, str]) -> None:
+        """Fold one batch in: ``stats_text`` from FlowStats.drain, ``runs`` from OffsetRuns.drain
+        (remote topic, partition, upstream, downstream, count) and remote -> source topic names."""
+        m = self.metrics
+        with self._lock:
+            for s in parse_stats(stats_text):
+                labels = self._labels(s.topic, s.partition)
+                m.record_count.labels(**labels).inc(s.count)
+                m.byte_count.labels(**labels).inc(s.bytes)
+                fig = self.figures.partitions.setdefault((s.topic, s.partition), PartitionFigures())
+                fig.records += s.count
+                fig.bytes += s.bytes
+                if s.timed:
+                    for gauge, low, high, total in ((m.record_age, s.age_min, s.age_max, s.age_sum),
+                                                    (m.replication_latency, s.latency_min, s.latency_max,
+                                                     s.latency_sum)):
+                        gauge["min"].labels(**labels).set(low)
+                        gauge["max"].labels(**labels).set(high)
+                        gauge["avg"].labels(**labels).set(total / s.timed)
+                    fig.latency_ms_avg = s.latency_sum / s.timed
+                    fig.age_ms_avg = s.age_sum / s.timed
+            changed = False
+            for topic, partition, upstream, _downstream, count in runs:
+                if count <= 0:
+                    continue
+                again = self.high_water.recopied(source_of.get(topic, topic), partition, upstream, count)
+                changed = True
+                if again:
+                    m.recopied.labels(**self._labels(topic, partition)).inc(again)
+                    self.figures.partitions.setdefault((topic, partition), PartitionFigures()).recopied += again
+            if changed:
+                self.high_water.save()
+            self.figures.last_batch_time = time.time()
+            self.figures.batches += 1
+            m.last_batch.labels(source=self.source, target=self.target).set(self.figures.last_batch_time)
+
+    def update_rates(self) -> None:
+        """record-rate and byte-rate over the time since the previous call."""
+        now = time.monotonic()
+        with self._lock:
+            then, previous = self._rate_mark
+            elapsed = max(now - then, 1e-3)
+            current = {tp: (f.records, f.bytes) for tp, f in self.figures.partitions.items()}
+            for (topic, partition), (records, size) in current.items():
+                before = previous.get((topic, partition), (0, 0))
+                labels = self._labels(topic, partition)
+                self.metrics.record_rate.labels(**labels).set((records - before[0]) / elapsed)
+                self.metrics.byte_rate.labels(**labels).set((size - before[1]) / elapsed)
+            self._rate_mark = (now, current)
+
+    def set_running(self, running: bool) -> None:
+        self.metrics.flow_running.labels(source=self.source, target=self.target).set(1 if running else 0)
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {
+                "batches_written": self.figures.batches,
+                "last_batch_time": self.figures.last_batch_time,
+                "records": sum(f.records for f in self.figures.partitions.values()),
+                "bytes": sum(f.bytes for f in self.figures.partitions.values()),
+                "recopied": sum(f.recopied for f in self.figures.partitions.values()),
+                "partitions": [{"topic": t, "partition": p, "records": f.records, "bytes": f.bytes,
+                                "recopied": f.recopied, "replication_latency_ms_avg": f.latency_ms_avg,
+                                "record_age_ms_avg": f.age_ms_avg}
+                               for (t, p), f in sorted(self.figures.partitions.items())],
+            }

@@ -1,0 +1,120 @@
+"""Lag MM2 does not report: source records not yet replicated, in offsets and in seconds.
+
+Every ``mirrorspark.metrics.lag.interval.seconds`` the probe compares the source's end offsets
+(``ListOffsets``, read_committed when the flow reads committed records) with the positions of
+the flow's last committed Spark batch. For a lagging partition it reads the first record not
+yet replicated, and the lag in seconds is that record's age.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from mirrorspark.control.admin import consumer
+from mirrorspark.metrics.registry import MirrorMetrics
+
+log = logging.getLogger(__name__)
+
+MAX_PROBED = 200  # partitions whose oldest pending record is read per round
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    topic: str
+    partition: int
+    end_offset: int
+    position: int
+    offsets: int
+    seconds: float
+
+
+class LagProbe:
+    """Lag of one flow's planned source topics."""
+
+    def __init__(self, metrics: MirrorMetrics, flow_name: str, source: str, target: str, admin: AdminClient,
+                 source_conf: dict[str, Any], read_committed: bool,
+                 planned_topics: Callable[[], list[str]], positions: Callable[[], dict[tuple[str, int], int]]) -> None:
+        self.metrics = metrics
+        self.flow_name = flow_name
+        self.labels = {"source": source, "target": target}
+        self.admin = admin
+        self.source_conf = source_conf
+        self.isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+        self.planned_topics = planned_topics
+        self.positions = positions
+        self.latest: list[PartitionLag] = []
+        self.measured_at: float | None = None
+        self._consumer: Consumer | None = None
+
+    def _offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+        if not partitions:
+            return {}
+        futures = self.admin.list_offsets({tp: spec for tp in partitions}, isolation_level=self.isolation,
+                                          request_timeout=15)
+        return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+
+    def _partitions(self, topics: list[str]) -> list[TopicPartition]:
+        metadata = self.admin.list_topics(timeout=15).topics
+        return [TopicPartition(t, p) for t in topics if t in metadata and metadata[t].error is None
+                for p in metadata[t].partitions]
+
+    def _oldest_pending_timestamps(self, positions: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Timestamp (ms) of the first record at or after each position."""
+        if not positions:
+            return {}
+        if self._consumer is None:
+            self._consumer = consumer({**self.source_conf, "group.id": f"mirrorspark-lag-{self.flow_name}",
+                                       "enable.auto.commit": False, "enable.partition.eof": False,
+                                       "isolation.level": "read_committed" if self.isolation ==
+                                       IsolationLevel.READ_COMMITTED else "read_uncommitted",
+                                       "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 65536})
+        self._consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+        found: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + 3.0
+        while len(found) < len(positions) and time.monotonic() < deadline:
+            for message in self._consumer.consume(500, timeout=0.5):
+                if message.error() is None:
+                    found.setdefault((message.topic(), message.partition()), message.timestamp()[1])
+        self._consumer.unassign()
+        return found
+
+    def run_once(self) -> list[PartitionLag]:
+        partitions = self._partitions(self.planned_topics())
+        ends = self._offsets(partitions, OffsetSpec.latest())
+        done = self.positions()
+        missing = [tp for tp in partitions if (tp.topic, tp.partition) not in done]
+        starts = self._offsets(missing, OffsetSpec.earliest())  # Spark starts new partitions there
+        lags = {}
+        for key, end in ends.items():
+            position = done.get(key, starts.get(key, end))
+            lags[key] = (end, position, max(0, end - position))
+        lagging = {k: pos for k, (_, pos, lag) in sorted(lags.items(), key=lambda i: -i[1][2]) if lag > 0}
+        stamps = self._oldest_pending_timestamps(dict(list(lagging.items())[:MAX_PROBED]))
+        now_ms = time.time() * 1000
+        out = []
+        for (topic, partition), (end, position, lag) in sorted(lags.items()):
+            seconds = max(0.0, (now_ms - stamps[(topic, partition)]) / 1000) if lag and (topic, partition) in stamps \
+                else 0.0
+            out.append(PartitionLag(topic, partition, end, position, lag, seconds))
+            labels = {**self.labels, "topic": topic, "partition": str(partition)}
+            self.metrics.lag_offsets.labels(**labels).set(lag)
+            self.metrics.lag_seconds.labels(**labels).set(seconds)
+        self.latest, self.measured_at = out, time.time()
+        return out
+
+    def safe_run(self) -> None:
+        try:
+            self.run_once()
+        except KafkaException as exc:
+            log.warning("flow %s: measuring lag failed: %s", self.flow_name, exc)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

@@ -1,0 +1,24 @@
+"""What the REST API needs from a running replicator, as a protocol so the app stays testable."""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class UnknownFlow(LookupError):
+    """No flow of that name runs in this process."""
+
+
+class Controller(Protocol):
+    def flows(self) -> list[dict[str, Any]]: ...
+
+    def flow(self, name: str) -> dict[str, Any]: ...
+
+    def pause(self, name: str) -> dict[str, Any]: ...
+
+    def resume(self, name: str) -> dict[str, Any]: ...
+
+    def restart(self, name: str) -> dict[str, Any]: ...
+
+    def translate(self, group: str, source: str, target: str) -> list[dict[str, Any]]: ...
+
+    def config(self) -> dict[str, Any]: ...

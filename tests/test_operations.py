@@ -1,0 +1,109 @@
+"""Issue 5 acceptance against real brokers: metrics (latency reflects an injected delay, lag goes
+to 0), REST pause/resume with nothing lost, token refusal, `mirrorspark status`, and no secret of
+the config in logs or REST output."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from conftest import run_cli, running_mirrorspark, write_config
+from kafka_tools import count, create_topic, produce, read_all, wait_for_count
+from test_topologies_and_topics import records, wait_until
+
+pytestmark = pytest.mark.broker
+
+
+def call(url: str, token: str | None = None, method: str = "GET") -> tuple[int, str]:
+    request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None,
+                                     headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=90) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """The value of one sample of ``name`` whose labels include ``labels``."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line[line.index("{"):line.index("}")]))
+        if all(found.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_rest_pause_resume_status_and_no_secrets(clusters, unique, tmp_path):
+    topic, remote = f"ops-{unique}", f"primary.ops-{unique}"
+    token, secret = f"tok-{unique}-abc", f"pw-{unique}-xyz"
+    create_topic(clusters["primary"], topic, 2)
+    delayed = records(100, 2, unique)
+    for rec in delayed:
+        rec["timestamp"] -= 60_000  # produced "a minute ago": age and latency must show it
+    produce(clusters["primary"], topic, delayed)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"mirrorspark.rest.token = {token}\nmirrorspark.metrics.lag.interval.seconds = 1\n"
+                          f"backup.ssl.truststore.password = {secret}\n")
+    state = tmp_path / "state"
+    with running_mirrorspark(config, state) as mirror:
+        wait_for_count(clusters["backup"], remote, 100)
+        url = wait_until(lambda: (state / "rest.json").exists() and json.loads((state / "rest.json").read_text())["url"],
+                         "the REST address")
+        labels = {"source": "primary", "target": "backup", "topic": remote, "partition": "0"}
+        text = wait_until(lambda: (t := call(f"{url}/metrics")[1]) and metric(t, "mirrorspark_record_count_total", **labels)
+                          == 50 and t, "record-count of partition 0")
+        assert metric(text, "mirrorspark_replication_latency_ms_min", **labels) >= 60_000
+        assert metric(text, "mirrorspark_record_age_ms_max", **labels) >= 60_000
+        assert metric(text, "mirrorspark_byte_count_total", **labels) > 0
+        source_labels = {**labels, "topic": topic}
+        text = wait_until(lambda: (t := call(f"{url}/metrics")[1]) and metric(t, "mirrorspark_lag_offsets", **source_labels)
+                          == 0 and t, "lag 0 once caught up")
+        assert metric(text, "mirrorspark_lag_seconds", **source_labels) == 0
+
+        assert call(f"{url}/flows")[0] == 401  # token set: unauthenticated calls refused
+        assert call(f"{url}/flows", token="wrong")[0] == 401
+        assert call(f"{url}/flows/primary->backup/pause", method="POST")[0] == 401
+        assert call(f"{url}/flows/nope->backup", token=token)[0] == 404
+        assert call(f"{url}/offsets/translate?group=g", token=token)[0] == 422  # source/target missing
+
+        code, body = call(f"{url}/flows/primary->backup/pause", token=token, method="POST")
+        assert code == 200 and json.loads(body)["state"] == "paused", body
+        more = records(60, 2, f"{unique}-after")
+        produce(clusters["primary"], topic, more)
+
+        def topic_lag() -> tuple[dict, int, float]:
+            detail = json.loads(call(f"{url}/flows/primary->backup", token=token)[1])
+            mine = [lag for lag in detail["lag"] if lag["topic"] == topic]
+            return detail, sum(lag["offsets"] for lag in mine), max(lag["seconds"] for lag in mine)
+
+        lagging, _, seconds = wait_until(lambda: (t := topic_lag())[1] == 60 and t, "lag of 60 while paused")
+        assert lagging["state"] == "paused" and seconds > 0
+        time.sleep(5)
+        assert count(clusters["backup"], remote) == 100  # paused: nothing arrives
+
+        shown = run_cli("status", "--state-dir", str(state), "--token", token)
+        assert shown.returncode == 0 and "primary->backup" in shown.stdout and "paused" in shown.stdout, shown
+        refused = run_cli("status", "--state-dir", str(state))
+        assert refused.returncode == 1 and "401" in refused.stderr
+
+        code, body = call(f"{url}/flows/primary->backup/resume", token=token, method="POST")
+        assert code == 200 and json.loads(body)["state"] == "running", body
+        wait_for_count(clusters["backup"], remote, 160)
+        detail, _, _ = wait_until(lambda: (t := topic_lag())[1] == 0 and t, "lag 0 after resume")
+        mine = [p for p in detail["partitions"] if p["topic"] == remote]
+        assert sum(p["records"] for p in mine) == 160 and detail["records_recopied"] == 0
+        outputs = [call(f"{url}/{path}", token=token)[1] for path in ("config", "flows", "flows/primary->backup")]
+        outputs.append(call(f"{url}/metrics")[1])
+        assert "[hidden]" in outputs[0]
+    log = mirror.output()
+    assert {r.key for r in read_all(clusters["backup"], remote)} == {r["key"] for r in delayed + more}
+    for text in [log, shown.stdout, *outputs]:
+        assert token not in text and secret not in text
+    assert not (state / "rest.json").exists()  # removed on a clean stop

@@ -16,10 +16,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 app.add_typer(local_commands.app, name="local")
 app.add_typer(offsets_commands.app, name="offsets")
 
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+def _setup_logging(verbose: bool, json_lines: bool = False) -> None:
+    from mirrorspark.cli.logging_setup import setup_logging
+
+    setup_logging(verbose, json_lines)
 
 
 def _clusters_list(values: Optional[list[str]]) -> list[str] | None:
@@ -40,14 +40,19 @@ def run(
     state_dir: StateDir = None,
     progress_interval: Annotated[float, typer.Option(help="Seconds between progress lines.")] = 10.0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    log_format: Annotated[str, typer.Option(help="plain, or json: one object per line naming the flow.")] = "plain",
 ) -> None:
     """Replicate every enabled flow of CONFIG until SIGINT/SIGTERM."""
     from mirrorspark.config import load_config
     from mirrorspark.paths import default_state_dir
     from mirrorspark.pipeline.runner import Replicator
 
-    _setup_logging(verbose)
+    if log_format not in ("plain", "json"):
+        raise typer.BadParameter("must be plain or json", param_hint="--log-format")
+    _setup_logging(verbose, log_format == "json")
     mirror = load_config(config, _clusters_list(clusters))
+    from mirrorspark.cli.logging_setup import scrub_secrets
+    scrub_secrets(mirror.secret_values())
     for warning in mirror.warnings:
         logging.getLogger("mirrorspark.config").warning("%s", warning)
     replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve())

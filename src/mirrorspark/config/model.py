@@ -171,3 +171,10 @@ class MirrorConfig:
     @property
     def enabled_flows(self) -> list[FlowConfig]:
         return [flow for flow in self.flows if flow.enabled]
+
+    def secret_values(self) -> set[str]:
+        """Every value set under a secret-looking key (passwords, JAAS configs, tokens), to scrub."""
+        from mirrorspark.config.keys import is_secret
+
+        maps = [self.top_level, *(c.settings for c in self.clusters.values()), *(f.settings for f in self.flows)]
+        return {v for m in maps for k, v in m.items() if is_secret(k) and v}

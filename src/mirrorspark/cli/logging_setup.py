@@ -1,0 +1,59 @@
+"""Process logging: plain or JSON lines that name the flow, with the config's secrets scrubbed."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterable
+
+from mirrorspark.config.keys import HIDDEN
+
+_FLOW = re.compile(r"^(?:flow|pair) (\S+?->\S+?)[: ]")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, flow (when the message names one), message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+                 "logger": record.name, "message": message}
+        found = _FLOW.match(message)
+        if found:
+            entry["flow"] = found.group(1)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+class SecretScrubber(logging.Filter):
+    """Replaces any configured secret value that would reach a log line (defence in depth)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            scrubbed = message
+            for secret in self.secrets:
+                scrubbed = scrubbed.replace(secret, HIDDEN)
+            if scrubbed != message:
+                record.msg, record.args = scrubbed, None
+        return True
+
+
+def setup_logging(verbose: bool, json_lines: bool = False) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_lines else
+                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler], force=True)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def scrub_secrets(secrets: Iterable[str]) -> None:
+    scrubber = SecretScrubber(secrets)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(scrubber)

@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo test clean
+.PHONY: setup demo test bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -9,6 +9,10 @@ demo: setup
 
 test: setup
 	.venv/bin/pytest
+
+# Real MirrorMaker 2 vs mirrorspark on the same local brokers (about 10 minutes on 2 cores).
+bench: setup
+	.venv/bin/python bench/mm2_vs_mirrorspark.py
 
 clean:
 	-.venv/bin/mirrorspark local down --purge 2>/dev/null

@@ -1,0 +1,350 @@
+"""Side by side on the same local brokers: real MirrorMaker 2 (connect-mirror from Maven Central,
+``org.apache.kafka.connect.mirror.MirrorMaker``, its own JVM) and mirrorspark, one after the
+other, same data, same producer settings, same cores (MM2 ``tasks.max`` = Spark ``local[N]`` = N).
+
+Per replicator: start-up (process start -> first record on the target), backlog copy (records
+already on the source, time until the target's end offsets hold them all), peak RSS of the
+process tree, replication latency p50/p99 under a steady produce rate (a consumer on the target
+against the source timestamp, which both keep), and failover re-delivery (a group committed in the
+middle of each partition, translated from the replicator's checkpoints). Then the physical limit:
+``ProducerPerformance`` into the target with the same producer settings.
+
+    .venv/bin/python bench/mm2_vs_mirrorspark.py [--records 1000000] [--size 1024] [--partitions 6]
+        [--rate 5000] [--steady-seconds 60]
+
+Prints a table and writes bench/results/mm2_vs_mirrorspark.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from mirrorspark import paths
+from mirrorspark.client import MirrorClient
+from mirrorspark.control.admin import admin_client
+from mirrorspark.local import ClusterSpec, LocalClusters
+from mirrorspark.local.cluster import java_executable
+from mirrorspark.offsets.group_sync import commit_offsets
+
+ROOT = Path(__file__).resolve().parents[1]
+BROKER_JVM = ["-Xms256m", "-Xmx768m", "-XX:+UseParallelGC", "-XX:-UsePerfData"]
+# One set of producer settings for both replicators' writes into the target and for the limit.
+PRODUCER = {"acks": "all", "linger.ms": "20", "batch.size": "524288", "compression.type": "none"}
+QUIET_LOG4J = ("status = error\nrootLogger.level = WARN\nrootLogger.appenderRef.out.ref = OUT\n"
+               "appender.out.type = Console\nappender.out.name = OUT\nappender.out.layout.type = PatternLayout\n"
+               "appender.out.layout.pattern = %d %p %c: %m%n\n")
+
+
+# -- small helpers -------------------------------------------------------------------------------
+def create(bootstrap: str, topic: str, partitions: int) -> None:
+    for f in admin_client({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, partitions, 1)]).values():
+        f.result(30)
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
+    try:
+        md = c.list_topics(topic, timeout=10).topics.get(topic)
+        if md is None or md.error is not None:
+            return {}
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.partitions}
+    finally:
+        c.close()
+
+
+def total(bootstrap: str, topic: str) -> int:
+    return sum(end_offsets(bootstrap, topic).values())
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    rss, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    rss += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return rss
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self._stop.wait(0.5)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self.join(5)
+        return self.peak
+
+
+def producer_perf(bootstrap: str, topic: str, records: int, size: int, log: Path) -> float:
+    """Kafka's ProducerPerformance with PRODUCER settings; returns records/s it reports."""
+    props = [f"{k}={v}" for k, v in {**PRODUCER, "bootstrap.servers": bootstrap}.items()]
+    (log.parent / "log4j2.properties").write_text(QUIET_LOG4J)
+    out = subprocess.run([java_executable(), "-Xmx512m", f"-Dlog4j2.configurationFile={log.parent / 'log4j2.properties'}",
+                          "-cp", f"{paths.kafka_libs()}/*", "org.apache.kafka.tools.ProducerPerformance",
+                          "--topic", topic, "--num-records", str(records), "--record-size", str(size),
+                          "--throughput", "-1", "--producer-props", *props],
+                         capture_output=True, text=True, check=True)
+    log.write_text(out.stdout + out.stderr)
+    found = re.findall(r"([\d.]+) records/sec", out.stdout)
+    return float(found[-1]) if found else 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+# -- one replicator ------------------------------------------------------------------------------
+def properties(clusters: dict[str, str], topics: str, cores: int, extra: str = "") -> str:
+    return (
+        "clusters = src, dst\n"
+        f"src.bootstrap.servers = {clusters['src']}\ndst.bootstrap.servers = {clusters['dst']}\n"
+        f"src->dst.enabled = true\ndst->src.enabled = false\nsrc->dst.topics = {topics}\n"
+        + "".join(f"dst.producer.{k} = {v}\n" for k, v in PRODUCER.items())
+        + "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "heartbeats.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+        "emit.checkpoints.interval.seconds = 5\nrefresh.groups.interval.seconds = 5\n"
+        "refresh.topics.interval.seconds = 30\nsync.topic.acls.enabled = false\n"
+        f"tasks.max = {cores}\n" + extra
+    )
+
+
+MM2_EXTRA = ("offset.storage.replication.factor = 1\nconfig.storage.replication.factor = 1\n"
+             "status.storage.replication.factor = 1\noffset.flush.interval.ms = 1000\n")
+
+
+def launch(tool: str, work: Path, clusters: dict[str, str], topics: str, cores: int) -> subprocess.Popen:
+    work.mkdir(parents=True, exist_ok=True)
+    log = (work / f"{tool}.log").open("wb")
+    if tool == "mm2":
+        (work / "mm2.properties").write_text(properties(clusters, topics, cores, MM2_EXTRA))
+        (work / "log4j2.properties").write_text(QUIET_LOG4J)
+        cmd = [java_executable(), "-Xms256m", "-Xmx1g", f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
+               "-cp", f"{paths.kafka_libs()}/*", "org.apache.kafka.connect.mirror.MirrorMaker",
+               str(work / "mm2.properties")]
+    else:
+        (work / "mm2.properties").write_text(properties(
+            clusters, topics, cores, f"spark.master = local[{cores}]\nmirrorspark.rest.enabled = false\n"))
+        cmd = [str(ROOT / ".venv" / "bin" / "mirrorspark"), "run", str(work / "mm2.properties"),
+               "--state-dir", str(work / "state"), "--progress-interval", "30"]
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(90)
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+
+def steady_latency(clusters: dict[str, str], topic: str, remote: str, rate: int, seconds: float,
+                   size: int, partitions: int) -> dict[str, float]:
+    """Produce ``rate`` records/s for ``seconds`` on the source; a target consumer measures
+    arrival time minus the source timestamp of every record."""
+    latencies: list[float] = []
+    expected = int(rate * seconds)
+    consumer = Consumer({"bootstrap.servers": clusters["dst"], "group.id": f"bench-lat-{time.time_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "topic.metadata.refresh.interval.ms": 1000})
+    consumer.subscribe([remote])
+    done = threading.Event()
+
+    def consume() -> None:
+        deadline = None
+        while len(latencies) < expected:
+            for m in consumer.consume(1000, timeout=0.5):
+                if m.error() is None:
+                    latencies.append(time.time() * 1000 - m.timestamp()[1])
+            if done.is_set():
+                deadline = deadline or time.monotonic() + 60
+                if time.monotonic() > deadline:
+                    break
+
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    time.sleep(2)  # let the consumer join before the first record
+    producer = Producer({"bootstrap.servers": clusters["src"], "linger.ms": 5, "acks": "all"})
+    payload = b"s" * size
+    start = time.monotonic()
+    for i in range(expected):
+        due = start + i / rate
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        producer.produce(topic, payload, partition=i % partitions, timestamp=int(time.time() * 1000))
+        producer.poll(0)
+    producer.flush(30)
+    done.set()
+    reader.join(90)
+    consumer.close()
+    return {"records_sent": expected, "records_seen": len(latencies),
+            "p50_ms": round(percentile(latencies, 0.50), 1), "p99_ms": round(percentile(latencies, 0.99), 1)}
+
+
+def failover_redelivery(clusters: dict[str, str], topic: str, remote: str, group: str) -> dict:
+    """Commit ``group`` in the middle of every partition, wait for the replicator's checkpoints,
+    and count the records a consumer failing over with them would read again."""
+    ends = end_offsets(clusters["src"], topic)
+    committed = {(topic, p): max(1, end // 2 - 7) for p, end in ends.items()}
+    commit_offsets(admin_client({"bootstrap.servers": clusters["src"]}), group,
+                   {k: (v, "") for k, v in committed.items()})
+    client = MirrorClient({"bootstrap.servers": clusters["dst"]})
+    deadline, translated = time.monotonic() + 120, {}
+    while time.monotonic() < deadline:
+        translated = client.remote_consumer_offsets(group, "src")
+        if len(translated) == len(committed):
+            break
+        time.sleep(1)
+    time.sleep(12)  # two more checkpoint rounds: take the replicator's best answer
+    translated = client.remote_consumer_offsets(group, "src")
+    redelivered = sum(max(0, off - translated.get((remote, p), 0)) for (_, p), off in committed.items())
+    skipped = sum(max(0, translated.get((remote, p), 0) - off) for (_, p), off in committed.items())
+    return {"partitions_translated": len(translated), "redelivered_records": redelivered, "skipped_records": skipped}
+
+
+def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dict:
+    backlog, steady = f"backlog-{tool}", f"steady-{tool}"
+    create(clusters["src"], backlog, args.partitions)
+    create(clusters["src"], steady, args.partitions)
+    print(f"[{tool}] filling {args.records:,} x {args.size} B into {backlog} ...", flush=True)
+    producer_perf(clusters["src"], backlog, args.records, args.size, work / f"fill-{tool}.log")
+    remote = f"src.{backlog}"
+    started = time.monotonic()
+    proc = launch(tool, work / tool, clusters, f"{backlog}, {steady}", args.cores)
+    sampler = RssSampler(proc.pid)
+    sampler.start()
+    first = done = None
+    try:
+        while done is None:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{tool} exited with {proc.returncode}; see {work / tool / (tool + '.log')}")
+            n = total(clusters["dst"], remote)
+            now = time.monotonic()
+            if n > 0 and first is None:
+                first = now
+            if n >= args.records:
+                done = now
+            if now - started > args.timeout:
+                raise RuntimeError(f"{tool}: backlog not copied within {args.timeout} s ({n:,} records)")
+            time.sleep(0.2)
+        print(f"[{tool}] backlog copied in {done - started:.1f} s; steady load ...", flush=True)
+        latency = steady_latency(clusters, steady, f"src.{steady}", args.rate, args.steady_seconds, args.size,
+                                 args.partitions)
+        print(f"[{tool}] failover re-delivery ...", flush=True)
+        failover = failover_redelivery(clusters, backlog, remote, f"bench-group-{tool}")
+    finally:
+        peak = sampler.stop()
+        stop(proc)
+    copy_seconds = done - first
+    mb = args.records * args.size / 1e6
+    return {
+        "startup_seconds": round(first - started, 2),
+        "backlog_seconds_from_start": round(done - started, 2),
+        "backlog_copy_seconds": round(copy_seconds, 2),
+        "backlog_records_per_second": round(args.records / max(copy_seconds, 1e-3)),
+        "backlog_mb_per_second": round(mb / max(copy_seconds, 1e-3), 1),
+        "peak_rss_mb": round(peak / 2**20),
+        "steady": latency,
+        "failover": failover,
+    }
+
+
+def table(result: dict) -> list[str]:
+    mm2, ms, limit = result["mm2"], result["mirrorspark"], result["limit_records_per_second"]
+
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.2f}x" if b else "-"
+
+    rows = [
+        ("backlog copy, records/s", mm2["backlog_records_per_second"], ms["backlog_records_per_second"]),
+        ("backlog copy, MB/s", mm2["backlog_mb_per_second"], ms["backlog_mb_per_second"]),
+        ("backlog, s from process start", mm2["backlog_seconds_from_start"], ms["backlog_seconds_from_start"]),
+        ("start-up to first record, s", mm2["startup_seconds"], ms["startup_seconds"]),
+        ("steady latency p50, ms", mm2["steady"]["p50_ms"], ms["steady"]["p50_ms"]),
+        ("steady latency p99, ms", mm2["steady"]["p99_ms"], ms["steady"]["p99_ms"]),
+        ("peak RSS of process tree, MB", mm2["peak_rss_mb"], ms["peak_rss_mb"]),
+        ("failover re-delivered records", mm2["failover"]["redelivered_records"],
+         ms["failover"]["redelivered_records"]),
+    ]
+    lines = ["| measure | real MM2 | mirrorspark | mirrorspark / MM2 |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {a:,} | {b:,} | {ratio(b, a)} |" for name, a, b in rows]
+    lines.append(f"| limit: ProducerPerformance into the target, records/s | {limit:,.0f} | | "
+                 f"mirrorspark at {ms['backlog_records_per_second'] / limit:.2f}x of it, MM2 at "
+                 f"{mm2['backlog_records_per_second'] / limit:.2f}x |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--rate", type=int, default=5000)
+    parser.add_argument("--steady-seconds", type=float, default=60)
+    parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--only", choices=("mm2", "mirrorspark"), help="run one replicator (no ratios)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mm2_vs_mirrorspark.json")
+    args = parser.parse_args()
+
+    work = ROOT / "state" / "bench-mm2"
+    local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
+    local.down(purge=True)
+    clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+    result: dict = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                                "python": platform.python_version()},
+                    "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
+    try:
+        for tool in ("mm2", "mirrorspark"):
+            if args.only in (None, tool):
+                result[tool] = run_replicator(tool, args, clusters, work)
+                print(json.dumps({tool: result[tool]}), flush=True)
+        create(clusters["dst"], "limit", args.partitions)
+        result["limit_records_per_second"] = producer_perf(clusters["dst"], "limit", args.records, args.size,
+                                                           work / "limit.log")
+    finally:
+        local.down(purge=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    if "mm2" in result and "mirrorspark" in result:
+        print("\n".join(table(result)))
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from mirrorspark import paths
@@ -49,7 +49,8 @@ QUIET_LOG4J = ("status = error\nrootLogger.level = WARN\nrootLogger.appenderRef.
 
 # -- small helpers -------------------------------------------------------------------------------
 def create(bootstrap: str, topic: str, partitions: int) -> None:
-    for f in admin_client({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, partitions, 1)]).values():
+    admin = admin_client({"bootstrap.servers": bootstrap})  # kept alive until the futures resolve
+    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         f.result(30)
 
 
@@ -60,6 +61,8 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         if md is None or md.error is not None:
             return {}
         return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.partitions}
+    except KafkaException:  # a remote topic just created: leaders not elected yet
+        return {}
     finally:
         c.close()
 
@@ -95,15 +98,15 @@ def tree_rss(pid: int) -> int:
 class RssSampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self.pid, self.peak, self._halt = pid, 0, threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             self.peak = max(self.peak, tree_rss(self.pid))
-            self._stop.wait(0.5)
+            self._halt.wait(0.5)
 
     def stop(self) -> int:
-        self._stop.set()
+        self._halt.set()
         self.join(5)
         return self.peak
 
@@ -221,8 +224,8 @@ def failover_redelivery(clusters: dict[str, str], topic: str, remote: str, group
     and count the records a consumer failing over with them would read again."""
     ends = end_offsets(clusters["src"], topic)
     committed = {(topic, p): max(1, end // 2 - 7) for p, end in ends.items()}
-    commit_offsets(admin_client({"bootstrap.servers": clusters["src"]}), group,
-                   {k: (v, "") for k, v in committed.items()})
+    admin = admin_client({"bootstrap.servers": clusters["src"]})
+    commit_offsets(admin, group, {k: (v, "") for k, v in committed.items()})
     client = MirrorClient({"bootstrap.servers": clusters["dst"]})
     deadline, translated = time.monotonic() + 120, {}
     while time.monotonic() < deadline:

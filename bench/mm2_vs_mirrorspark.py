@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -328,6 +329,8 @@ def main() -> None:
     work = ROOT / "state" / "bench-mm2"
     local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
     local.down(purge=True)
+    for leftover in ("mm2", "mirrorspark"):  # fresh clusters need fresh replicator state
+        shutil.rmtree(work / leftover, ignore_errors=True)
     clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
     result: dict = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                 "python": platform.python_version()},

@@ -107,3 +107,17 @@ def test_metrics_rest_pause_resume_status_and_no_secrets(clusters, unique, tmp_p
     for text in [log, shown.stdout, *outputs]:
         assert token not in text and secret not in text
     assert not (state / "rest.json").exists()  # removed on a clean stop
+
+
+def test_state_of_other_clusters_is_refused(clusters, unique, tmp_path):
+    """A state dir whose offsets belong to another cluster (re-created, copied) must not be resumed:
+    Spark would start at offsets that mean nothing there and skip records silently."""
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = st-{unique}\n")
+    folder = tmp_path / "state" / "flows" / "primary" / "backup"
+    folder.mkdir(parents=True)
+    (folder / "clusters.json").write_text(json.dumps({"primary": "someOtherCluster", "backup": "x"}))
+    done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state"))
+    assert done.returncode == 2, done.stderr
+    assert "belongs to other clusters" in done.stderr and "primary was cluster someOtherCluster" in done.stderr
+    assert not (tmp_path / "state" / "flows" / "primary" / "backup" / "checkpoint").exists()

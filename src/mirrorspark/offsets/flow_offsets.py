@@ -136,3 +136,6 @@ class FlowOffsets:
     def close(self) -> None:
         if self.checkpoints is not None:
             self.checkpoints.close()
+        if self.writer is not None:
+            self.writer.close()
+        self.store_file.close()

@@ -191,6 +191,16 @@ class FlowQuery:
         if len(self._counted) > 10_000:
             self._counted = {b for b in self._counted if b > self.last_batch_id - 1_000}
 
+    def batch_durations(self) -> dict[str, int]:
+        """Spark's own breakdown of the latest data batch (ms per phase: latestOffset, addBatch,
+        walCommit, commitOffsets, triggerExecution...), for profiling and the REST API."""
+        if self.query is None:
+            return {}
+        for progress in reversed(self.query.recentProgress):
+            if progress["numInputRows"] > 0:
+                return dict(progress["durationMs"])
+        return {}
+
     @property
     def data_batches(self) -> int:
         """Batches that carried records, among those seen in Spark's recent progress."""

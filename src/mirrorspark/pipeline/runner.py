@@ -26,6 +26,7 @@ from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.spark_session import build_session
+from mirrorspark.pipeline.state_identity import check_state_identity
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.rest.app import create_app
@@ -133,6 +134,7 @@ class Replicator:
         remote.check_replication_factor()
         folder = flow_dir(self.state_dir, flow)
         folder.mkdir(parents=True, exist_ok=True)
+        check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, source, target)
         offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder)
         offsets.check_replication_factors()
         offsets.source_of = remote.source_of

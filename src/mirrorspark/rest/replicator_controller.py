@@ -49,6 +49,7 @@ class ReplicatorController:
         if detail:
             out["partitions"] = figures.get("partitions", [])
             out["lag"] = [lag.__dict__ for lag in lags]
+            out["last_batch_durations_ms"] = flow.batch_durations() if flow.query is not None else {}
         return out
 
     def flows(self) -> list[dict[str, Any]]:

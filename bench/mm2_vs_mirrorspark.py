@@ -150,7 +150,8 @@ MM2_EXTRA = ("offset.storage.replication.factor = 1\nconfig.storage.replication.
              "status.storage.replication.factor = 1\noffset.flush.interval.ms = 1000\n")
 
 
-def launch(tool: str, work: Path, clusters: dict[str, str], topics: str, cores: int) -> subprocess.Popen:
+def launch(tool: str, work: Path, clusters: dict[str, str], topics: str, cores: int,
+           extra: list[str] = ()) -> subprocess.Popen:
     work.mkdir(parents=True, exist_ok=True)
     log = (work / f"{tool}.log").open("wb")
     if tool == "mm2":
@@ -161,7 +162,8 @@ def launch(tool: str, work: Path, clusters: dict[str, str], topics: str, cores: 
                str(work / "mm2.properties")]
     else:
         (work / "mm2.properties").write_text(properties(
-            clusters, topics, cores, f"spark.master = local[{cores}]\nmirrorspark.rest.enabled = false\n"))
+            clusters, topics, cores, f"spark.master = local[{cores}]\nmirrorspark.rest.enabled = false\n"
+            + "".join(f"{line}\n" for line in extra)))
         cmd = [str(ROOT / ".venv" / "bin" / "mirrorspark"), "run", str(work / "mm2.properties"),
                "--state-dir", str(work / "state"), "--progress-interval", "30"]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -249,7 +251,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dic
     producer_perf(clusters["src"], backlog, args.records, args.size, work / f"fill-{tool}.log")
     remote = f"src.{backlog}"
     started = time.monotonic()
-    proc = launch(tool, work / tool, clusters, f"{backlog}, {steady}", args.cores)
+    proc = launch(tool, work / tool, clusters, f"{backlog}, {steady}", args.cores,
+                  args.extra if tool == "mirrorspark" else [])
     sampler = RssSampler(proc.pid)
     sampler.start()
     first = done = None
@@ -266,11 +269,14 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dic
             if now - started > args.timeout:
                 raise RuntimeError(f"{tool}: backlog not copied within {args.timeout} s ({n:,} records)")
             time.sleep(0.2)
-        print(f"[{tool}] backlog copied in {done - started:.1f} s; steady load ...", flush=True)
-        latency = steady_latency(clusters, steady, f"src.{steady}", args.rate, args.steady_seconds, args.size,
-                                 args.partitions)
-        print(f"[{tool}] failover re-delivery ...", flush=True)
-        failover = failover_redelivery(clusters, backlog, remote, f"bench-group-{tool}")
+        print(f"[{tool}] backlog copied in {done - started:.1f} s", flush=True)
+        latency = {"p50_ms": float("nan"), "p99_ms": float("nan")}
+        if args.steady_seconds > 0:
+            latency = steady_latency(clusters, steady, f"src.{steady}", args.rate, args.steady_seconds, args.size,
+                                     args.partitions)
+        failover = {"redelivered_records": -1}
+        if not args.no_failover:
+            failover = failover_redelivery(clusters, backlog, remote, f"bench-group-{tool}")
     finally:
         peak = sampler.stop()
         stop(proc)
@@ -323,6 +329,10 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--only", choices=("mm2", "mirrorspark"), help="run one replicator (no ratios)")
+    parser.add_argument("--extra", action="append", default=[], metavar="'KEY = VALUE'",
+                        help="an extra mm2.properties line for mirrorspark only (experiments, profiling)")
+    parser.add_argument("--no-failover", action="store_true", help="skip the failover scenario")
+    parser.add_argument("--no-limit", action="store_true", help="skip the ProducerPerformance limit")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mm2_vs_mirrorspark.json")
     args = parser.parse_args()
 
@@ -340,14 +350,15 @@ def main() -> None:
             if args.only in (None, tool):
                 result[tool] = run_replicator(tool, args, clusters, work)
                 print(json.dumps({tool: result[tool]}), flush=True)
-        create(clusters["dst"], "limit", args.partitions)
-        result["limit_records_per_second"] = producer_perf(clusters["dst"], "limit", args.records, args.size,
-                                                           work / "limit.log")
+        if not args.no_limit:
+            create(clusters["dst"], "limit", args.partitions)
+            result["limit_records_per_second"] = producer_perf(clusters["dst"], "limit", args.records, args.size,
+                                                               work / "limit.log")
     finally:
         local.down(purge=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    if "mm2" in result and "mirrorspark" in result:
+    if "mm2" in result and "mirrorspark" in result and "limit_records_per_second" in result:
         print("\n".join(table(result)))
     print(f"written to {args.out}")
 

@@ -85,6 +85,7 @@ class FlowQuery:
         self._on_written = on_written
         self.metrics = metrics
         self.paused = False
+        self.batch_phases_ms: dict[str, float] = {}  # where foreachBatch spent the latest batch
         self.records_read = 0
         self.last_batch_id: int | None = None
         self.last_rate = 0.0
@@ -113,23 +114,30 @@ class FlowQuery:
         with self._write_lock:
             if self._stopping:
                 raise StopRequested(f"flow {self.flow.name}: stop requested before batch {batch_id}")
+            t0 = time.perf_counter()
             plan = self._plan_for(batch_id)
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
+            t1 = time.perf_counter()
             writer = to_target_rows(df, plan.remote).write.format("kafka")
             for key, value in self._sink_options.items():
                 writer = writer.option(key, value)
             writer.save()
+            t2 = time.perf_counter()
             # Spark's writer flushed its producers at task commit, so every acknowledgement of this
             # batch has been paired; runs are recorded before Spark commits the batch.
             jvm = df.sparkSession._jvm.io.mirrorspark.kafka
             runs = jvm.OffsetRuns.drain(self.flow.name)
             if self._on_written is not None:
                 self._on_written(runs, plan.remote)
+            t3 = time.perf_counter()
             if self.metrics is not None:
                 self.metrics.batch_written(jvm.FlowStats.drain(self.flow.name), parse_drained(runs),
                                            {remote: src for src, remote in plan.remote.items()})
             self._last_written = batch_id
+            self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
+                                    "offsets": round((t3 - t2) * 1000, 1),
+                                    "metrics": round((time.perf_counter() - t3) * 1000, 1)}
 
     def _plan_for(self, batch_id: int):
         """The topic plan, checked against the topics Spark put in this batch (its offset log) so a

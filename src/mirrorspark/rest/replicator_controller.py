@@ -50,6 +50,7 @@ class ReplicatorController:
             out["partitions"] = figures.get("partitions", [])
             out["lag"] = [lag.__dict__ for lag in lags]
             out["last_batch_durations_ms"] = flow.batch_durations() if flow.query is not None else {}
+            out["last_batch_python_ms"] = dict(flow.batch_phases_ms)
         return out
 
     def flows(self) -> list[dict[str, Any]]:

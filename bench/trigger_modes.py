@@ -1,0 +1,152 @@
+"""What the Spark micro-batch engine costs a Kafka->Kafka copy, and what a design without
+``foreachBatch`` would gain: the evidence behind docs/adr/0003-data-plane-performance.md.
+
+One SparkSession (``local[N]``), two real local brokers, the same projection as mirrorspark's
+pipeline (DefaultReplicationPolicy rename, private timestamp/offset headers, the interceptor that
+pairs offsets and feeds FlowStats), the same producer settings as bench/mm2_vs_mirrorspark.py.
+Modes, each on fresh topics and a fresh checkpoint:
+
+- ``foreachbatch``: what mirrorspark runs today (Python called once per micro-batch, batch write);
+- ``microbatch``: Spark's Kafka sink directly (``writeStream.format("kafka")``), default trigger;
+- ``realtime``: the same sink with Spark's real-time trigger (long-running tasks, records
+  forwarded as they arrive; needs a task slot per source partition).
+
+Per mode: backlog copy of ``--records`` records and latency p50/p99 under ``--rate`` records/s.
+
+    .venv/bin/python bench/trigger_modes.py [--records 300000] [--modes foreachbatch,microbatch,realtime]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mm2_vs_mirrorspark import BROKER_JVM, PRODUCER, create, producer_perf, steady_latency, total  # noqa: E402
+
+from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
+from mirrorspark.pipeline.record_columns import FLOW_SETTING, INTERCEPTOR_CLASS, OFFSET_HEADER, TIMESTAMP_HEADER  # noqa: E402
+from mirrorspark.pipeline.spark_session import build_session  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def projection(df, prefix: str):
+    """mirrorspark's record projection with the rename written as an expression (no topic map)."""
+    from pyspark.sql import functions as F
+
+    private = F.array(
+        F.struct(F.lit(TIMESTAMP_HEADER).alias("key"),
+                 F.unix_millis(F.col("timestamp")).cast("string").cast("binary").alias("value")),
+        F.struct(F.lit(OFFSET_HEADER).alias("key"), F.col("offset").cast("string").cast("binary").alias("value")),
+    )
+    headers = F.when(F.col("headers").isNull(), private).otherwise(F.concat(F.col("headers"), private))
+    return df.select(F.concat(F.lit(prefix), F.col("topic")).alias("topic"), "partition", "key", "value",
+                     headers.alias("headers"))
+
+
+def start(spark, mode: str, source: str, topics: str, target: str, checkpoint: Path):
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source)
+              .option("subscribe", topics).option("startingOffsets", "earliest")
+              .option("includeHeaders", "true").option("failOnDataLoss", "false"))
+    sink = {f"kafka.{k}": v for k, v in PRODUCER.items()}
+    sink.update({"kafka.bootstrap.servers": target, "kafka.interceptor.classes": INTERCEPTOR_CLASS,
+                 "kafka.enable.idempotence": "true", f"kafka.{FLOW_SETTING}": f"bench-{mode}"})
+    rows = projection(reader.load(), "src.")
+    jvm = spark._jvm.io.mirrorspark.kafka
+    if mode == "foreachbatch":
+        def write(df, _batch_id):
+            df.write.format("kafka").options(**sink).save()
+            jvm.OffsetRuns.drain(f"bench-{mode}")
+            jvm.FlowStats.drain(f"bench-{mode}")
+        writer = rows.writeStream.foreachBatch(write)
+    else:
+        writer = rows.writeStream.format("kafka").options(**sink)
+        if mode == "realtime":
+            writer = writer.outputMode("update").trigger(realTime="30 seconds")
+    return writer.option("checkpointLocation", str(checkpoint)).queryName(f"bench-{mode}").start()
+
+
+def batch_figures(query) -> dict:
+    """Median records and Spark phase durations (ms) of the recent data batches (steady phase)."""
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0][-40:]
+    if not batches:
+        return {}
+
+    def median(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2]
+    figures = {"batch_records_median": median([p["numInputRows"] for p in batches])}
+    for phase in ("addBatch", "triggerExecution"):
+        figures[f"{phase}_ms_median"] = median([p["durationMs"].get(phase, 0) for p in batches])
+    return figures
+
+
+def run_mode(spark, mode: str, args, clusters: dict[str, str], work: Path) -> dict:
+    backlog, steady = f"backlog-{mode}", f"steady-{mode}"
+    for topic in (backlog, steady):
+        create(clusters["src"], topic, args.partitions)
+        create(clusters["dst"], f"src.{topic}", args.partitions)  # pre-created, as the control plane would
+    producer_perf(clusters["src"], backlog, args.records, args.size, work / f"fill-{mode}.log")
+    started = time.monotonic()
+    query = start(spark, mode, clusters["src"], f"{backlog},{steady}", clusters["dst"], work / f"ckpt-{mode}")
+    first = done = None
+    try:
+        while done is None:
+            if query.exception() is not None:
+                raise RuntimeError(f"{mode}: {query.exception()}")
+            n = total(clusters["dst"], f"src.{backlog}")
+            now = time.monotonic()
+            first = first or (now if n > 0 else None)
+            done = now if n >= args.records else None
+            if now - started > 600:
+                raise RuntimeError(f"{mode}: backlog not copied within 600 s ({n:,})")
+            time.sleep(0.2)
+        latency = steady_latency(clusters, steady, f"src.{steady}", args.rate, args.steady_seconds, args.size,
+                                 args.partitions)
+        latency.update(batch_figures(query))
+    finally:
+        query.stop()
+    copy = max(done - first, 1e-3)
+    return {"startup_seconds": round(first - started, 2), "backlog_copy_seconds": round(copy, 2),
+            "backlog_records_per_second": round(args.records / copy), **latency}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--rate", type=int, default=5000)
+    parser.add_argument("--steady-seconds", type=float, default=30)
+    parser.add_argument("--slots", type=int, default=8, help="local[N] task slots (real-time mode needs one per partition)")
+    parser.add_argument("--modes", default="foreachbatch,microbatch,realtime")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "trigger_modes.json")
+    args = parser.parse_args()
+
+    work = ROOT / "state" / "bench-trigger"
+    local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
+    local.down(purge=True)
+    shutil.rmtree(work, ignore_errors=True)
+    clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+    spark = build_session({"spark.master": f"local[{args.slots}]"})
+    result: dict = {"settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
+    try:
+        for mode in args.modes.split(","):
+            try:
+                result[mode] = run_mode(spark, mode, args, clusters, work)
+            except Exception as exc:  # noqa: BLE001 - one mode failing must not hide the others' figures
+                result[mode] = {"error": str(exc).splitlines()[0][:400]}
+            print(json.dumps({mode: result[mode]}), flush=True)
+    finally:
+        spark.stop()
+        local.down(purge=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,7 +10,7 @@ demo: setup
 test: setup
 	.venv/bin/pytest
 
-# Real MirrorMaker 2 vs mirrorspark on the same local brokers (about 10 minutes on 2 cores).
+# Real MirrorMaker 2 vs mirrorspark on the same local brokers (5-10 minutes on 2 cores).
 bench: setup
 	.venv/bin/python bench/mm2_vs_mirrorspark.py
 

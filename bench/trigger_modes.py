@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mm2_vs_mirrorspark import BROKER_JVM, PRODUCER, create, producer_perf, steady_latency, total  # noqa: E402
 
 from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
-from mirrorspark.pipeline.record_columns import FLOW_SETTING, INTERCEPTOR_CLASS, OFFSET_HEADER, TIMESTAMP_HEADER  # noqa: E402
+from mirrorspark.pipeline.record_columns import FLOW_SETTING, INTERCEPTOR_CLASS, target_headers  # noqa: E402
 from mirrorspark.pipeline.spark_session import build_session  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,14 +38,8 @@ def projection(df, prefix: str):
     """mirrorspark's record projection with the rename written as an expression (no topic map)."""
     from pyspark.sql import functions as F
 
-    private = F.array(
-        F.struct(F.lit(TIMESTAMP_HEADER).alias("key"),
-                 F.unix_millis(F.col("timestamp")).cast("string").cast("binary").alias("value")),
-        F.struct(F.lit(OFFSET_HEADER).alias("key"), F.col("offset").cast("string").cast("binary").alias("value")),
-    )
-    headers = F.when(F.col("headers").isNull(), private).otherwise(F.concat(F.col("headers"), private))
     return df.select(F.concat(F.lit(prefix), F.col("topic")).alias("topic"), "partition", "key", "value",
-                     headers.alias("headers"))
+                     target_headers().alias("headers"))
 
 
 def start(spark, mode: str, source: str, topics: str, target: str, checkpoint: Path):

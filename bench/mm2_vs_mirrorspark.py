@@ -27,7 +27,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
@@ -129,6 +131,38 @@ def producer_perf(bootstrap: str, topic: str, records: int, size: int, log: Path
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+class BacklogCopy(NamedTuple):
+    """Monotonic times at which the target held its first record, half the backlog and all of it."""
+    first: float
+    half: tuple[float, int]  # (time, records then)
+    done: float
+    records: int
+
+    @property
+    def second_half_rate(self) -> int:
+        """Records/s over the second half alone: the JIT has warmed up, as in a long-running replicator."""
+        return round((self.records - self.half[1]) / max(self.done - self.half[0], 1e-3))
+
+
+def wait_for_copy(target: str, remote: str, records: int, timeout: float, started: float,
+                  failed: Callable[[], str | None]) -> BacklogCopy:
+    """Poll the remote topic's end offsets until it holds ``records``; ``failed()`` names a dead copier."""
+    first = half = None
+    while True:
+        problem = failed()
+        if problem:
+            raise RuntimeError(problem)
+        n = total(target, remote)
+        now = time.monotonic()
+        first = first if first is not None or n == 0 else now
+        half = half if half is not None or n < records // 2 else (now, n)
+        if n >= records:
+            return BacklogCopy(first, half, now, records)
+        if now - started > timeout:
+            raise RuntimeError(f"backlog not copied to {remote} within {timeout} s ({n:,} records)")
+        time.sleep(0.2)
 
 
 # -- one replicator ------------------------------------------------------------------------------
@@ -257,22 +291,11 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dic
                   args.extra if tool == "mirrorspark" else [])
     sampler = RssSampler(proc.pid)
     sampler.start()
-    first = half = done = None
     try:
-        while done is None:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{tool} exited with {proc.returncode}; see {work / tool / (tool + '.log')}")
-            n = total(clusters["dst"], remote)
-            now = time.monotonic()
-            if n > 0 and first is None:
-                first = now
-            if n >= args.records // 2 and half is None:
-                half = (now, n)
-            if n >= args.records:
-                done = now
-            if now - started > args.timeout:
-                raise RuntimeError(f"{tool}: backlog not copied within {args.timeout} s ({n:,} records)")
-            time.sleep(0.2)
+        copy = wait_for_copy(clusters["dst"], remote, args.records, args.timeout, started,
+                             lambda: None if proc.poll() is None else
+                             f"{tool} exited with {proc.returncode}; see {work / tool / (tool + '.log')}")
+        first, half, done = copy.first, copy.half, copy.done
         print(f"[{tool}] backlog copied in {done - started:.1f} s", flush=True)
         latency = {"p50_ms": float("nan"), "p99_ms": float("nan")}
         if args.steady_seconds > 0:
@@ -293,7 +316,7 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dic
         "backlog_records_per_second": round(args.records / max(copy_seconds, 1e-3)),
         "backlog_mb_per_second": round(mb / max(copy_seconds, 1e-3), 1),
         # The second half alone: the JVM's JIT has warmed up, as it has in a replicator running for days.
-        "backlog_second_half_records_per_second": round((args.records - half[1]) / max(done - half[0], 1e-3)),
+        "backlog_second_half_records_per_second": copy.second_half_rate,
         "peak_rss_mb": round(peak / 2**20),
         "steady": latency,
         "failover": failover,
@@ -309,8 +332,8 @@ def table(result: dict) -> list[str]:
     rows = [
         ("backlog copy, records/s", mm2["backlog_records_per_second"], ms["backlog_records_per_second"]),
         ("backlog copy, MB/s", mm2["backlog_mb_per_second"], ms["backlog_mb_per_second"]),
-        ("backlog second half (JIT warm), records/s", mm2.get("backlog_second_half_records_per_second", 0),
-         ms.get("backlog_second_half_records_per_second", 0)),
+        ("backlog second half (JIT warm), records/s", mm2["backlog_second_half_records_per_second"],
+         ms["backlog_second_half_records_per_second"]),
         ("backlog, s from process start", mm2["backlog_seconds_from_start"], ms["backlog_seconds_from_start"]),
         ("start-up to first record, s", mm2["startup_seconds"], ms["startup_seconds"]),
         ("steady latency p50, ms", mm2["steady"]["p50_ms"], ms["steady"]["p50_ms"]),

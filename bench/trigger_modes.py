@@ -1,8 +1,9 @@
 """What the Spark micro-batch engine costs a Kafka->Kafka copy, and what a design without
 ``foreachBatch`` would gain: the evidence behind docs/adr/0003-data-plane-performance.md.
 
-One SparkSession (``local[N]``), two real local brokers, the same projection as mirrorspark's
-pipeline (DefaultReplicationPolicy rename, private timestamp/offset headers, the interceptor that
+One SparkSession (``local[N]``), two real local brokers, mirrorspark's own source and sink
+options for the benchmark's flow (``flow_query.source_options``/``sink_options``), the same
+projection as mirrorspark's pipeline (DefaultReplicationPolicy rename, private timestamp/offset headers, the interceptor that
 pairs offsets and feeds FlowStats), the same producer settings as bench/mm2_vs_mirrorspark.py.
 Modes, each on fresh topics and a fresh checkpoint:
 
@@ -19,16 +20,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import BROKER_JVM, PRODUCER, create, producer_perf, steady_latency, total  # noqa: E402
+from mm2_vs_mirrorspark import (BROKER_JVM, PRODUCER, create, percentile, producer_perf, properties,  # noqa: E402
+                                steady_latency, wait_for_copy)
 
+from mirrorspark.config.loader import load_config  # noqa: E402
+from mirrorspark.config.model import FlowConfig  # noqa: E402
 from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
-from mirrorspark.pipeline.record_columns import FLOW_SETTING, INTERCEPTOR_CLASS, target_headers  # noqa: E402
+from mirrorspark.pipeline.flow_query import sink_options, source_options  # noqa: E402
+from mirrorspark.pipeline.record_columns import FLOW_SETTING, target_headers  # noqa: E402
 from mirrorspark.pipeline.spark_session import build_session  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,14 +49,18 @@ def projection(df, prefix: str):
                      target_headers().alias("headers"))
 
 
-def start(spark, mode: str, source: str, topics: str, target: str, checkpoint: Path):
-    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source)
-              .option("subscribe", topics).option("startingOffsets", "earliest")
-              .option("includeHeaders", "true").option("failOnDataLoss", "false"))
-    sink = {f"kafka.{k}": v for k, v in PRODUCER.items()}
-    sink.update({"kafka.bootstrap.servers": target, "kafka.interceptor.classes": INTERCEPTOR_CLASS,
-                 "kafka.enable.idempotence": "true", f"kafka.{FLOW_SETTING}": f"bench-{mode}"})
-    rows = projection(reader.load(), "src.")
+def bench_flow(clusters: dict[str, str]) -> FlowConfig:
+    """The flow mm2_vs_mirrorspark.py gives mirrorspark, so source/sink options come from the product."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mm2.properties"
+        path.write_text(properties(clusters, "unused", 2))
+        return next(f for f in load_config(path).enabled_flows if f.name == "src->dst")
+
+
+def start(spark, mode: str, flow: FlowConfig, topics: list[str], checkpoint: Path):
+    reader = spark.readStream.format("kafka").options(**source_options(flow, "|".join(map(re.escape, topics))))
+    sink = {**sink_options(flow, report_offsets=True), f"kafka.{FLOW_SETTING}": f"bench-{mode}"}
+    rows = projection(reader.load(), f"{flow.source.alias}.")
     jvm = spark._jvm.io.mirrorspark.kafka
     if mode == "foreachbatch":
         def write(df, _batch_id):
@@ -69,12 +80,9 @@ def batch_figures(query) -> dict:
     batches = [p for p in query.recentProgress if p["numInputRows"] > 0][-40:]
     if not batches:
         return {}
-
-    def median(values: list[float]) -> float:
-        return sorted(values)[len(values) // 2]
-    figures = {"batch_records_median": median([p["numInputRows"] for p in batches])}
+    figures = {"batch_records_median": percentile([p["numInputRows"] for p in batches], 0.5)}
     for phase in ("addBatch", "triggerExecution"):
-        figures[f"{phase}_ms_median"] = median([p["durationMs"].get(phase, 0) for p in batches])
+        figures[f"{phase}_ms_median"] = percentile([p["durationMs"].get(phase, 0) for p in batches], 0.5)
     return figures
 
 
@@ -85,27 +93,18 @@ def run_mode(spark, mode: str, args, clusters: dict[str, str], work: Path) -> di
         create(clusters["dst"], f"src.{topic}", args.partitions)  # pre-created, as the control plane would
     producer_perf(clusters["src"], backlog, args.records, args.size, work / f"fill-{mode}.log")
     started = time.monotonic()
-    query = start(spark, mode, clusters["src"], f"{backlog},{steady}", clusters["dst"], work / f"ckpt-{mode}")
-    first = done = None
+    query = start(spark, mode, bench_flow(clusters), [backlog, steady], work / f"ckpt-{mode}")
     try:
-        while done is None:
-            if query.exception() is not None:
-                raise RuntimeError(f"{mode}: {query.exception()}")
-            n = total(clusters["dst"], f"src.{backlog}")
-            now = time.monotonic()
-            first = first or (now if n > 0 else None)
-            done = now if n >= args.records else None
-            if now - started > 600:
-                raise RuntimeError(f"{mode}: backlog not copied within 600 s ({n:,})")
-            time.sleep(0.2)
+        copy = wait_for_copy(clusters["dst"], f"src.{backlog}", args.records, 600, started,
+                             lambda: None if query.exception() is None else f"{mode}: {query.exception()}")
         latency = steady_latency(clusters, steady, f"src.{steady}", args.rate, args.steady_seconds, args.size,
                                  args.partitions)
         latency.update(batch_figures(query))
     finally:
         query.stop()
-    copy = max(done - first, 1e-3)
-    return {"startup_seconds": round(first - started, 2), "backlog_copy_seconds": round(copy, 2),
-            "backlog_records_per_second": round(args.records / copy), **latency}
+    seconds = max(copy.done - copy.first, 1e-3)
+    return {"startup_seconds": round(copy.first - started, 2), "backlog_copy_seconds": round(seconds, 2),
+            "backlog_records_per_second": round(args.records / seconds), **latency}
 
 
 def main() -> None:

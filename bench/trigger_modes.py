@@ -35,7 +35,7 @@ from mirrorspark.config.loader import load_config  # noqa: E402
 from mirrorspark.config.model import FlowConfig  # noqa: E402
 from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
 from mirrorspark.pipeline.flow_query import sink_options, source_options  # noqa: E402
-from mirrorspark.pipeline.record_columns import FLOW_SETTING, target_headers  # noqa: E402
+from mirrorspark.pipeline.record_columns import interceptor_sink_options, target_headers  # noqa: E402
 from mirrorspark.pipeline.spark_session import build_session  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,8 @@ def bench_flow(clusters: dict[str, str]) -> FlowConfig:
 
 def start(spark, mode: str, flow: FlowConfig, topics: list[str], checkpoint: Path):
     reader = spark.readStream.format("kafka").options(**source_options(flow, "|".join(map(re.escape, topics))))
-    sink = {**sink_options(flow, report_offsets=True), f"kafka.{FLOW_SETTING}": f"bench-{mode}"}
+    # The built-in Kafka sink (the only one real-time mode allows) with the interceptor reporting.
+    sink = interceptor_sink_options({**sink_options(flow, report_offsets=True), "flow": f"bench-{mode}"})
     rows = projection(reader.load(), f"{flow.source.alias}.")
     jvm = spark._jvm.io.mirrorspark.kafka
     if mode == "foreachbatch":

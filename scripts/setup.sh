@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent, cached set-up: .venv with mirrorspark installed, Kafka and Spark-connector jars from
-# Maven Central, and the timestamp interceptor jar. Each step is skipped when its inputs have not
+# Maven Central, and mirrorspark's own jar (jvm/mirrorspark). Each step is skipped when its inputs have not
 # changed since it last ran (a stamp file records the hash of those inputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,15 +52,18 @@ spark_kafka_jars() {
       -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 }
 
-interceptor() {
-  local out=$BUILD/interceptor-classes
-  rm -rf "$out" && mkdir -p "$out" "$BUILD/mirrorspark-jvm"
+jvm_jar() {
+  # mirrorspark's own JVM code (sink, state files, interceptor), compiled against the installed
+  # pyspark's jars and the connector's Kafka client.
+  local out=$BUILD/jvm-classes
+  rm -rf "$out" "$BUILD/mirrorspark-jvm" && mkdir -p "$out" "$BUILD/mirrorspark-jvm"
   local clients; clients=$(ls "$BUILD"/spark-kafka-jars/kafka-clients-*.jar)
-  javac --release 17 -nowarn -cp "$clients" -d "$out" $(find jvm/interceptor/src -name '*.java')
-  jar cf "$BUILD/mirrorspark-jvm/mirrorspark-interceptor.jar" -C "$out" .
+  local spark; spark=$(.venv/bin/python -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+  javac --release 17 -nowarn -cp "$clients:$spark/*" -d "$out" $(find jvm/mirrorspark/src -name '*.java')
+  jar cf "$BUILD/mirrorspark-jvm/mirrorspark.jar" -C "$out" .
 }
 
 step venv pyproject.toml -- venv
 step kafka-libs jvm/kafka-libs.pom.xml -- kafka_libs
 step spark-kafka-jars jvm/spark-kafka.pom.xml -- spark_kafka_jars
-step interceptor jvm/spark-kafka.pom.xml $(find jvm/interceptor/src -name '*.java' | sort) -- interceptor
+step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml $(find jvm/mirrorspark/src -name '*.java' | sort) -- jvm_jar

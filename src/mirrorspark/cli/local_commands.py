@@ -1,4 +1,5 @@
-"""``mirrorspark local``: real single-node Kafka clusters on 127.0.0.1 for demos and tests."""
+"""``mirrorspark local``: real single-node Kafka clusters and a Spark standalone cluster on 127.0.0.1 for demos
+and tests."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +9,13 @@ import typer
 
 from mirrorspark.local import ClusterSpec, LocalClusterError, LocalClusters
 from mirrorspark.local.security import MECHANISMS, PROTOCOLS, SecurityError, SecurityOptions
+from mirrorspark.local.spark_cluster import LocalSpark, valid_memory
 
-app = typer.Typer(no_args_is_help=True, help="Run real Apache Kafka clusters (KRaft, one node each) locally.")
+app = typer.Typer(no_args_is_help=True, help="Run real Apache Kafka clusters (KRaft, one node each) and a Spark "
+                                               "standalone cluster locally.")
+spark_app = typer.Typer(no_args_is_help=True,
+                        help="Run a real Spark standalone cluster (a master and N workers) on 127.0.0.1.")
+app.add_typer(spark_app, name="spark")
 
 StateDir = Annotated[Optional[Path], typer.Option("--state-dir", help="Where cluster folders live (default ./state).")]
 
@@ -71,6 +77,59 @@ def down(names: Annotated[Optional[list[str]], typer.Argument(help="Clusters to 
     """Stop clusters by pid and wait until they are gone."""
     try:
         for line in _clusters(state_dir).down(names or None, purge=purge):
+            typer.echo(line)
+    except LocalClusterError as exc:
+        _fail(exc)
+
+
+def _memory(value: str) -> str:
+    if not valid_memory(value):
+        raise typer.BadParameter(f"{value!r} is not a size such as 512m or 2g")
+    return value
+
+
+@spark_app.command("up")
+def spark_up(workers: Annotated[int, typer.Option(min=1, help="Number of workers.")] = 2,
+             cores: Annotated[int, typer.Option(min=1, help="Cores each worker offers.")] = 1,
+             memory: Annotated[str, typer.Option(callback=_memory, help="Memory each worker offers to executors.")]
+             = "1g",
+             port: Annotated[int, typer.Option(
+                 min=0, max=65535, help="Master port (default: the previous one if free, else any free port).")] = 0,
+             state_dir: StateDir = None,
+             timeout: Annotated[float, typer.Option(help="Seconds to wait for every worker to register.")]
+             = 90.0) -> None:
+    """Start a master and workers (left as they are if running); print the spark.master line.
+
+    Paste it into mm2.properties. The daemons outlive this command; `mirrorspark local spark down` stops them.
+    """
+    try:
+        local = LocalSpark(state_dir)
+        typer.echo(f"spark.master = {local.up(workers, cores, memory, port, timeout)}")
+        layout = local.load()
+        if layout is not None:
+            typer.echo(f"# Spark master web UI: {layout.web_ui}")
+    except LocalClusterError as exc:
+        _fail(exc)
+
+
+@spark_app.command("status")
+def spark_status(state_dir: StateDir = None) -> None:
+    """Say whether the master and each worker run; exit 1 if a pid file is stale."""
+    rows = LocalSpark(state_dir).status()
+    if not rows:
+        typer.echo("no local Spark cluster")
+    for name, state in rows:
+        typer.echo(f"{name}: {state}")
+    if any(state.startswith("stale") for _, state in rows):
+        raise typer.Exit(1)
+
+
+@spark_app.command("down")
+def spark_down(state_dir: StateDir = None,
+               purge: Annotated[bool, typer.Option(help="Also delete its logs and work folders.")] = False) -> None:
+    """Stop the workers (and their executors), then the master; wait until they are gone."""
+    try:
+        for line in LocalSpark(state_dir).down(purge=purge):
             typer.echo(line)
     except LocalClusterError as exc:
         _fail(exc)

@@ -1,7 +1,9 @@
-"""One flow's Structured Streaming query: Kafka source -> (JVM projection) -> Kafka sink.
+"""One flow's Structured Streaming query: Kafka source -> (JVM projection) -> mirrorspark's sink.
 
 Python steers once per micro-batch in ``foreachBatch``: it makes sure every remote topic and
-partition the batch may write exists, then hands the batch to Spark's Kafka writer.
+partition the batch may write exists, then hands the batch to the MirrorSink (records stay on
+the JVM, in executors wherever they run), whose commit messages bring each record's target offset
+back to the driver before the batch is committed.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.offsets.sync_writer import parse_drained
-from mirrorspark.pipeline.record_columns import FLOW_SETTING, INTERCEPTOR_CLASS, to_target_rows
+from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.pipeline.topic_selection import TopicSelection
 
 log = logging.getLogger(__name__)
@@ -25,7 +27,7 @@ log = logging.getLogger(__name__)
 # Settings Spark's Kafka source/sink manage themselves and refuse as kafka.* options.
 _SOURCE_MANAGED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
                    "enable.auto.commit", "interceptor.classes", "bootstrap.servers"}
-_SINK_MANAGED = {"key.serializer", "value.serializer", "interceptor.classes", "bootstrap.servers"}
+_SINK_MANAGED = {"key.serializer", "value.serializer", "bootstrap.servers"}
 
 
 class StopRequested(RuntimeError):
@@ -51,20 +53,20 @@ def source_options(flow: FlowConfig, pattern: str) -> dict[str, str]:
 
 
 def sink_options(flow: FlowConfig, report_offsets: bool) -> dict[str, str]:
-    """Spark Kafka sink options; with ``report_offsets`` the interceptor pairs source and target
-    offsets, which needs acknowledgements in send order: the idempotent producer."""
+    """MirrorSink options: the target producer's settings as ``kafka.*`` and the flow's name. With
+    ``report_offsets`` the producer must be idempotent: exact runs need each partition's records
+    written in send order (a retried batch must not overtake an earlier one)."""
     producer = flow.target_producer()
     options = {f"kafka.{k}": v for k, v in producer.items() if k not in _SINK_MANAGED}
     options["kafka.bootstrap.servers"] = flow.target.bootstrap_servers
-    options["kafka.interceptor.classes"] = INTERCEPTOR_CLASS
     if report_offsets:
         if producer.get("enable.idempotence", "true").strip().lower() == "false":
             raise ConfigError(
                 f"enable.idempotence=false (from {flow.target.alias}.producer.* or {flow.name}.producer.override.*) "
-                "contradicts offset syncs, which need acknowledgements in send order; remove it or set "
+                "contradicts offset syncs, which need each partition written in send order; remove it or set "
                 f"{flow.where('emit.offset-syncs.enabled')} = false", f"{flow.target.alias}.producer.enable.idempotence")
         options["kafka.enable.idempotence"] = "true"
-    options[f"kafka.{FLOW_SETTING}"] = flow.name  # the interceptor's runs and figures are per flow
+    options["flow"] = flow.name  # the runs and figures the driver drains are per flow
     return options
 
 
@@ -91,6 +93,7 @@ class FlowQuery:
         self.last_rate = 0.0
         self._counted: set[int] = set()
         self._last_written: int | None = None
+        self.executors: set[str] = set()  # executor ids that wrote this flow's records since start
 
     def start(self, spark) -> None:
         self._stopping = False
@@ -119,20 +122,18 @@ class FlowQuery:
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
             t1 = time.perf_counter()
-            writer = to_target_rows(df, plan.remote).write.format("kafka")
-            for key, value in self._sink_options.items():
-                writer = writer.option(key, value)
-            writer.save()
+            to_target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**self._sink_options).save()
             t2 = time.perf_counter()
-            # Spark's writer flushed its producers at task commit, so every acknowledgement of this
-            # batch has been paired; runs are recorded before Spark commits the batch.
-            jvm = df.sparkSession._jvm.io.mirrorspark.kafka
-            runs = jvm.OffsetRuns.drain(self.flow.name)
+            # save() returned after the sink's BatchWrite.commit received every task's commit
+            # message on the driver: the runs of this batch are all here, from whichever executor.
+            jvm = df.sparkSession._jvm.io.mirrorspark
+            runs = jvm.kafka.OffsetRuns.drain(self.flow.name)
+            self.executors |= set(filter(None, jvm.sink.WrittenBatches.drainExecutors(self.flow.name).split(",")))
             if self._on_written is not None:
                 self._on_written(runs, plan.remote)
             t3 = time.perf_counter()
             if self.metrics is not None:
-                self.metrics.batch_written(jvm.FlowStats.drain(self.flow.name), parse_drained(runs),
+                self.metrics.batch_written(jvm.kafka.FlowStats.drain(self.flow.name), parse_drained(runs),
                                            {remote: src for src, remote in plan.remote.items()})
             self._last_written = batch_id
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),

@@ -85,13 +85,6 @@ class Replicator:
         if not flows:
             raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"
                               " (and check --clusters)", "enabled")
-        master = self.config.spark.get("spark.master", "local[*]")
-        syncing = [f.name for f in flows if f.flag("emit.offset-syncs.enabled")]
-        if syncing and not master.startswith("local"):
-            raise ConfigError(
-                f"spark.master={master}: exact offset syncs are drained from the driver's JVM and need Spark's "
-                f"local mode today (docs/adr/0002-offset-translation.md); use a local master or set "
-                f"emit.offset-syncs.enabled = false for {', '.join(syncing)}", "spark.master")
         for flow in flows:
             self._prepare_flow(flow)
         by_pair = {(o.flow.source.alias, o.flow.target.alias): o for o in self.offsets}

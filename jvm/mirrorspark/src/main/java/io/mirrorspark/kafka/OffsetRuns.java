@@ -57,6 +57,19 @@ public final class OffsetRuns {
         }
     }
 
+    /** A run reported whole (a task's commit message): extends the last run when it continues it. */
+    public static void add(String flow, String topic, int partition, long upstream, long downstream, long count) {
+        List<long[]> list = runs(flow, topic, partition);
+        synchronized (list) {
+            long[] last = list.isEmpty() ? null : list.get(list.size() - 1);
+            if (last != null && last[2] > 0 && last[0] + last[2] == upstream && last[1] + last[2] == downstream) {
+                last[2] += count;
+            } else {
+                list.add(new long[] {upstream, downstream, count});
+            }
+        }
+    }
+
     /** A write failed: whatever comes next for this partition does not continue the last run. */
     public static void broken(String flow, String topic, int partition) {
         List<long[]> list = runs(flow, topic, partition);

@@ -9,7 +9,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * Python runs per record: count, bytes (key + value), record age when handed to the producer and
  * replication latency when acknowledged (both from the source timestamp), as min / max / sum.
  *
- * Like {@link OffsetRuns}, the state lives in a map held by the JVM's system properties and made
+ * Filled on the driver from the sink's commit messages (io.mirrorspark.sink), or in-process by
+ * the interceptor. Like {@link OffsetRuns}, the state lives in a map held by the JVM's system properties and made
  * only of JDK classes, so the executor's and the driver's class loaders share it.
  */
 public final class FlowStats {
@@ -35,7 +36,8 @@ public final class FlowStats {
         }
     }
 
-    private static long[] fresh() {
+    /** Empty figures: count, bytes, age min/max/sum, latency min/max/sum, timed records. */
+    public static long[] fresh() {
         long[] s = new long[FIELDS];
         s[2] = Long.MAX_VALUE;
         s[3] = Long.MIN_VALUE;
@@ -51,17 +53,41 @@ public final class FlowStats {
     public static void record(String flow, String topic, int partition, long bytes, long ageMs, long latencyMs) {
         long[] s = store().computeIfAbsent(flow + SEP + topic + SEP + partition, k -> fresh());
         synchronized (s) {
-            s[0]++;
-            s[1] += bytes;
-            if (ageMs >= 0 && latencyMs >= 0) {
-                s[2] = Math.min(s[2], ageMs);
-                s[3] = Math.max(s[3], ageMs);
-                s[4] += ageMs;
-                s[5] = Math.min(s[5], latencyMs);
-                s[6] = Math.max(s[6], latencyMs);
-                s[7] += latencyMs;
-                s[8]++;
-            }
+            add(s, bytes, ageMs, latencyMs);
+        }
+    }
+
+    /** Count one record into figures {@code s} (the caller holds whatever lock guards them). */
+    public static void add(long[] s, long bytes, long ageMs, long latencyMs) {
+        s[0]++;
+        s[1] += bytes;
+        if (ageMs >= 0 && latencyMs >= 0) {
+            s[2] = Math.min(s[2], ageMs);
+            s[3] = Math.max(s[3], ageMs);
+            s[4] += ageMs;
+            s[5] = Math.min(s[5], latencyMs);
+            s[6] = Math.max(s[6], latencyMs);
+            s[7] += latencyMs;
+            s[8]++;
+        }
+    }
+
+    /** Fold figures gathered elsewhere (a task's commit message) into the flow's. */
+    public static void merge(String flow, String topic, int partition, long[] other) {
+        if (other[0] == 0) {
+            return;
+        }
+        long[] s = store().computeIfAbsent(flow + SEP + topic + SEP + partition, k -> fresh());
+        synchronized (s) {
+            s[0] += other[0];
+            s[1] += other[1];
+            s[2] = Math.min(s[2], other[2]);
+            s[3] = Math.max(s[3], other[3]);
+            s[4] += other[4];
+            s[5] = Math.min(s[5], other[5]);
+            s[6] = Math.max(s[6], other[6]);
+            s[7] += other[7];
+            s[8] += other[8];
         }
     }
 

@@ -1,0 +1,139 @@
+package io.mirrorspark.sink;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * One task's writer: sends each row as a record with the source's partition, key, value, headers
+ * and timestamp, and pairs its source offset with the target offset in the send's callback. No
+ * ordering assumption is needed for the pairing (each callback knows its own record); runs merge
+ * pairs that continue each other on both sides.
+ */
+final class MirrorDataWriter implements DataWriter<InternalRow> {
+    private final WriteSettings settings;
+    private final KafkaProducer<byte[], byte[]> producer;
+    private final Map<String, Map<Integer, PartitionAcks>> acks = new HashMap<>();
+    private volatile Exception failure;
+    private UTF8String lastTopicUtf8;
+    private String lastTopic;
+
+    MirrorDataWriter(WriteSettings settings) {
+        this.settings = settings;
+        this.producer = Producers.get(settings.producer);
+    }
+
+    @Override
+    public void write(InternalRow row) throws IOException {
+        Exception failed = failure;
+        if (failed != null) {
+            throw new IOException("writing to the target failed: " + failed, failed);
+        }
+        WriteSettings s = settings;
+        String topic = topic(row.getUTF8String(s.topic));
+        int partition = row.getInt(s.partition);
+        byte[] key = row.isNullAt(s.key) ? null : row.getBinary(s.key);
+        byte[] value = row.isNullAt(s.value) ? null : row.getBinary(s.value);
+        long ts = row.isNullAt(s.timestamp) ? -1L : row.getLong(s.timestamp);
+        long upstream = row.getLong(s.offset);
+        RecordHeaders headers = new RecordHeaders();
+        if (!row.isNullAt(s.headers)) {
+            ArrayData array = row.getArray(s.headers);
+            for (int i = 0; i < array.numElements(); i++) {
+                InternalRow h = array.getStruct(i, 2);
+                headers.add(new RecordHeader(h.getUTF8String(0).toString(), h.isNullAt(1) ? null : h.getBinary(1)));
+            }
+        }
+        long bytes = (key == null ? 0 : key.length) + (value == null ? 0 : value.length);
+        long now = System.currentTimeMillis();
+        long age = ts < 0 ? -1L : Math.max(0L, now - ts);
+        PartitionAcks target = acksFor(topic, partition);
+        producer.send(new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
+            new Ack(target, upstream, ts, bytes, age));
+    }
+
+    /** The topic name as a String, converted once per run of rows of the same topic. */
+    private String topic(UTF8String utf8) {
+        if (!utf8.equals(lastTopicUtf8)) {
+            lastTopicUtf8 = utf8.clone();
+            lastTopic = utf8.toString();
+        }
+        return lastTopic;
+    }
+
+    private PartitionAcks acksFor(String topic, int partition) {
+        return acks.computeIfAbsent(topic, t -> new HashMap<>())
+            .computeIfAbsent(partition, p -> new PartitionAcks(topic, p));
+    }
+
+    @Override
+    public WriterCommitMessage commit() throws IOException {
+        producer.flush();
+        Exception failed = failure;
+        if (failed != null) {
+            Producers.discard(settings.producer, producer);
+            throw new IOException("writing to the target failed: " + failed, failed);
+        }
+        List<PartitionAcks> parts = new ArrayList<>();
+        for (Map<Integer, PartitionAcks> byPartition : acks.values()) {
+            parts.addAll(byPartition.values());
+        }
+        SparkEnv env = SparkEnv.get();
+        return new TaskReport(env == null ? "unknown" : env.executorId(), parts);
+    }
+
+    @Override
+    public void abort() {
+        if (failure != null) {
+            Producers.discard(settings.producer, producer);
+        }
+    }
+
+    @Override
+    public void close() {
+        // The producer is shared by the executor's tasks (Producers); nothing to release per task.
+    }
+
+    private final class Ack implements Callback {
+        private final PartitionAcks target;
+        private final long upstream;
+        private final long timestamp;
+        private final long bytes;
+        private final long age;
+
+        Ack(PartitionAcks target, long upstream, long timestamp, long bytes, long age) {
+            this.target = target;
+            this.upstream = upstream;
+            this.timestamp = timestamp;
+            this.bytes = bytes;
+            this.age = age;
+        }
+
+        @Override
+        public void onCompletion(RecordMetadata metadata, Exception exception) {
+            if (exception != null) {
+                if (failure == null) {
+                    failure = exception;
+                }
+                return;
+            }
+            long latency = timestamp < 0 ? -1L : Math.max(0L, System.currentTimeMillis() - timestamp);
+            target.ack(upstream, metadata.hasOffset() ? metadata.offset() : -1L, bytes, age, latency);
+        }
+    }
+}

@@ -1,0 +1,61 @@
+package io.mirrorspark.sink;
+
+import java.io.Serializable;
+import java.util.HashMap;
+import java.util.Map;
+
+import org.apache.spark.sql.types.StructType;
+
+/** What every task of one write needs: the flow's name, producer settings, column positions. */
+final class WriteSettings implements Serializable {
+    private static final long serialVersionUID = 1L;
+    static final String PRODUCER_PREFIX = "kafka.";
+
+    final String flow;
+    final HashMap<String, String> producer;
+    final int topic;
+    final int partition;
+    final int key;
+    final int value;
+    final int headers;
+    final int timestamp;
+    final int offset;
+
+    private WriteSettings(String flow, HashMap<String, String> producer, StructType schema) {
+        this.flow = flow;
+        this.producer = producer;
+        this.topic = column(schema, "topic");
+        this.partition = column(schema, "partition");
+        this.key = column(schema, "key");
+        this.value = column(schema, "value");
+        this.headers = column(schema, "headers");
+        this.timestamp = column(schema, "timestamp");
+        this.offset = column(schema, "offset");
+    }
+
+    static WriteSettings from(StructType schema, Map<String, String> options) {
+        String flow = options.get("flow");
+        if (flow == null || flow.isEmpty()) {
+            throw new IllegalArgumentException("the mirrorspark sink needs the option 'flow'");
+        }
+        HashMap<String, String> producer = new HashMap<>();
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            if (e.getKey().startsWith(PRODUCER_PREFIX)) {
+                producer.put(e.getKey().substring(PRODUCER_PREFIX.length()), e.getValue());
+            }
+        }
+        if (!producer.containsKey("bootstrap.servers")) {
+            throw new IllegalArgumentException("the mirrorspark sink needs the option 'kafka.bootstrap.servers'");
+        }
+        return new WriteSettings(flow, producer, schema);
+    }
+
+    private static int column(StructType schema, String name) {
+        for (int i = 0; i < schema.fields().length; i++) {
+            if (schema.fields()[i].name().equals(name)) {
+                return i;
+            }
+        }
+        throw new IllegalArgumentException("the mirrorspark sink needs a column '" + name + "', got " + schema.simpleString());
+    }
+}

@@ -6,7 +6,10 @@ import random
 import pytest
 
 from mirrorspark.offsets.formats import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
-from mirrorspark.offsets.ranges import OffsetRanges, RangeStoreFile, Run
+from mirrorspark.offsets import range_log
+from mirrorspark.offsets.range_log import RangeLog
+from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.state.files import LocalFiles
 
 
 def test_offset_sync_bytes():
@@ -86,15 +89,38 @@ def test_thinning_bounds_memory_and_never_translates_ahead():
             assert got == correct, committed  # recent history stays exact
 
 
-def test_store_file_round_trip(tmp_path):
-    store = RangeStoreFile(tmp_path / "ranges.sqlite")
+def test_range_log_round_trip(tmp_path):
+    log = RangeLog(LocalFiles(tmp_path / "offset-ranges"))
     ranges = OffsetRanges()
     ranges.add("t", 0, [Run(0, 0, 10), Run(12, 10, 5)])
     ranges.add("u", 3, [Run(7, 9, 1)])
-    store.save(ranges, ranges.partitions())
-    loaded = store.load()
+    log.save(ranges, ranges.partitions())
+    loaded = RangeLog(LocalFiles(tmp_path / "offset-ranges")).load()
     assert loaded.rows("t", 0) == ranges.rows("t", 0) and loaded.rows("u", 3) == [(7, 9, 1, True)]
     assert loaded.translate("t", 0, 11) == 10
+
+
+def test_range_log_replays_batches_and_snapshots_bound_the_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(range_log, "SNAPSHOT_EVERY", 5)
+    files = LocalFiles(tmp_path / "offset-ranges")
+    log = RangeLog(files)
+    ranges = OffsetRanges()
+    for batch in range(23):  # partition 0 every batch, partition 1 every third batch
+        ranges.add("t", 0, [Run(batch * 10, batch * 10 + 3, 10)])
+        touched = [("t", 0)]
+        if batch % 3 == 0:
+            ranges.add("t", 1, [Run(batch, 1000 + batch, 1)])
+            touched.append(("t", 1))
+        log.save(ranges, touched)
+        if batch in (7, 15, 22):  # a restart at any point sees exactly what was saved
+            reloaded = RangeLog(files)
+            again = reloaded.load()
+            assert again.rows("t", 0) == ranges.rows("t", 0) and again.rows("t", 1) == ranges.rows("t", 1)
+            log = reloaded
+    assert len(files.list()) <= 5
+    files.write(files.list()[-1], "{not json")  # a damaged newest file: older state, never ahead
+    damaged = RangeLog(files).load()
+    assert damaged.translate("t", 0, 225) is None or damaged.translate("t", 0, 225) <= ranges.translate("t", 0, 225)
 
 
 def test_inverse_translation_for_failback():

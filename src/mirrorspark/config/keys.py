@@ -114,6 +114,11 @@ KEYS: tuple[Key, ...] = (
     Key("mirrorspark.rest.token", Type.STRING, None,
         "When set, every REST call but `/health` and `/metrics` needs `Authorization: Bearer <token>`.",
         Scope.DRIVER),
+    Key("mirrorspark.state.location", Type.STRING, None,
+        "Where every flow keeps what it needs to resume (Spark checkpoint, exact offset ranges, cluster ids, "
+        "re-copy marks): a folder, or a Hadoop-compatible URI shared by machines (`file:///mnt/shared/ms`, "
+        "`hdfs://nn/ms`, `s3a://bucket/ms`) so a driver started elsewhere resumes. Default `<state-dir>/flows`.",
+        Scope.DRIVER),
     Key("mirrorspark.metrics.lag.interval.seconds", Type.DOUBLE, "5",
         "How often lag (offsets and seconds) and record/byte rates are measured.", Scope.DRIVER),
 )

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -138,11 +139,16 @@ class LocalSpark:
         java_executable()  # a clear error before spark-class says "JAVA_HOME is not set"
         layout = self._prepare(workers, cores, memory, port)
         started: list[tuple[str, subprocess.Popen[bytes]]] = []
+        deadline = time.monotonic() + timeout
         try:
             started.append(("master", self._launch("master", self._master_args(layout))))
+            # A worker that finds no master waits ~10 s before retrying: start workers once it answers.
+            self._await(started, deadline, lambda: master_alive(layout.web_ui), "the Spark master did not answer")
             for i, name in enumerate(self.daemons(layout)[1:]):
                 started.append((name, self._launch(name, self._worker_args(layout, name, i))))
-            self._await_workers(layout, started, timeout)
+            self._await(started, deadline, lambda: alive_workers(layout.web_ui) >= layout.workers,
+                         f"the Spark master did not report {layout.workers} workers ALIVE (worker logs are in "
+                         f"{self.folder})")
         except BaseException:
             for name, proc in reversed(started):
                 self._stop(name, proc.pid, timeout=10.0)
@@ -239,25 +245,23 @@ class LocalSpark:
         self._pid_file(name).write_text(str(proc.pid))
         return proc
 
-    def _await_workers(self, layout: SparkLayout, started: list[tuple[str, subprocess.Popen[bytes]]],
-                       timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        alive = 0
-        while time.monotonic() < deadline:
+    def _await(self, started: list[tuple[str, subprocess.Popen[bytes]]], deadline: float,
+               ready: Callable[[], bool], failure: str) -> None:
+        """Poll ``ready`` until ``deadline``; fail early, with its log, if a started daemon exits."""
+        while True:
             for name, proc in started:
                 if proc.poll() is not None:
                     raise LocalClusterError(
                         f"Spark {name} exited with code {proc.returncode} while starting; "
                         f"last lines of {self.log_file(name)}:\n{tail(self.log_file(name))}"
                     )
-            alive = alive_workers(layout.web_ui)
-            if alive >= layout.workers:
+            if ready():
                 return
-            time.sleep(0.5)
-        raise LocalClusterError(
-            f"the Spark master reported {alive} of {layout.workers} workers ALIVE after {timeout:.0f} s (worker "
-            f"logs in {self.folder}); last lines of {self.log_file('master')}:\n{tail(self.log_file('master'))}"
-        )
+            if time.monotonic() > deadline:
+                raise LocalClusterError(
+                    f"{failure} in time; last lines of {self.log_file('master')}:\n{tail(self.log_file('master'))}"
+                )
+            time.sleep(0.3)
 
     # -- down / status --------------------------------------------------------------------------
     def down(self, purge: bool = False, timeout: float = 30.0) -> list[str]:
@@ -324,6 +328,10 @@ def master_state(web_ui: str, timeout: float = 2.0) -> dict | None:
             return json.loads(response.read())
     except (OSError, ValueError):
         return None
+
+
+def master_alive(web_ui: str) -> bool:
+    return (master_state(web_ui) or {}).get("status") == "ALIVE"
 
 
 def alive_workers(web_ui: str) -> int:

@@ -1,6 +1,6 @@
 """One flow's replication figures, fed once per batch with what the JVM aggregated.
 
-After Spark's Kafka writer returns, the driver drains ``FlowStats`` (count, bytes, record age and
+After the writer's save() returns, the driver drains ``FlowStats`` (count, bytes, record age and
 replication latency per target partition) and ``OffsetRuns`` (which source offsets were written).
 Nothing here runs per record. Re-copies are counted against a small persisted high-water mark of
 written source offsets per partition, so records written again after a restart show up.
@@ -8,14 +8,12 @@ written source offsets per partition, so records written again after a restart s
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-
 from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.state.files import StateFiles
 
 
 @dataclass
@@ -55,16 +53,17 @@ def parse_stats(text: str) -> list[BatchStats]:
 
 
 class WrittenHighWater:
-    """Next source offset after the highest one written, per source partition, kept on disk."""
+    """Next source offset after the highest one written, per source partition, kept in the state."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    FILE = "written-high-water.json"
+
+    def __init__(self, files: StateFiles) -> None:
+        self.files = files
         self.marks: dict[str, int] = {}
-        if path.exists():
-            try:
-                self.marks = {k: int(v) for k, v in json.loads(path.read_text()).items()}
-            except (ValueError, AttributeError):
-                self.marks = {}
+        try:
+            self.marks = {k: int(v) for k, v in json.loads(files.read(self.FILE) or "{}").items()}
+        except (ValueError, AttributeError):
+            self.marks = {}
 
     def recopied(self, topic: str, partition: int, upstream: int, count: int) -> int:
         """How many of ``upstream .. upstream+count-1`` had been written before; raises the mark."""
@@ -75,9 +74,7 @@ class WrittenHighWater:
         return again
 
     def save(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.marks))
-        os.replace(tmp, self.path)
+        self.files.write(self.FILE, json.dumps(self.marks))
 
 
 @dataclass
@@ -88,11 +85,11 @@ class FlowFigures:
 
 
 class FlowMetrics:
-    def __init__(self, metrics: MirrorMetrics, source: str, target: str, state_dir: Path) -> None:
+    def __init__(self, metrics: MirrorMetrics, source: str, target: str, state: StateFiles) -> None:
         self.metrics = metrics
         self.source = source
         self.target = target
-        self.high_water = WrittenHighWater(state_dir / "written-high-water.json")
+        self.high_water = WrittenHighWater(state)
         self.figures = FlowFigures()
         self._lock = threading.Lock()
         self._rate_mark: tuple[float, dict[tuple[str, int], tuple[int, int]]] = (time.monotonic(), {})

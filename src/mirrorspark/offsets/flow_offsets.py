@@ -10,7 +10,6 @@ checkpoints off), ``offset-syncs.topic.location`` (source|target),
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -21,9 +20,11 @@ from mirrorspark.control.admin import broker_count, ensure_compacted_topic
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.offsets.group_sync import GroupOffsetSync
-from mirrorspark.offsets.ranges import OffsetRanges, RangeStoreFile
+from mirrorspark.offsets.range_log import RangeLog
+from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter, parse_drained
 from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +41,14 @@ class FlowOffsets:
     """Offset syncs, checkpoints and group offset sync of one flow."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
-                 source_conf: dict[str, Any], target_conf: dict[str, Any], state_dir: Path) -> None:
+                 source_conf: dict[str, Any], target_conf: dict[str, Any], state: StateFiles) -> None:
         self.flow = flow
         self.source_of = lambda remote: None  # set by the runner from the flow's topic plan
         self.selection = selection
         self.policy = selection.policy
         self.enabled = flow.flag("emit.offset-syncs.enabled")
-        self.store_file = RangeStoreFile(state_dir / "offset-ranges.sqlite")
-        self.ranges: OffsetRanges = self.store_file.load() if self.enabled else OffsetRanges()
+        self.range_log = RangeLog(state.child("offset-ranges"))
+        self.ranges: OffsetRanges = self.range_log.load() if self.enabled else OffsetRanges()
         self.writer: OffsetSyncWriter | None = None
         self.checkpoints: CheckpointTask | None = None
         self.group_sync: GroupOffsetSync | None = None
@@ -90,7 +91,7 @@ class FlowOffsets:
             self.checkpoints.translate_back = reverse.translate_back
 
     def _save(self, partitions: set[tuple[str, int]]) -> None:
-        self.store_file.save(self.ranges, partitions)
+        self.range_log.save(self.ranges, partitions)
 
     def check_replication_factors(self) -> None:
         """Internal topics' replication factors against the brokers of the cluster hosting them."""
@@ -138,4 +139,3 @@ class FlowOffsets:
             self.checkpoints.close()
         if self.writer is not None:
             self.writer.close()
-        self.store_file.close()

@@ -11,11 +11,9 @@ thinned to bound memory): translation is exact in the first case and falls back 
 from __future__ import annotations
 
 import bisect
-import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 DEFAULT_MAX_RUNS = 256
 
@@ -161,53 +159,3 @@ class OffsetRanges:
     def restore(self, topic: str, partition: int, rows: Iterable[tuple[int, int, int, bool]]) -> None:
         with self._lock:
             self._get(topic, partition).entries = [_Entry(u, d, n, bool(x)) for u, d, n, x in rows]
-
-
-class RangeStoreFile:
-    """SQLite file keeping a flow's ranges across restarts; each batch saves the partitions it
-    touched in one transaction, before Spark commits the batch."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db: sqlite3.Connection | None = None
-
-    def _connect(self) -> sqlite3.Connection:
-        """One connection kept open; WAL with synchronous=NORMAL keeps a per-batch save to a few
-        milliseconds and survives a process crash (only a power loss can drop the newest save,
-        which makes translation fall back to older runs: never ahead, never skipping)."""
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("CREATE TABLE IF NOT EXISTS runs (topic TEXT, partition INTEGER, upstream INTEGER, "
-                       "downstream INTEGER, count INTEGER, exact_gap_after INTEGER)")
-            db.execute("CREATE INDEX IF NOT EXISTS runs_by_partition ON runs (topic, partition)")
-            self._db = db
-        return self._db
-
-    def load(self, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> OffsetRanges:
-        ranges = OffsetRanges(max_runs_per_partition)
-        if not self.path.exists():
-            return ranges
-        grouped: dict[tuple[str, int], list[tuple[int, int, int, bool]]] = {}
-        db = self._connect()
-        for topic, partition, u, d, n, x in db.execute("SELECT * FROM runs ORDER BY topic, partition, upstream"):
-            grouped.setdefault((topic, partition), []).append((u, d, n, bool(x)))
-        for (topic, partition), rows in grouped.items():
-            ranges.restore(topic, partition, rows)
-        return ranges
-
-    def save(self, ranges: OffsetRanges, partitions: Iterable[tuple[str, int]]) -> None:
-        db = self._connect()
-        with db:
-            for topic, partition in partitions:
-                db.execute("DELETE FROM runs WHERE topic = ? AND partition = ?", (topic, partition))
-                db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-                               [(topic, partition, u, d, n, int(x)) for u, d, n, x in
-                                ranges.rows(topic, partition)])
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None

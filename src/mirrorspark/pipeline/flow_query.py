@@ -12,8 +12,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics
@@ -21,6 +19,7 @@ from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.offsets.sync_writer import parse_drained
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +73,12 @@ class FlowQuery:
     """Builds, starts and stops the streaming query of one flow."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
-                 checkpoint_dir: Path, on_written: Callable[[str, dict[str, str]], None] | None = None,
+                 checkpoint: StateFiles, on_written: Callable[[str, dict[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
-        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint = checkpoint  # Spark's checkpoint folder, in the flow's state location
         self.query = None
         self._write_lock = threading.Lock()
         self._stopping = False
@@ -100,11 +99,12 @@ class FlowQuery:
         reader = spark.readStream.format("kafka")
         for key, value in source_options(self.flow, self.subscribe_pattern()).items():
             reader = reader.option(key, value)
-        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        # Each flow's jobs run in a scheduler pool of its own: flows share the executors fairly.
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)
         self.query = (
             reader.load()
             .writeStream.queryName(self.flow.name)
-            .option("checkpointLocation", str(self.checkpoint_dir))
+            .option("checkpointLocation", self.checkpoint.uri())
             .foreachBatch(self._write_batch)
             .start()
         )
@@ -156,11 +156,7 @@ class FlowQuery:
 
     def _batch_topics(self, batch_id: int) -> set[str]:
         """Topics in Spark's offset log entry for ``batch_id`` (written before the batch runs)."""
-        path = self.checkpoint_dir / "offsets" / str(batch_id)
-        try:
-            lines = path.read_text().splitlines()
-        except OSError:
-            return set()
+        lines = (self.checkpoint.child("offsets").read(str(batch_id)) or "").splitlines()
         topics: set[str] = set()
         for line in lines[2:]:
             try:
@@ -171,12 +167,10 @@ class FlowQuery:
 
     def committed_positions(self) -> dict[tuple[str, int], int]:
         """Source offsets up to which the last committed batch read (Spark's offset and commit logs)."""
-        commits = self.checkpoint_dir / "commits"
-        try:
-            batch = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-            lines = (self.checkpoint_dir / "offsets" / str(batch)).read_text().splitlines()
-        except (OSError, ValueError):
+        batches = [int(name) for name in self.checkpoint.child("commits").list() if name.isdigit()]
+        if not batches:
             return {}
+        lines = (self.checkpoint.child("offsets").read(str(max(batches))) or "").splitlines()
         positions: dict[tuple[str, int], int] = {}
         for line in lines[2:]:
             try:
@@ -259,9 +253,9 @@ class FlowQuery:
             self._stopping = True
             last = self._last_written
         if last is not None and self.query is not None and self.query.isActive:
-            committed = self.checkpoint_dir / "commits" / str(last)
+            commits = self.checkpoint.child("commits")
             deadline = time.monotonic() + commit_timeout
-            while not committed.exists() and self.query.isActive and time.monotonic() < deadline:
+            while commits.read(str(last)) is None and self.query.isActive and time.monotonic() < deadline:
                 time.sleep(0.05)
         if self.query is not None:
             self.query.stop()

@@ -32,6 +32,8 @@ from mirrorspark.policy import policy_for_flow
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.replicator_controller import ReplicatorController
 from mirrorspark.rest.server import RestServer, parse_listener
+from mirrorspark.state import StateFiles, StateLocation
+from mirrorspark.state.location import KEY as STATE_KEY
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +56,6 @@ def reach(cluster: ClusterConfig, conf: dict[str, str], timeout: float = 15.0):
     return admin
 
 
-def flow_dir(state_dir: Path, flow: FlowConfig) -> Path:
-    return state_dir / "flows" / flow.source.alias / flow.target.alias
-
-
-def checkpoint_dir(state_dir: Path, flow: FlowConfig) -> Path:
-    return flow_dir(state_dir, flow) / "checkpoint"
-
-
 class Replicator:
     """All flows of one mirrorspark process."""
 
@@ -78,6 +72,8 @@ class Replicator:
         self.metrics = MirrorMetrics()
         self.lag_probes: dict[str, LagProbe] = {}
         self.rest: RestServer | None = None
+        self.location = StateLocation.parse(config.top_level.get(STATE_KEY), state_dir)
+        self.state: StateFiles | None = None
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before Spark starts or any data moves."""
@@ -85,6 +81,9 @@ class Replicator:
         if not flows:
             raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"
                               " (and check --clusters)", "enabled")
+        if self.location.needs_spark:
+            self.spark = build_session(self.config.spark)
+        self.state = self.location.open(self.spark)
         for flow in flows:
             self._prepare_flow(flow)
         by_pair = {(o.flow.source.alias, o.flow.target.alias): o for o in self.offsets}
@@ -125,8 +124,8 @@ class Replicator:
         refresh_interval = flow.interval("refresh.topics")
         remote = RemoteTopics(flow, selection, source, target, refresh_interval, configs)
         remote.check_replication_factor()
-        folder = flow_dir(self.state_dir, flow)
-        folder.mkdir(parents=True, exist_ok=True)
+        assert self.state is not None
+        folder = self.state.child(flow.source.alias).child(flow.target.alias)
         check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, source, target)
         offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder)
         offsets.check_replication_factors()
@@ -150,7 +149,7 @@ class Replicator:
         figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias, folder)
         if offsets.checkpoints is not None:
             offsets.checkpoints.metrics = self.metrics
-        query = FlowQuery(flow, selection, remote, checkpoint_dir(self.state_dir, flow),
+        query = FlowQuery(flow, selection, remote, folder.child("checkpoint"),
                           offsets.on_written if offsets.enabled else None, figures)
         self.flows.append(query)
         read_committed = flow.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
@@ -187,7 +186,8 @@ class Replicator:
                                  emitter.beat)
 
     def start(self) -> None:
-        self.spark = build_session(self.config.spark)
+        if self.spark is None:
+            self.spark = build_session(self.config.spark)
         for flow in self.flows:
             flow.start(self.spark)
             if flow.metrics is not None:

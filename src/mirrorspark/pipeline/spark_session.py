@@ -21,6 +21,11 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     "spark.kafka.consumer.cache.capacity": "1024",
     "spark.sql.streaming.stopTimeout": "60000",
+    # Each flow's jobs go to a pool of its own (FlowQuery); pools share the executors fairly.
+    "spark.scheduler.mode": "FAIR",
+    # Kafka input partitions prefer the executor that read them last; waiting for it (3 s by
+    # default) stalls a batch while other executors are idle. Replication has no data locality.
+    "spark.locality.wait": "0",
     # The checkpoint lives in the local state dir. Spark's default FileContext-based manager has
     # Hadoop fork `readlink` and `chmod` about 15 times per batch there (seen with JFR), ~100 ms of
     # every batch; the FileSystem-based one renames in-process (atomic on a local file system).
@@ -35,7 +40,8 @@ def spark_conf(user: Mapping[str, str]) -> dict[str, str]:
     # ParallelGC: the producer's 512 KiB batches and fetch buffers are G1 "humongous" objects at a
     # 1 GiB heap, which kept G1 in back-to-back concurrent cycles (JFR); measured in ADR 0003.
     java_opts = f"-XX:+UseParallelGC -Dlog4j2.configurationFile={log_config.as_uri()}"
-    conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts, **user}
+    conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts,
+            "spark.executor.extraJavaOptions": java_opts, **user}
     jars = [str(p) for p in paths.spark_jars()]
     if conf.get("spark.jars"):
         jars = [conf["spark.jars"], *jars]

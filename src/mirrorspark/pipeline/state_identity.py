@@ -9,11 +9,11 @@ every later one.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.errors import ConfigError
+from mirrorspark.state.files import StateFiles
 
 FILE = "clusters.json"
 
@@ -22,23 +22,22 @@ def cluster_id(admin: AdminClient, timeout: float = 15.0) -> str:
     return admin.describe_cluster(request_timeout=timeout).result().cluster_id
 
 
-def check_state_identity(folder: Path, flow_name: str, source_alias: str, target_alias: str,
+def check_state_identity(folder: StateFiles, flow_name: str, source_alias: str, target_alias: str,
                          source: AdminClient, target: AdminClient) -> None:
     """Record the clusters' ids in ``folder`` on first use; refuse to run against others later."""
     now = {source_alias: cluster_id(source), target_alias: cluster_id(target)}
-    marker = folder / FILE
-    if not marker.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps(now))
+    text = folder.read(FILE)
+    if text is None:
+        folder.write(FILE, json.dumps(now))
         return
     try:
-        before = json.loads(marker.read_text())
+        before = json.loads(text)
     except ValueError:
         before = {}
     changed = [f"{alias} was cluster {before[alias]}, is now {now[alias]}" for alias in now
                if before.get(alias) not in (None, now[alias])]
     if changed:
         raise ConfigError(
-            f"flow {flow_name}: the state in {folder} belongs to other clusters ({'; '.join(changed)}). "
+            f"flow {flow_name}: the state in {folder.uri()} belongs to other clusters ({'; '.join(changed)}). "
             f"Its offsets mean nothing there and resuming would skip records. Use another --state-dir, or "
-            f"delete {folder} to replicate from scratch", f"{source_alias}.bootstrap.servers")
+            f"delete {folder.uri()} to replicate from scratch", f"{source_alias}.bootstrap.servers")

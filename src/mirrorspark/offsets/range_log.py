@@ -1,0 +1,71 @@
+"""A flow's offset ranges kept in its state location, so translation survives restarts and moves.
+
+Each batch writes one numbered file with the rows of the partitions it touched, before Spark
+commits the batch; loading replays the files in order (later rows of a partition replace earlier
+ones). Every ``SNAPSHOT_EVERY`` files the whole mapping is written as a snapshot and the files
+before it are deleted, so loading reads a bounded number of small files. A crash between two
+writes leaves the previous file set: translation falls back to older runs, never ahead.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+
+from mirrorspark.offsets.ranges import DEFAULT_MAX_RUNS, OffsetRanges
+from mirrorspark.state.files import StateFiles
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_EVERY = 200
+
+
+def _name(seq: int) -> str:
+    return f"{seq:020d}.json"
+
+
+class RangeLog:
+    def __init__(self, files: StateFiles) -> None:
+        self.files = files
+        self._next = 0
+        self._since_snapshot = 0
+
+    def load(self, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> OffsetRanges:
+        ranges = OffsetRanges(max_runs_per_partition)
+        entries: list[tuple[int, dict]] = []
+        for name in self.files.list():
+            stem = name.removesuffix(".json")
+            if not stem.isdigit():
+                continue
+            text = self.files.read(name)
+            try:
+                entries.append((int(stem), json.loads(text or "")))
+            except ValueError:
+                log.warning("offset ranges: %s/%s is not valid JSON; skipped (translation falls back to older runs)",
+                            self.files.uri(), name)
+        entries.sort(key=lambda e: e[0])
+        start = max((i for i, (_, body) in enumerate(entries) if body.get("snapshot")), default=0)
+        for _, body in entries[start:]:
+            for topic, partition, rows in body.get("partitions", []):
+                ranges.restore(topic, int(partition), [tuple(r) for r in rows])
+        if entries:
+            self._next = entries[-1][0] + 1
+            self._since_snapshot = len(entries) - start
+        return ranges
+
+    def save(self, ranges: OffsetRanges, partitions: Iterable[tuple[str, int]]) -> None:
+        """The rows of ``partitions``; every SNAPSHOT_EVERY saves, all of them, and older files go."""
+        snapshot = self._since_snapshot >= SNAPSHOT_EVERY
+        chosen = ranges.partitions() if snapshot else sorted(set(partitions))
+        body = {"snapshot": snapshot,
+                "partitions": [[t, p, [list(r) for r in ranges.rows(t, p)]] for t, p in chosen]}
+        seq = self._next
+        self.files.write(_name(seq), json.dumps(body, separators=(",", ":")))
+        self._next += 1
+        self._since_snapshot += 1
+        if snapshot:
+            self._since_snapshot = 1
+            for name in self.files.list():
+                stem = name.removesuffix(".json")
+                if stem.isdigit() and int(stem) < seq:
+                    self.files.delete(name)

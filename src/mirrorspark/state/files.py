@@ -1,0 +1,89 @@
+"""Small text files of a flow's state: one interface, a local folder or a Hadoop URI behind it.
+
+Every file is written whole or not at all (temporary file + rename), so a ``kill -9`` at any
+moment leaves the previous version or the new one, never half of one.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+
+class StateFiles(Protocol):
+    """A folder of the state location."""
+
+    def child(self, name: str) -> "StateFiles": ...
+
+    def uri(self) -> str: ...
+
+    def read(self, name: str) -> str | None: ...
+
+    def write(self, name: str, text: str) -> None: ...
+
+    def list(self) -> list[str]: ...
+
+    def delete(self, name: str) -> None: ...
+
+
+class LocalFiles:
+    """A folder on this machine (plain path)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def child(self, name: str) -> "LocalFiles":
+        return LocalFiles(self.path / name)
+
+    def uri(self) -> str:
+        return str(self.path)
+
+    def read(self, name: str) -> str | None:
+        try:
+            return (self.path / name).read_text()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def write(self, name: str, text: str) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.path / f".{name}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, self.path / name)
+
+    def list(self) -> list[str]:
+        try:
+            return sorted(p.name for p in self.path.iterdir() if not p.name.startswith(".") and p.is_file())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def delete(self, name: str) -> None:
+        (self.path / name).unlink(missing_ok=True)
+
+
+class HadoopFiles:
+    """A folder under a Hadoop-compatible URI (file://, hdfs://, s3a://...), written by the driver
+    JVM through Spark's checkpoint file manager (``io.mirrorspark.state.StateFiles``)."""
+
+    def __init__(self, uri: str, spark) -> None:
+        self._uri = uri.rstrip("/")
+        self._spark = spark
+        self._java = spark._jvm.io.mirrorspark.state.StateFiles
+        self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+
+    def child(self, name: str) -> "HadoopFiles":
+        return HadoopFiles(f"{self._uri}/{name}", self._spark)
+
+    def uri(self) -> str:
+        return self._uri
+
+    def read(self, name: str) -> str | None:
+        return self._java.read(f"{self._uri}/{name}", self._conf)
+
+    def write(self, name: str, text: str) -> None:
+        self._java.write(f"{self._uri}/{name}", text, self._conf)
+
+    def list(self) -> list[str]:
+        return [n for n in self._java.list(self._uri, self._conf).split("\n") if n]
+
+    def delete(self, name: str) -> None:
+        self._java.delete(f"{self._uri}/{name}", self._conf)

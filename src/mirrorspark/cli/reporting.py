@@ -22,7 +22,9 @@ def reported(func: Callable) -> Callable:
     from mirrorspark.control.remote_topics import RemoteTopicsError
     from mirrorspark.local import LocalClusterError
     from mirrorspark.paths import SetupMissing
+    from mirrorspark.pipeline.executors import ExecutorSetupError
     from mirrorspark.pipeline.runner import ClusterUnreachable
+    from mirrorspark.pipeline.spark_session import SparkUnavailable
     from confluent_kafka import KafkaException
 
     @wraps(func)
@@ -31,7 +33,8 @@ def reported(func: Callable) -> Callable:
             return func(*args, **kwargs)
         except ConfigError as exc:
             fail(str(exc), EXIT_CONFIG)
-        except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError) as exc:
+        except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError, SparkUnavailable,
+                ExecutorSetupError) as exc:
             fail(str(exc), EXIT_RUNTIME)
         except KafkaException as exc:
             fail(f"Kafka request failed: {exc.args[0].str() if exc.args else exc}", EXIT_RUNTIME)

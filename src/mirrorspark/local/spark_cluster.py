@@ -232,7 +232,8 @@ class LocalSpark:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
             "SPARK_DAEMON_JAVA_OPTS": opts,
-            # Executors inherit the worker's environment: their Python workers use this venv.
+            # Executors inherit this environment. PySpark tasks still run the driver's PYSPARK_PYTHON (which
+            # mirrorspark's session sets to its own interpreter): this keeps the two the same.
             "PYSPARK_PYTHON": sys.executable,
         }
 

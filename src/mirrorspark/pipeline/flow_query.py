@@ -17,6 +17,7 @@ from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.offsets.sync_writer import parse_drained
+from mirrorspark.pipeline.executors import through_provider
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.state.files import StateFiles
@@ -33,7 +34,8 @@ class StopRequested(RuntimeError):
     """Raised inside a batch that starts after a stop was requested, so it is never committed."""
 
 
-def source_options(flow: FlowConfig, pattern: str) -> dict[str, str]:
+def source_options(flow: FlowConfig, pattern: str, ship_files: bool = False) -> dict[str, str]:
+    """Spark Kafka source options; with ``ship_files`` client files resolve on every executor."""
     consumer = flow.source_consumer()
     reset = consumer.get("auto.offset.reset", "earliest").strip().lower()
     if reset not in ("earliest", "latest"):
@@ -47,16 +49,19 @@ def source_options(flow: FlowConfig, pattern: str) -> dict[str, str]:
         # A deleted source topic or retention must not stop the other topics (MM2 keeps going).
         "failOnDataLoss": "false",
     }
+    if ship_files:
+        consumer = through_provider(consumer)
     options.update({f"kafka.{k}": v for k, v in consumer.items() if k not in _SOURCE_MANAGED})
     return options
 
 
-def sink_options(flow: FlowConfig, report_offsets: bool) -> dict[str, str]:
+def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = False) -> dict[str, str]:
     """MirrorSink options: the target producer's settings as ``kafka.*`` and the flow's name. With
     ``report_offsets`` the producer must be idempotent: exact runs need each partition's records
     written in send order (a retried batch must not overtake an earlier one)."""
     producer = flow.target_producer()
-    options = {f"kafka.{k}": v for k, v in producer.items() if k not in _SINK_MANAGED}
+    sent = through_provider(producer) if ship_files else producer
+    options = {f"kafka.{k}": v for k, v in sent.items() if k not in _SINK_MANAGED}
     options["kafka.bootstrap.servers"] = flow.target.bootstrap_servers
     if report_offsets:
         if producer.get("enable.idempotence", "true").strip().lower() == "false":
@@ -74,7 +79,7 @@ class FlowQuery:
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
                  checkpoint: StateFiles, on_written: Callable[[str, dict[str, str]], None] | None = None,
-                 metrics: FlowMetrics | None = None) -> None:
+                 metrics: FlowMetrics | None = None, ship_files: bool = False) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
@@ -82,7 +87,8 @@ class FlowQuery:
         self.query = None
         self._write_lock = threading.Lock()
         self._stopping = False
-        self._sink_options = sink_options(flow, report_offsets=on_written is not None)
+        self._ship_files = ship_files
+        self._sink_options = sink_options(flow, report_offsets=on_written is not None, ship_files=ship_files)
         self._on_written = on_written
         self.metrics = metrics
         self.paused = False
@@ -97,7 +103,7 @@ class FlowQuery:
     def start(self, spark) -> None:
         self._stopping = False
         reader = spark.readStream.format("kafka")
-        for key, value in source_options(self.flow, self.subscribe_pattern()).items():
+        for key, value in source_options(self.flow, self.subscribe_pattern(), self._ship_files).items():
             reader = reader.option(key, value)
         # Each flow's jobs run in a scheduler pool of its own: flows share the executors fairly.
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)

@@ -25,7 +25,8 @@ from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
-from mirrorspark.pipeline.spark_session import build_session
+from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
+from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
 from mirrorspark.pipeline.state_identity import check_state_identity
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.policy import policy_for_flow
@@ -74,6 +75,9 @@ class Replicator:
         self.rest: RestServer | None = None
         self.location = StateLocation.parse(config.top_level.get(STATE_KEY), state_dir)
         self.state: StateFiles | None = None
+        self.ship_files = False  # executors in other JVMs: client files shipped, executors checked
+        self.shipped: list[Path] = []
+        self.executors: list[str] = []
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before Spark starts or any data moves."""
@@ -81,8 +85,13 @@ class Replicator:
         if not flows:
             raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"
                               " (and check --clusters)", "enabled")
-        if self.location.needs_spark:
-            self.spark = build_session(self.config.spark)
+        master = self.config.spark.get("spark.master", SPARK_DEFAULTS["spark.master"])
+        self.ship_files = not is_local(master)
+        if self.ship_files:
+            check_master(master)
+            self.shipped = files_to_ship(flows)
+        if self.location.needs_spark or self.ship_files:
+            self._start_spark()
         self.state = self.location.open(self.spark)
         for flow in flows:
             self._prepare_flow(flow)
@@ -150,7 +159,7 @@ class Replicator:
         if offsets.checkpoints is not None:
             offsets.checkpoints.metrics = self.metrics
         query = FlowQuery(flow, selection, remote, folder.child("checkpoint"),
-                          offsets.on_written if offsets.enabled else None, figures)
+                          offsets.on_written if offsets.enabled else None, figures, self.ship_files)
         self.flows.append(query)
         read_committed = flow.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
         probe = LagProbe(self.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
@@ -187,13 +196,21 @@ class Replicator:
 
     def start(self) -> None:
         if self.spark is None:
-            self.spark = build_session(self.config.spark)
+            self._start_spark()
         for flow in self.flows:
             flow.start(self.spark)
             if flow.metrics is not None:
                 flow.metrics.set_running(True)
             log.info("flow %s started: topics matching %s", flow.flow.name, flow.subscribe_pattern())
         self.scheduler.start()
+
+    def _start_spark(self) -> None:
+        """The SparkSession; on a cluster, executors are checked before anything is written."""
+        self.spark = build_session(self.config.spark, self.shipped)
+        if self.ship_files:
+            self.executors = check_executors(self.spark, self.shipped)
+            log.info("Spark executors ready: %s (master %s)", ", ".join(self.executors),
+                     self.config.spark.get("spark.master"))
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()

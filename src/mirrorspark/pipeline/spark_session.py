@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mirrorspark import paths
@@ -34,8 +35,29 @@ SPARK_DEFAULTS: dict[str, str] = {
 }
 
 
-def spark_conf(user: Mapping[str, str]) -> dict[str, str]:
-    """Defaults, then the user's ``spark.*`` keys; our jars are always appended to ``spark.jars``."""
+class SparkUnavailable(RuntimeError):
+    """The configured Spark master does not answer; the message names ``spark.master``."""
+
+
+def check_master(master: str, timeout: float = 5.0) -> None:
+    """A standalone master must accept connections before anything else happens: Spark itself
+    would retry registering for a minute and then only log that all masters are unresponsive."""
+    if not master.startswith("spark://"):
+        return
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError):
+            continue
+    raise SparkUnavailable(f"spark.master={master}: no Spark master answers there (is it running? "
+                           "`mirrorspark local spark up` starts one locally)")
+
+
+def spark_conf(user: Mapping[str, str], files: Sequence[Path] = ()) -> dict[str, str]:
+    """Defaults, then the user's ``spark.*`` keys; our jars are always appended to ``spark.jars``
+    and the client files executors need (``executors.files_to_ship``) to ``spark.files``."""
     log_config = Path(__file__).with_name("spark-log4j2.properties")
     # ParallelGC: the producer's 512 KiB batches and fetch buffers are G1 "humongous" objects at a
     # 1 GiB heap, which kept G1 in back-to-back concurrent cycles (JFR); measured in ADR 0003.
@@ -46,10 +68,12 @@ def spark_conf(user: Mapping[str, str]) -> dict[str, str]:
     if conf.get("spark.jars"):
         jars = [conf["spark.jars"], *jars]
     conf["spark.jars"] = ",".join(jars)
+    if files:
+        conf["spark.files"] = ",".join([*filter(None, [conf.get("spark.files")]), *(str(f) for f in files)])
     return conf
 
 
-def build_session(user: Mapping[str, str]):  # -> pyspark.sql.SparkSession
+def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> pyspark.sql.SparkSession
     """Start (or reuse) the SparkSession; imported lazily so non-Spark commands start fast."""
     from pyspark.sql import SparkSession
 
@@ -58,7 +82,7 @@ def build_session(user: Mapping[str, str]):  # -> pyspark.sql.SparkSession
     # Python workers (if any) must use this interpreter and its packages, not whatever python3 is first.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
-    for key, value in spark_conf(user).items():
+    for key, value in spark_conf(user, files).items():
         builder = builder.config(key, value)
     session = _start_jvm_ignoring_sigterm(builder)
     session.sparkContext.setLogLevel("WARN")

@@ -44,6 +44,7 @@ class RestServer:
         sockets = [s for server in self.server.servers for s in server.sockets]
         host, port = sockets[0].getsockname()[:2]
         self.address = f"http://{host}:{port}"
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps({"url": self.address, "pid": os.getpid()}))
         os.replace(tmp, self.state_file)

@@ -4,56 +4,58 @@ import java.io.ByteArrayOutputStream;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.UUID;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
 
 /**
- * Small text files of a flow's state under a Hadoop-compatible URI (file://, hdfs://, s3a://...),
- * written the way Spark writes its own checkpoint: through {@link CheckpointFileManager}, so a file
- * is either absent or whole (atomic rename where the file system has it, a cancellable stream
- * otherwise). Python calls these from the driver over py4j.
+ * Small text files of a flow's state under a Hadoop-compatible URI (file://, hdfs://, s3a://...).
+ * A file is written to a temporary name and renamed over the old one, so a reader (or a driver
+ * restarted after kill -9) sees the previous version or the new one, never a part. Python calls
+ * these from the driver over py4j.
  */
 public final class StateFiles {
 
     private StateFiles() {
     }
 
-    private static CheckpointFileManager manager(Path path, Configuration conf) {
-        return CheckpointFileManager.create(path.getParent() == null ? path : path.getParent(), conf);
-    }
-
-    /** Replace {@code uri} with {@code text}, atomically. */
+    /** Replace {@code uri} with {@code text}. */
     public static void write(String uri, String text, Configuration conf) throws IOException {
         Path path = new Path(uri);
-        CheckpointFileManager files = manager(path, conf);
-        files.mkdirs(path.getParent());
-        CancellableFSDataOutputStream out = files.createAtomic(path, true);
+        FileSystem fs = path.getFileSystem(conf);
+        fs.mkdirs(path.getParent());
+        Path tmp = new Path(path.getParent(), "." + path.getName() + "." + UUID.randomUUID() + ".tmp");
         try {
-            out.write(text.getBytes(StandardCharsets.UTF_8));
-            out.close();
-        } catch (IOException | RuntimeException e) {
-            out.cancel();
-            throw e;
+            try (FSDataOutputStream out = fs.create(tmp, true)) {
+                out.write(text.getBytes(StandardCharsets.UTF_8));
+            }
+            if (!fs.rename(tmp, path)) {
+                // HDFS (and others) refuse to rename onto an existing file; FileContext's
+                // OVERWRITE rename replaces it atomically there.
+                FileContext.getFileContext(path.toUri(), conf).rename(tmp, path, Options.Rename.OVERWRITE);
+            }
+        } finally {
+            if (fs.exists(tmp)) {
+                fs.delete(tmp, false);
+            }
         }
     }
 
     /** The file's text, or null when it does not exist. */
     public static String read(String uri, Configuration conf) throws IOException {
         Path path = new Path(uri);
-        CheckpointFileManager files = manager(path, conf);
-        if (!files.exists(path)) {
-            return null;
-        }
-        try (InputStream in = files.open(path)) {
+        FileSystem fs = path.getFileSystem(conf);
+        try (InputStream in = fs.open(path)) {
             ByteArrayOutputStream buffer = new ByteArrayOutputStream();
             in.transferTo(buffer);
             return buffer.toString(StandardCharsets.UTF_8);
@@ -65,14 +67,17 @@ public final class StateFiles {
     /** Names of the files directly in {@code uri} (not hidden, not temporary), sorted; empty if absent. */
     public static String list(String uri, Configuration conf) throws IOException {
         Path dir = new Path(uri);
-        CheckpointFileManager files = CheckpointFileManager.create(dir, conf);
-        if (!files.exists(dir)) {
+        FileSystem fs = dir.getFileSystem(conf);
+        List<String> names = new ArrayList<>();
+        FileStatus[] found;
+        try {
+            found = fs.listStatus(dir);
+        } catch (FileNotFoundException e) {
             return "";
         }
-        List<String> names = new ArrayList<>();
-        for (FileStatus status : files.list(dir)) {
+        for (FileStatus status : found) {
             String name = status.getPath().getName();
-            if (!name.startsWith(".") && !name.endsWith(".tmp")) {
+            if (status.isFile() && !name.startsWith(".") && !name.endsWith(".tmp")) {
                 names.add(name);
             }
         }
@@ -82,7 +87,7 @@ public final class StateFiles {
 
     public static void delete(String uri, Configuration conf) throws IOException {
         Path path = new Path(uri);
-        manager(path, conf).delete(path);
+        path.getFileSystem(conf).delete(path, false);
     }
 
     /**
@@ -91,15 +96,13 @@ public final class StateFiles {
      */
     public static String probe(String uri, Configuration conf) throws IOException {
         Path dir = new Path(uri);
-        org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(conf);
+        FileSystem fs = dir.getFileSystem(conf);
         Path qualified = fs.makeQualified(dir);
-        CheckpointFileManager files = CheckpointFileManager.create(qualified, conf);
-        files.mkdirs(qualified);
-        Path probe = new Path(qualified, ".write-probe");
-        try (OutputStream out = files.createAtomic(probe, true)) {
-            out.write('1');
+        if (!fs.mkdirs(qualified)) {
+            throw new IOException("cannot create the folder " + qualified);
         }
-        files.delete(probe);
+        write(new Path(qualified, ".write-probe").toString(), "1", conf);
+        fs.delete(new Path(qualified, ".write-probe"), false);
         return qualified.toString();
     }
 }

@@ -1,0 +1,94 @@
+"""What executors in other JVMs, possibly on other machines, need from the driver.
+
+Jars travel with ``spark.jars`` (spark_session) and GC options with
+``spark.executor.extraJavaOptions``. Files that client settings point at on the driver's disk
+(truststores, keystores: every ``*.location`` setting) are shipped with ``spark.files`` and the
+setting becomes ``${mirrorspark-file:DIR:NAME}``, which ``ShippedFileProvider`` resolves in each
+Kafka client: the original path where it exists (the driver), the shipped copy elsewhere.
+Before any query starts, a small JVM job checks every executor can load the connector, the Kafka
+client and mirrorspark's jar, and sees the shipped files.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.model import FlowConfig
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "mirrorspark-file"
+PROVIDER_CLASS = "io.mirrorspark.kafka.ShippedFileProvider"
+
+
+class ExecutorSetupError(RuntimeError):
+    """An executor lacks a jar or a file; the message names it."""
+
+
+def is_local(master: str) -> bool:
+    return master.strip().startswith("local")
+
+
+def _file_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in settings.items() if k.endswith(".location") and v and "${" not in v}
+
+
+def files_to_ship(flows: Iterable[FlowConfig]) -> list[Path]:
+    """Every file a flow's source consumer or target producer points at; names must be unique
+    because shipped files land in one folder per executor."""
+    by_name: dict[str, tuple[Path, str]] = {}
+    for flow in flows:
+        for role, settings in ((flow.source.alias, flow.source_consumer()), (flow.target.alias, flow.target_producer())):
+            for key, value in _file_settings(settings).items():
+                path = Path(value)
+                if not path.is_file():
+                    raise ConfigError(f"{role}.{key}={value}: no such file on the driver", f"{role}.{key}")
+                seen = by_name.get(path.name)
+                if seen is not None and seen[0] != path:
+                    raise ConfigError(f"{role}.{key}={value} and {seen[1]}={seen[0]} have the same file name; executors "
+                                      "receive shipped files in one folder: rename one of them", f"{role}.{key}")
+                by_name[path.name] = (path, f"{role}.{key}")
+    return [path for path, _ in by_name.values()]
+
+
+def through_provider(settings: Mapping[str, str]) -> dict[str, str]:
+    """Client settings whose file paths resolve on every executor (see the module docstring)."""
+    files = _file_settings(settings)
+    out = dict(settings)
+    if not files:
+        return out
+    for key, value in files.items():
+        path = Path(value)
+        out[key] = f"${{{PROVIDER}:{path.parent}:{path.name}}}"
+    providers = [p.strip() for p in out.get("config.providers", "").split(",") if p.strip()]
+    out["config.providers"] = ",".join([*providers, PROVIDER])
+    out[f"config.providers.{PROVIDER}.class"] = PROVIDER_CLASS
+    return out
+
+
+def check_executors(spark, shipped: list[Path]) -> list[str]:
+    """Run the JVM probe on the executors; returns their ids, raises ExecutorSetupError naming what lacks."""
+    from py4j.protocol import Py4JJavaError
+
+    jvm = spark._jvm
+    try:
+        report = jvm.io.mirrorspark.sink.Preflight.check(spark._jsc, "\n".join(p.name for p in shipped))
+    except Py4JJavaError as exc:
+        text = str(exc.java_exception)
+        if "io.mirrorspark" in text and ("ClassNotFound" in text or "NoClassDefFound" in text):
+            raise ExecutorSetupError(
+                "executors cannot load mirrorspark's jar (io.mirrorspark classes): it is shipped with spark.jars "
+                f"({spark.conf.get('spark.jars', '')}); check that executors can fetch files from the driver "
+                "(spark.driver.host / spark.driver.port reachable from the workers)") from None
+        raise ExecutorSetupError(f"the executor check job failed: {text.splitlines()[0][:500]}") from None
+    executors, problems = [], []
+    for line in str(report).splitlines():
+        executor, _, missing = line.partition("\t")
+        executors.append(executor)
+        if missing:
+            problems.append(f"executor {executor}: {missing}")
+    if problems:
+        raise ExecutorSetupError("; ".join(problems))
+    return sorted(set(executors))

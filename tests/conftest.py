@@ -15,6 +15,7 @@ import pytest
 
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.local.security import SecurityOptions
+from spark_fixture import spark_cluster  # noqa: F401  (session fixture: a real standalone cluster)
 
 MIRRORSPARK = [sys.executable, "-m", "mirrorspark"]
 

@@ -51,6 +51,7 @@ class ReplicatorController:
             out["lag"] = [lag.__dict__ for lag in lags]
             out["last_batch_durations_ms"] = flow.batch_durations() if flow.query is not None else {}
             out["last_batch_python_ms"] = dict(flow.batch_phases_ms)
+            out["executors"] = sorted(flow.executors)  # Spark executors whose tasks wrote records
         return out
 
     def flows(self) -> list[dict[str, Any]]:

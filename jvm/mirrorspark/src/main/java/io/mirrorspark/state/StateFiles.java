@@ -15,6 +15,7 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FilterFileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 
@@ -29,10 +30,24 @@ public final class StateFiles {
     private StateFiles() {
     }
 
+    /**
+     * The file system of {@code path}, without checksum wrappers: a local checksum file system
+     * renames a file and its {@code .crc} in two steps, so a kill -9 between them leaves a file
+     * that no longer matches its checksum and cannot be read. State files are replaced whole by
+     * one rename; a torn one is impossible without the wrapper.
+     */
+    private static FileSystem fileSystem(Path path, Configuration conf) throws IOException {
+        FileSystem fs = path.getFileSystem(conf);
+        while (fs instanceof FilterFileSystem) {
+            fs = ((FilterFileSystem) fs).getRawFileSystem();
+        }
+        return fs;
+    }
+
     /** Replace {@code uri} with {@code text}. */
     public static void write(String uri, String text, Configuration conf) throws IOException {
         Path path = new Path(uri);
-        FileSystem fs = path.getFileSystem(conf);
+        FileSystem fs = fileSystem(path, conf);
         fs.mkdirs(path.getParent());
         Path tmp = new Path(path.getParent(), "." + path.getName() + "." + UUID.randomUUID() + ".tmp");
         try {
@@ -54,7 +69,7 @@ public final class StateFiles {
     /** The file's text, or null when it does not exist. */
     public static String read(String uri, Configuration conf) throws IOException {
         Path path = new Path(uri);
-        FileSystem fs = path.getFileSystem(conf);
+        FileSystem fs = fileSystem(path, conf);
         try (InputStream in = fs.open(path)) {
             ByteArrayOutputStream buffer = new ByteArrayOutputStream();
             in.transferTo(buffer);
@@ -67,7 +82,7 @@ public final class StateFiles {
     /** Names of the files directly in {@code uri} (not hidden, not temporary), sorted; empty if absent. */
     public static String list(String uri, Configuration conf) throws IOException {
         Path dir = new Path(uri);
-        FileSystem fs = dir.getFileSystem(conf);
+        FileSystem fs = fileSystem(dir, conf);
         List<String> names = new ArrayList<>();
         FileStatus[] found;
         try {
@@ -87,7 +102,7 @@ public final class StateFiles {
 
     public static void delete(String uri, Configuration conf) throws IOException {
         Path path = new Path(uri);
-        path.getFileSystem(conf).delete(path, false);
+        fileSystem(path, conf).delete(path, false);
     }
 
     /**
@@ -96,7 +111,7 @@ public final class StateFiles {
      */
     public static String probe(String uri, Configuration conf) throws IOException {
         Path dir = new Path(uri);
-        FileSystem fs = dir.getFileSystem(conf);
+        FileSystem fs = fileSystem(dir, conf);
         Path qualified = fs.makeQualified(dir);
         if (!fs.mkdirs(qualified)) {
             throw new IOException("cannot create the folder " + qualified);

@@ -1,0 +1,204 @@
+"""mirrorspark on a real Spark standalone cluster: 2 workers, each executor a JVM of its own.
+
+Exact offsets travel from the executors to the driver in the sink's commit messages; state lives
+under a ``file://`` state location that a second driver (another state dir, another working
+directory) resumes from. The driver ``kill -9`` drill counts lost and re-copied records exactly.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
+from kafka_tools import count, create_topic, produce, read_all, wait_for_count
+from test_offsets_e2e import checkpoints, consume, read_from
+from test_replication_e2e import sample_records
+from test_topologies_and_topics import records, wait_until
+
+from mirrorspark.control.admin import admin_client
+
+pytestmark = pytest.mark.broker
+
+
+def cluster_config(path: Path, clusters: dict[str, str], master: str, state_uri: str, extra: str) -> Path:
+    return write_config(path, clusters, f"spark.master = {master}\nmirrorspark.state.location = {state_uri}\n"
+                                        "spark.executor.memory = 512m\n" + extra)
+
+
+def flow_detail(state_dir: Path, flow: str) -> dict:
+    url = json.loads((state_dir / "rest.json").read_text())["url"]
+    with urllib.request.urlopen(f"{url}/flows/{flow}", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_fidelity_spread_over_executors_restart_elsewhere_and_new_topic(clusters, spark_cluster, unique, tmp_path):
+    topic = f"cl-{unique}"
+    create_topic(clusters["primary"], topic, 4)
+    base_ts = int(time.time() * 1000) - 3_600_000
+    produce(clusters["primary"], topic, sample_records(80, 4, base_ts))
+    shared = (tmp_path / "shared").as_uri()  # a shared mount, as another machine would see it
+    config = cluster_config(tmp_path / "mm2.properties", clusters, spark_cluster, shared,
+                            f"primary->backup.enabled = true\nprimary->backup.topics = cl-{unique}.*\n")
+
+    first = tmp_path / "driver-1"
+    with running_mirrorspark(config, first):
+        wait_for_count(clusters["backup"], f"primary.{topic}", 80)
+        executors = wait_until(lambda: len(e := flow_detail(first, "primary->backup")["executors"]) >= 2 and e,
+                               "tasks of both executors writing", timeout=30)
+    assert len(executors) == 2 and "driver" not in executors  # records written in the executors' JVMs
+
+    produce(clusters["primary"], topic, sample_records(40, 4, base_ts + 10_000))
+    late = f"cl-{unique}-late"
+    create_topic(clusters["primary"], late, 2)
+    produce(clusters["primary"], late, sample_records(20, 2, base_ts))
+    second = tmp_path / "elsewhere" / "driver-2"  # same config and state URI, nothing else shared
+    with running_mirrorspark(config, second):
+        wait_for_count(clusters["backup"], f"primary.{topic}", 120)
+        wait_for_count(clusters["backup"], f"primary.{late}", 20)
+        time.sleep(4)  # a re-copy would show up as more records
+
+    for name in (topic, late):
+        source, target = read_all(clusters["primary"], name), read_all(clusters["backup"], f"primary.{name}")
+        assert [r.content() for r in target] == [r.content() for r in source]  # partition, key, value, headers, ts
+    assert not (first / "flows").exists() and not (second / "flows").exists()  # all state went to the URI
+    assert (tmp_path / "shared" / "primary" / "backup" / "offset-ranges").is_dir()
+
+
+def test_active_active_no_echo_on_the_cluster(clusters, spark_cluster, unique, tmp_path):
+    a, b = f"claa-a-{unique}", f"claa-b-{unique}"
+    create_topic(clusters["primary"], a, 2)
+    create_topic(clusters["backup"], b, 2)
+    produce(clusters["primary"], a, records(30, 2, "a"))
+    produce(clusters["backup"], b, records(20, 2, "b"))
+    config = cluster_config(tmp_path / "mm2.properties", clusters, spark_cluster, (tmp_path / "shared").as_uri(),
+                            "primary->backup.enabled = true\nbackup->primary.enabled = true\n"
+                            f"topics = claa-.*-{unique}, primary\\.claa-.*, backup\\.claa-.*\n")
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], f"primary.{a}", 30)
+        wait_for_count(clusters["primary"], f"backup.{b}", 20)
+        time.sleep(6)  # an echo would need a few more batches
+    assert len(read_all(clusters["backup"], f"primary.{a}")) == 30
+    assert len(read_all(clusters["primary"], f"backup.{b}")) == 20
+    topics = set(admin_client({"bootstrap.servers": clusters["primary"]}).list_topics(timeout=10).topics)
+    topics |= set(admin_client({"bootstrap.servers": clusters["backup"]}).list_topics(timeout=10).topics)
+    assert not any(t.startswith(("primary.backup.", "backup.primary.")) for t in topics)
+
+
+def latest(checkpoint: Path, log: str) -> int:
+    return max((int(p.name) for p in (checkpoint / log).iterdir() if p.name.isdigit()), default=-1)
+
+
+def committed_records(checkpoint: Path, topic: str) -> int:
+    """Records of ``topic`` up to the end offsets of the last batch Spark committed (all start at 0)."""
+    batches = [int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit()]
+    if not batches:
+        return 0
+    lines = (checkpoint / "offsets" / str(max(batches))).read_text().splitlines()
+    ends = json.loads(lines[2]).get(topic, {})
+    return sum(int(offset) for offset in ends.values())
+
+
+def seqs(bootstrap: str, topic: str) -> list[int]:
+    return [int(dict(r.headers)["seq"]) for r in read_all(bootstrap, topic)]
+
+
+def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over_exactly(
+        clusters, spark_cluster, unique, tmp_path):
+    topic, group, remote = f"drill-{unique}", f"drill-group-{unique}", f"primary.drill-{unique}"
+    create_topic(clusters["primary"], topic, 3)
+    total, initial = 24_000, 3_000
+
+    def record(i: int) -> dict:
+        return {"partition": i % 3, "key": str(i).encode(), "value": b"v" * 200,
+                "headers": [("seq", str(i).encode())]}
+
+    produce(clusters["primary"], topic, [record(i) for i in range(initial)])
+    consumed = consume(clusters["primary"], group, topic, 1_000)
+    shared = tmp_path / "shared"
+    config = cluster_config(tmp_path / "mm2.properties", clusters, spark_cluster, shared.as_uri(),
+                            f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                            "emit.checkpoints.interval.seconds = 1\n")
+
+    def keep_producing() -> None:  # ~3,000 records/s while the drill runs
+        producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 5})
+        for i in range(initial, total):
+            producer.produce(topic, key=str(i).encode(), value=b"v" * 200, partition=i % 3,
+                             headers=[("seq", str(i).encode())])
+            if i % 300 == 0:
+                producer.poll(0)
+                time.sleep(0.1)
+        producer.flush(60)
+
+    first = tmp_path / "driver-1"
+    first.mkdir()
+    log = (first / "run.log").open("wb")
+    driver = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(first)], stdout=log,
+                              stderr=subprocess.STDOUT, cwd=first, start_new_session=True)
+    feeder = threading.Thread(target=keep_producing)
+    checkpoint = shared / "primary" / "backup" / "checkpoint"
+    try:
+        wait_for_count(clusters["backup"], remote, initial, timeout=150)
+        feeder.start()
+        time.sleep(3)
+        # Strike while a batch is half written: planned (offset log) but not committed, and some
+        # of its records already on the target.
+        deadline = time.monotonic() + 60
+        while not (latest(checkpoint, "offsets") > latest(checkpoint, "commits")
+                   and count(clusters["backup"], remote) > committed_records(checkpoint, topic)):
+            assert time.monotonic() < deadline, "no batch caught in the middle of its write"
+            time.sleep(0.02)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, no goodbye
+        driver.wait(30)
+    time.sleep(3)  # the executors' in-flight sends land or fail
+    at_kill = len(seqs(clusters["backup"], remote))
+    committed = committed_records(checkpoint, topic)
+    in_flight = at_kill - committed  # written by the batch Spark had not committed
+    assert 0 <= in_flight
+
+    second = tmp_path / "elsewhere" / "driver-2"
+    with running_mirrorspark(config, second):
+        feeder.join(120)
+        wait_for_count(clusters["backup"], remote, total + in_flight, timeout=180)
+        time.sleep(3)
+        recopied_metric = flow_detail(second, "primary->backup")["records_recopied"]
+        read = {int(k) % 3 for k in consumed}  # partitions the group committed offsets for
+        translated = wait_until(lambda: (c := checkpoints(clusters["backup"], "primary", group)) and
+                                {p for _, p in c} == read and c, "checkpoints after the restart")
+
+    landed = seqs(clusters["backup"], remote)
+    lost = set(range(total)) - set(landed)
+    duplicates = len(landed) - len(set(landed))
+    print(f"drill: {total} records, {at_kill} on target at kill -9, {committed} committed by Spark, "
+          f"lost {len(lost)}, re-copied {duplicates} (in flight {in_flight}), re-copied metric {recopied_metric}")
+    assert not lost
+    assert duplicates == in_flight  # exactly the uncommitted batch's records, nothing more
+    assert recopied_metric <= duplicates
+
+    start = {(remote, p): translated.get((remote, p), 0) for p in range(3)}
+    rest = read_from(clusters["backup"], group, start)
+    assert not set(rest) & set(consumed)  # failed over: zero re-delivery
+    assert set(rest) | set(consumed) == {str(i).encode() for i in range(total)}  # and nothing skipped
+
+
+@pytest.mark.parametrize("extra, code, words", [
+    ("spark.master = spark://127.0.0.1:1\n", 1, "spark.master=spark://127.0.0.1:1"),
+    ("mirrorspark.state.location = nosuchfs://bucket/x\n", 2, "mirrorspark.state.location"),
+    ("mirrorspark.state.location = {file}/below-a-file\n", 2, "mirrorspark.state.location"),
+])
+def test_bad_cluster_settings_refused_before_anything_is_written(tmp_path, extra, code, words):
+    plain = tmp_path / "a-file"
+    plain.write_text("not a folder")
+    config = write_config(tmp_path / "mm2.properties", {"primary": "127.0.0.1:1", "backup": "127.0.0.1:2"},
+                          "primary->backup.enabled = true\n" + extra.format(file=plain))
+    done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state"), timeout=180)
+    assert done.returncode == code, done.stderr[-3000:]
+    assert words in done.stderr and "Traceback" not in done.stderr

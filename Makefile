@@ -16,4 +16,5 @@ bench: setup
 
 clean:
 	-.venv/bin/mirrorspark local down --purge 2>/dev/null
+	-.venv/bin/mirrorspark local spark down --purge 2>/dev/null
 	rm -rf build state .venv

@@ -39,6 +39,7 @@ from mirrorspark.client import MirrorClient
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.local.cluster import java_executable
+from mirrorspark.local.spark_cluster import LocalSpark
 from mirrorspark.offsets.group_sync import commit_offsets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,7 +186,7 @@ MM2_EXTRA = ("offset.storage.replication.factor = 1\nconfig.storage.replication.
 
 
 def launch(tool: str, work: Path, clusters: dict[str, str], topics: str, cores: int,
-           extra: list[str] = ()) -> subprocess.Popen:
+           extra: list[str] = (), master: str | None = None) -> subprocess.Popen:
     work.mkdir(parents=True, exist_ok=True)
     log = (work / f"{tool}.log").open("wb")
     if tool == "mm2":
@@ -196,7 +197,7 @@ def launch(tool: str, work: Path, clusters: dict[str, str], topics: str, cores: 
                str(work / "mm2.properties")]
     else:
         (work / "mm2.properties").write_text(properties(
-            clusters, topics, cores, f"spark.master = local[{cores}]\nmirrorspark.rest.enabled = false\n"
+            clusters, topics, cores, f"spark.master = {master or f'local[{cores}]'}\nmirrorspark.rest.enabled = false\n"
             + "".join(f"{line}\n" for line in extra)))
         cmd = [str(ROOT / ".venv" / "bin" / "mirrorspark"), "run", str(work / "mm2.properties"),
                "--state-dir", str(work / "state"), "--progress-interval", "30"]
@@ -279,7 +280,9 @@ def failover_redelivery(clusters: dict[str, str], topic: str, remote: str, group
     return {"partitions_translated": len(translated), "redelivered_records": redelivered, "skipped_records": skipped}
 
 
-def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dict:
+def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master: str | None = None) -> dict:
+    """One replicator over fresh topics; ``master``: mirrorspark on that Spark cluster (RSS is then
+    the driver's alone: executors are children of the Spark workers)."""
     backlog, steady = f"backlog-{tool}", f"steady-{tool}"
     create(clusters["src"], backlog, args.partitions)
     create(clusters["src"], steady, args.partitions)
@@ -287,8 +290,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dic
     producer_perf(clusters["src"], backlog, args.records, args.size, work / f"fill-{tool}.log")
     remote = f"src.{backlog}"
     started = time.monotonic()
-    proc = launch(tool, work / tool, clusters, f"{backlog}, {steady}", args.cores,
-                  args.extra if tool == "mirrorspark" else [])
+    proc = launch("mm2" if tool == "mm2" else "mirrorspark", work / tool, clusters, f"{backlog}, {steady}",
+                  args.cores, args.extra if tool != "mm2" else [], master)
     sampler = RssSampler(proc.pid)
     sampler.start()
     try:
@@ -323,30 +326,40 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path) -> dic
     }
 
 
+CLUSTER = "mirrorspark-cluster"
+ROWS = (
+    ("backlog copy, records/s", lambda r: r["backlog_records_per_second"]),
+    ("backlog copy, MB/s", lambda r: r["backlog_mb_per_second"]),
+    ("backlog second half (JIT warm), records/s", lambda r: r["backlog_second_half_records_per_second"]),
+    ("backlog, s from process start", lambda r: r["backlog_seconds_from_start"]),
+    ("start-up to first record, s", lambda r: r["startup_seconds"]),
+    ("steady latency p50, ms", lambda r: r["steady"]["p50_ms"]),
+    ("steady latency p99, ms", lambda r: r["steady"]["p99_ms"]),
+    ("peak RSS of process tree, MB", lambda r: r["peak_rss_mb"]),
+    ("failover re-delivered records", lambda r: r["failover"]["redelivered_records"]),
+)
+
+
 def table(result: dict) -> list[str]:
+    """MM2, mirrorspark local[N] and, when measured, mirrorspark on the 2-worker cluster, with ratios."""
     mm2, ms, limit = result["mm2"], result["mirrorspark"], result["limit_records_per_second"]
+    runs = [("mirrorspark", ms)] + ([("mirrorspark, 2-worker standalone (1 core each)", result[CLUSTER])]
+                                   if CLUSTER in result else [])
 
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}x" if b else "-"
 
-    rows = [
-        ("backlog copy, records/s", mm2["backlog_records_per_second"], ms["backlog_records_per_second"]),
-        ("backlog copy, MB/s", mm2["backlog_mb_per_second"], ms["backlog_mb_per_second"]),
-        ("backlog second half (JIT warm), records/s", mm2["backlog_second_half_records_per_second"],
-         ms["backlog_second_half_records_per_second"]),
-        ("backlog, s from process start", mm2["backlog_seconds_from_start"], ms["backlog_seconds_from_start"]),
-        ("start-up to first record, s", mm2["startup_seconds"], ms["startup_seconds"]),
-        ("steady latency p50, ms", mm2["steady"]["p50_ms"], ms["steady"]["p50_ms"]),
-        ("steady latency p99, ms", mm2["steady"]["p99_ms"], ms["steady"]["p99_ms"]),
-        ("peak RSS of process tree, MB", mm2["peak_rss_mb"], ms["peak_rss_mb"]),
-        ("failover re-delivered records", mm2["failover"]["redelivered_records"],
-         ms["failover"]["redelivered_records"]),
-    ]
-    lines = ["| measure | real MM2 | mirrorspark | mirrorspark / MM2 |", "|---|---:|---:|---:|"]
-    lines += [f"| {name} | {a:,} | {b:,} | {ratio(b, a)} |" for name, a, b in rows]
-    lines.append(f"| limit: ProducerPerformance into the target, records/s | {limit:,.0f} | | "
-                 f"mirrorspark at {ms['backlog_records_per_second'] / limit:.2f}x of it, MM2 at "
-                 f"{mm2['backlog_records_per_second'] / limit:.2f}x |")
+    head = "| measure | real MM2 | " + " | ".join(name for name, _ in runs) + " | " + \
+        " | ".join(f"{name} / MM2" for name, _ in runs) + " |"
+    lines = [head, "|---|" + "---:|" * (1 + 2 * len(runs))]
+    for name, value in ROWS:
+        base = value(mm2)
+        figures = [value(run) for _, run in runs]
+        lines.append(f"| {name} | {base:,} | " + " | ".join(f"{f:,}" for f in figures) + " | "
+                     + " | ".join(ratio(f, base) for f in figures) + " |")
+    lines.append(f"| limit: ProducerPerformance into the target, records/s | {limit:,.0f} | "
+                 + " | ".join(f"{run['backlog_records_per_second'] / limit:.2f}x of it" for _, run in runs)
+                 + f" | MM2 at {mm2['backlog_records_per_second'] / limit:.2f}x |" + " |" * (len(runs) - 1))
     return lines
 
 
@@ -359,7 +372,9 @@ def main() -> None:
     parser.add_argument("--steady-seconds", type=float, default=60)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--only", choices=("mm2", "mirrorspark"), help="run one replicator (no ratios)")
+    parser.add_argument("--only", choices=("mm2", "mirrorspark", CLUSTER), help="run one replicator (no ratios)")
+    parser.add_argument("--no-cluster", action="store_true",
+                        help="skip mirrorspark on a local 2-worker Spark standalone cluster")
     parser.add_argument("--extra", action="append", default=[], metavar="'KEY = VALUE'",
                         help="an extra mm2.properties line for mirrorspark only (experiments, profiling)")
     parser.add_argument("--no-failover", action="store_true", help="skip the failover scenario")
@@ -370,7 +385,7 @@ def main() -> None:
     work = ROOT / "state" / "bench-mm2"
     local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
     local.down(purge=True)
-    for leftover in ("mm2", "mirrorspark"):  # fresh clusters need fresh replicator state
+    for leftover in ("mm2", "mirrorspark", CLUSTER):  # fresh clusters need fresh replicator state
         shutil.rmtree(work / leftover, ignore_errors=True)
     clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
     result: dict = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
@@ -381,6 +396,14 @@ def main() -> None:
             if args.only in (None, tool):
                 result[tool] = run_replicator(tool, args, clusters, work)
                 print(json.dumps({tool: result[tool]}), flush=True)
+        if args.only in (None, CLUSTER) and not args.no_cluster:
+            spark = LocalSpark(work / "spark")
+            master = spark.up(workers=2, cores=1, memory="1g")
+            try:
+                result[CLUSTER] = run_replicator(CLUSTER, args, clusters, work, master)
+                print(json.dumps({CLUSTER: result[CLUSTER]}), flush=True)
+            finally:
+                spark.down(purge=True)
         if not args.no_limit:
             create(clusters["dst"], "limit", args.partitions)
             result["limit_records_per_second"] = producer_perf(clusters["dst"], "limit", args.records, args.size,

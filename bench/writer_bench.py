@@ -1,31 +1,47 @@
-"""Writer choice for the data plane (docs/adr/0001-writer.md): throughput of
+"""Writer choice for Spark clusters (docs/adr/0004-cluster-writer.md): how exact (source, target)
+offset pairs reach the driver, measured on the same real local brokers and records.
 
-  (a) Spark's Kafka sink + the SourceTimestampInterceptor (records stay on the JVM), and
-  (b) mapInArrow with one confluent-kafka producer per task (per-record Python, exact offsets),
+  today  Spark's Kafka sink + SourceTimestampInterceptor; runs drained from a JVM-static store,
+         which only works when the tasks ran in the driver's JVM (local mode);
+  (a)    mirrorspark's DataSource V2 sink: per-send callbacks, runs in each task's commit message;
+  (b)    Spark's Kafka sink + the interceptor, each task publishing its executor's runs to an
+         internal topic at completion, the driver consuming them (bench/jvm/RunsToTopic.java);
 
-against a read-only baseline (Spark reads the same records into a noop sink), on the same real
-local brokers, the same records and the same producer settings. Prints a table and writes JSON.
+against a read-only baseline (Spark reads the same records into the noop sink). Two shapes: one
+large write (throughput) and many small writes (the per-batch cost a micro-batch pays, which is
+what latency sees). Every candidate must bring back runs covering every record, or the bench fails.
 
-    .venv/bin/python bench/writer_bench.py [--records 200000] [--size 512] [--partitions 6]
+    .venv/bin/python bench/writer_bench.py [--records 800000] [--size 512] [--partitions 6]
+        [--small-batches 30] [--small-records 1200] [--rounds 2]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import statistics
+import subprocess
 import time
+import uuid
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
+from mirrorspark import paths
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
-from mirrorspark.pipeline.record_columns import INTERCEPTOR_CLASS, to_target_rows
+from mirrorspark.pipeline.record_columns import (SINK_FORMAT, interceptor_rows, interceptor_sink_options,
+                                                 to_target_rows)
 from mirrorspark.pipeline.spark_session import build_session
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_JVM = ["-Xms256m", "-Xmx512m", "-XX:+UseParallelGC", "-XX:-UsePerfData"]
-PRODUCER = {"acks": "all", "linger.ms": "10", "batch.size": "262144", "compression.type": "none"}
+PRODUCER = {"acks": "all", "linger.ms": "10", "batch.size": "262144", "compression.type": "none",
+            "enable.idempotence": "true"}
+RUNS_TOPIC = "bench-offset-runs"
+CANDIDATES = ("today: Kafka sink + interceptor, in-JVM store (local mode only)",
+              "(a) mirrorspark sink, runs in commit messages",
+              "(b) Kafka sink + interceptor, runs via an internal topic")
 
 
 def create(bootstrap: str, topic: str, partitions: int) -> None:
@@ -36,7 +52,6 @@ def create(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def count(bootstrap: str, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench"})
     md = c.list_topics(topic, timeout=10).topics[topic]
     n = sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.partitions)
@@ -60,115 +75,144 @@ def fill(bootstrap: str, topic: str, records: int, size: int, partitions: int) -
     p.flush(120)
 
 
-def read(spark, bootstrap: str, topic: str):
-    return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-            .option("startingOffsets", "earliest").option("endingOffsets", "latest")
-            .option("includeHeaders", "true").load())
+def bench_jar() -> Path:
+    """Compile bench/jvm (candidate (b)'s second interceptor) against the product's jars."""
+    out = ROOT / "build" / "bench-jvm"
+    classes = out / "classes"
+    classes.mkdir(parents=True, exist_ok=True)
+    import pyspark
+    spark_jars = Path(pyspark.__file__).parent / "jars"
+    cp = ":".join([*map(str, paths.spark_jars()), f"{spark_jars}/*"])
+    subprocess.run(["javac", "--release", "17", "-nowarn", "-cp", cp, "-d", str(classes),
+                    *map(str, (ROOT / "bench" / "jvm").glob("*.java"))], check=True)
+    jar = out / "mirrorspark-bench.jar"
+    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
+    return jar
 
 
-def writer_a(spark, src: str, dst: str, topic: str, remote: str) -> None:
-    writer = to_target_rows(read(spark, src, topic), {topic: remote}).write.format("kafka")
-    options = {"kafka.bootstrap.servers": dst, "kafka.interceptor.classes": INTERCEPTOR_CLASS,
-               **{f"kafka.{k}": v for k, v in PRODUCER.items()}}
-    for k, v in options.items():
-        writer = writer.option(k, v)
-    writer.save()
+class Writers:
+    """The candidates over one SparkSession; each returns the runs' total record count."""
+
+    def __init__(self, spark, src: str, dst: str, topic: str, partitions: int) -> None:
+        self.spark, self.src, self.dst, self.topic, self.partitions = spark, src, dst, topic, partitions
+        self.jvm = spark._jvm.io.mirrorspark.kafka
+        self.runs = Consumer({"bootstrap.servers": dst, "group.id": "bench-runs", "enable.auto.commit": False})
+        self.runs.assign([TopicPartition(RUNS_TOPIC, 0, 0)])
+
+    def read(self, start: int | None = None, end: int | None = None):
+        reader = (self.spark.read.format("kafka").option("kafka.bootstrap.servers", self.src)
+                  .option("subscribe", self.topic).option("includeHeaders", "true"))
+        if start is None:
+            return reader.option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+        offsets = (lambda o: json.dumps({self.topic: {str(p): o for p in range(self.partitions)}}))
+        return reader.option("startingOffsets", offsets(start)).option("endingOffsets", offsets(end)).load()
+
+    def options(self, flow: str) -> dict[str, str]:
+        return {"flow": flow, "kafka.bootstrap.servers": self.dst, **{f"kafka.{k}": v for k, v in PRODUCER.items()}}
+
+    def today(self, df, remote: str) -> int:
+        flow = f"today-{uuid.uuid4().hex[:6]}"
+        interceptor_rows(df, {self.topic: remote}).write.format("kafka").options(
+            **interceptor_sink_options(self.options(flow))).save()
+        return runs_total(self.jvm.OffsetRuns.drain(flow))
+
+    def sink(self, df, remote: str) -> int:
+        flow = f"a-{uuid.uuid4().hex[:6]}"
+        to_target_rows(df, {self.topic: remote}).write.format(SINK_FORMAT).mode("append").options(
+            **self.options(flow)).save()
+        return runs_total(self.jvm.OffsetRuns.drain(flow))
+
+    def topic_runs(self, df, remote: str) -> int:
+        flow, write = f"b-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex[:8]
+        options = interceptor_sink_options(self.options(flow))
+        options["kafka.interceptor.classes"] += ",io.mirrorspark.bench.RunsToTopic"
+        options.update({"kafka.mirrorspark.bench.runs.bootstrap": self.dst,
+                        "kafka.mirrorspark.bench.runs.topic": RUNS_TOPIC, "kafka.mirrorspark.bench.write": write})
+        interceptor_rows(df, {self.topic: remote}).write.format("kafka").options(**options).save()
+        tasks = df.rdd.getNumPartitions()
+        seen: dict[str, str] = {}
+        deadline = time.monotonic() + 60
+        while len(seen) < tasks and time.monotonic() < deadline:  # the driver waits for every task's runs
+            msg = self.runs.poll(0.2)
+            if msg is not None and not msg.error() and msg.key().decode().startswith(f"{write}/"):
+                seen[msg.key().decode()] = msg.value().decode()
+        assert len(seen) == tasks, f"(b): runs of {tasks - len(seen)} task(s) never arrived"
+        return sum(runs_total(text) for text in seen.values())
 
 
-def writer_b(spark, src: str, dst: str, topic: str, remote: str) -> list:
-    """Per-record Python produce with delivery callbacks; returns per-partition offset ranges."""
-
-    def produce_partition(batches):
-        import pyarrow as pa
-        from confluent_kafka import Producer as P
-        producer = P({"bootstrap.servers": dst, "enable.idempotence": True,
-                      **{k: v for k, v in PRODUCER.items()}})
-        ranges: dict[tuple[int, int], list[int]] = {}
-
-        def delivered(err, msg):
-            if err is not None:
-                raise RuntimeError(str(err))
-            r = ranges.setdefault((msg.partition(), 0), [msg.offset(), msg.offset(), 0])
-            r[0] = min(r[0], msg.offset())
-            r[1] = max(r[1], msg.offset())
-            r[2] += 1
-
-        for batch in batches:
-            cols = batch.to_pydict()
-            for key, value, part, ts, headers in zip(cols["key"], cols["value"], cols["partition"],
-                                                     cols["timestamp"], cols["headers"]):
-                hdrs = [(h["key"], h["value"]) for h in headers] if headers else None
-                while True:
-                    try:
-                        producer.produce(remote, value=value, key=key, partition=part,
-                                         timestamp=int(ts.timestamp() * 1000), headers=hdrs,
-                                         on_delivery=delivered)
-                        break
-                    except BufferError:
-                        producer.poll(0.01)
-                producer.poll(0)
-        producer.flush()
-        rows = [(p, lo, hi, n) for (p, _), (lo, hi, n) in ranges.items()]
-        yield pa.RecordBatch.from_pylist(
-            [{"partition": p, "first": lo, "last": hi, "count": n} for p, lo, hi, n in rows],
-            schema=pa.schema([("partition", pa.int32()), ("first", pa.int64()), ("last", pa.int64()),
-                              ("count", pa.int64())]))
-
-    df = read(spark, src, topic).select("key", "value", "partition", "timestamp", "headers")
-    return df.mapInArrow(produce_partition, "partition int, first long, last long, count long").collect()
+def runs_total(drained: str) -> int:
+    return sum(int(line.split("\t")[4]) for line in drained.splitlines())
 
 
-def baseline(spark, src: str, topic: str) -> None:
-    read(spark, src, topic).write.format("noop").mode("overwrite").save()
-
-
-def timed(fn) -> float:
+def timed(fn) -> tuple[float, int]:
     t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    value = fn()
+    return time.perf_counter() - t0, value
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--records", type=int, default=800_000)
     ap.add_argument("--size", type=int, default=512)
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--small-batches", type=int, default=30)
+    ap.add_argument("--small-records", type=int, default=1200, help="records per small write (all partitions)")
     args = ap.parse_args()
 
+    jar = bench_jar()
     local = LocalClusters(ROOT / "state" / "bench", jvm_opts=BENCH_JVM)
     started = {c.name: c.bootstrap for c in local.up([ClusterSpec("bsrc"), ClusterSpec("bdst")])}
     src, dst = started["bsrc"], started["bdst"]
     topic = f"bench-{int(time.time())}"
+    large: dict[str, list[float]] = {"read-only baseline": [], **{c: [] for c in CANDIDATES}}
+    small: dict[str, list[float]] = {c: [] for c in CANDIDATES}
     try:
         create(src, topic, args.partitions)
+        create(dst, RUNS_TOPIC, 1)
         fill(src, topic, args.records, args.size, args.partitions)
-        spark = build_session({"spark.master": "local[2]"})
-        results: dict[str, list[float]] = {"read-only baseline": [], "(a) Kafka sink + interceptor": [],
-                                           "(b) mapInArrow + confluent-kafka": []}
-        baseline(spark, src, topic)  # warm-up: JIT, consumer cache, metadata
+        spark = build_session({"spark.master": "local[2]", "spark.jars": str(jar)})
+        w = Writers(spark, src, dst, topic, args.partitions)
+        fns = dict(zip(CANDIDATES, (w.today, w.sink, w.topic_runs)))
+        w.read().write.format("noop").mode("overwrite").save()  # warm-up: JIT, consumer cache, metadata
         for rnd in range(args.rounds):
-            results["read-only baseline"].append(timed(lambda: baseline(spark, src, topic)))
-            for label, fn in (("(a) Kafka sink + interceptor", writer_a), ("(b) mapInArrow + confluent-kafka", writer_b)):
-                remote = f"{topic}.{label[1]}.{rnd}"
+            large["read-only baseline"].append(timed(lambda: w.read().write.format("noop").mode("overwrite").save())[0])
+            for index, (label, fn) in enumerate(fns.items()):
+                remote = f"{topic}.{index}.{rnd}"
                 create(dst, remote, args.partitions)
-                results[label].append(timed(lambda: fn(spark, src, dst, topic, remote)))
-                assert count(dst, remote) == args.records, f"{label}: wrong count on {remote}"
+                seconds, paired = timed(lambda: fn(w.read(), remote))
+                assert paired == args.records == count(dst, remote), f"{label}: {paired} paired, {count(dst, remote)} written"
+                large[label].append(seconds)
+        per_partition = args.small_records // args.partitions
+        for index, (label, fn) in enumerate(fns.items()):
+            remote = f"{topic}.small.{index}"
+            create(dst, remote, args.partitions)
+            for batch in range(args.small_batches):
+                df = w.read(batch * per_partition, (batch + 1) * per_partition)
+                seconds, paired = timed(lambda: fn(df, remote))
+                assert paired == per_partition * args.partitions, f"{label}: small write paired {paired}"
+                small[label].append(seconds)
         spark.stop()
     finally:
         local.down(purge=True)
 
     mb = args.records * args.size / 1e6
     table = []
-    for label, secs in results.items():
+    for label, secs in large.items():
         best = min(secs)
-        table.append({"writer": label, "seconds": [round(s, 2) for s in secs],
-                      "records_per_s": round(args.records / best), "mb_per_s": round(mb / best, 1)})
-    print(f"\n{args.records} records x {args.size} B in {args.partitions} partitions, best of {args.rounds}, "
-          f"local[2], {platform.node()} ({platform.machine()}, 2 cores)")
-    print(f"{'writer':36} {'records/s':>10} {'MB/s':>7}  runs (s)")
+        row = {"writer": label, "seconds": [round(s, 2) for s in secs],
+               "records_per_s": round(args.records / best), "mb_per_s": round(mb / best, 1)}
+        if label in small:
+            steady = small[label][3:]  # first writes pay producer creation and metadata
+            row["small_write_ms_median"] = round(statistics.median(steady) * 1000, 1)
+            row["small_write_ms_p90"] = round(statistics.quantiles(steady, n=10)[-1] * 1000, 1)
+        table.append(row)
+    print(f"\n{args.records} records x {args.size} B in {args.partitions} partitions, best of {args.rounds}; "
+          f"{args.small_batches} small writes of {args.small_records} records; local[2], {platform.node()}")
+    print(f"{'writer':66} {'records/s':>10} {'MB/s':>7} {'small p50 ms':>13} {'p90 ms':>8}")
     for row in table:
-        print(f"{row['writer']:36} {row['records_per_s']:>10} {row['mb_per_s']:>7}  {row['seconds']}")
+        print(f"{row['writer']:66} {row['records_per_s']:>10} {row['mb_per_s']:>7} "
+              f"{row.get('small_write_ms_median', ''):>13} {row.get('small_write_ms_p90', ''):>8}")
     out = ROOT / "bench" / "results" / "writer_bench.json"
     out.write_text(json.dumps({"args": vars(args), "producer": PRODUCER, "results": table}, indent=2))
     print(f"written to {out.relative_to(ROOT)}")

@@ -128,9 +128,12 @@ def secured_lines(alias: str, settings: dict[str, str]) -> str:
 
 
 @pytest.mark.broker
-def test_replication_to_ssl_target(clusters, secure_cluster, tmp_path, unique):
-    """MM2's SSL variant: the target listens on TLS only; MM2 users' JKS truststore settings."""
+@pytest.mark.parametrize("spark", ["local", "standalone cluster"])
+def test_replication_to_ssl_target(clusters, secure_cluster, tmp_path, unique, spark, request):
+    """MM2's SSL variant: the target listens on TLS only; MM2 users' JKS truststore settings. On the
+    standalone cluster the executors write through the truststore the driver shipped them."""
     tls = secure_cluster("tls", SecurityOptions("SSL"))
+    master = f"spark.master = {request.getfixturevalue('spark_cluster')}\n" if spark != "local" else ""
     assert tls["ssl.truststore.type"] == "JKS"
     topic = f"tls-{unique}"
     create_topic(clusters["primary"], topic, 2)
@@ -139,10 +142,12 @@ def test_replication_to_ssl_target(clusters, secure_cluster, tmp_path, unique):
     config = tmp_path / "mm2.properties"
     config.write_text("clusters = primary, tls\n"
                       f"primary.bootstrap.servers = {clusters['primary']}\n" + secured_lines("tls", tls) +
-                      f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\nprimary->tls.enabled = true\nprimary->tls.topics = {topic}\n")
+                      f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\nprimary->tls.enabled = true\nprimary->tls.topics = {topic}\n" + master)
     target = librdkafka_admin(tls)
-    with running_mirrorspark(config, tmp_path / "state"):
+    with running_mirrorspark(config, tmp_path / "state") as mirror:
         wait_for_count(target, f"primary.{topic}", len(sent))
+        if master:
+            assert "Spark executors ready" in mirror.output()  # each checked for the shipped truststore
     got = read_all(target, f"primary.{topic}")
     assert sorted(r.content() for r in got) == sorted(r.content() for r in read_all(clusters["primary"], topic))
 

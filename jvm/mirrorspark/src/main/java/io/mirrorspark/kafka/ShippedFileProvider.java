@@ -8,6 +8,7 @@ import java.util.Set;
 import org.apache.kafka.common.config.ConfigData;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.config.provider.ConfigProvider;
+import org.apache.spark.SparkEnv;
 import org.apache.spark.SparkFiles;
 
 /**
@@ -15,8 +16,9 @@ import org.apache.spark.SparkFiles;
  *
  * mirrorspark ships such a file with {@code spark.files} and writes the client setting as
  * {@code ${mirrorspark-file:DIR:NAME}}. Each Kafka client resolves it where it is created: on the
- * driver the original {@code DIR/NAME} exists; on an executor of another machine the shipped copy
- * in Spark's files folder is used. Neither there: the client fails with a message naming the file.
+ * driver the original {@code DIR/NAME}; on an executor the shipped copy in Spark's files folder,
+ * whatever the executor's machine has at the driver's path. Missing: the client fails with a
+ * message naming the file.
  */
 public final class ShippedFileProvider implements ConfigProvider {
     public static final String NAME = "mirrorspark-file";
@@ -41,21 +43,25 @@ public final class ShippedFileProvider implements ConfigProvider {
 
     static String locate(String dir, String name) {
         File original = dir == null ? new File(name) : new File(dir, name);
-        if (original.isFile()) {
+        boolean executor = false;
+        try {
+            SparkEnv env = SparkEnv.get();
+            executor = env != null && !"driver".equals(env.executorId());
+        } catch (LinkageError e) {
+            // not inside Spark: only the original path can exist
+        }
+        if (executor) {
+            // Executors use what the driver shipped, even where the driver's path happens to exist.
+            File shipped = new File(SparkFiles.get(name));
+            if (shipped.isFile()) {
+                return shipped.getPath();
+            }
+        } else if (original.isFile()) {
             return original.getPath();
         }
-        String shipped = null;
-        try {
-            shipped = SparkFiles.get(name);
-        } catch (RuntimeException | LinkageError e) {
-            // no SparkEnv here (not inside Spark): only the original path can exist
-        }
-        if (shipped != null && new File(shipped).isFile()) {
-            return shipped;
-        }
-        throw new ConfigException("mirrorspark: " + original.getPath() + " is not on this machine and was not shipped "
-            + "to this executor (spark.files, added by mirrorspark for every *.location client setting): "
-            + "check that the driver can read it");
+        throw new ConfigException("mirrorspark: " + (executor ? "this executor did not receive " + name
+            + " (shipped with spark.files from the driver's " + original.getPath() + ")"
+            : original.getPath() + " does not exist on the driver"));
     }
 
     @Override

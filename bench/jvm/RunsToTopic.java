@@ -18,7 +18,7 @@ import org.apache.spark.util.TaskCompletionListener;
  * Writer candidate (b) of docs/adr/0004-cluster-writer.md, for bench/writer_bench.py only: Spark's
  * Kafka sink with SourceTimestampInterceptor pairing offsets in the executor, and this second
  * interceptor publishing the executor's runs to an internal topic when each task completes (after
- * the sink flushed), keyed by write and partition, so the driver can consume them.
+ * the sink flushed), keyed by partition, so the driver can consume them.
  */
 public final class RunsToTopic implements ProducerInterceptor<byte[], byte[]> {
     private static final Set<Long> REGISTERED = ConcurrentHashMap.newKeySet();
@@ -27,7 +27,6 @@ public final class RunsToTopic implements ProducerInterceptor<byte[], byte[]> {
     private String flow;
     private String bootstrap;
     private String topic;
-    private String write;
 
     @Override
     public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
@@ -54,7 +53,7 @@ public final class RunsToTopic implements ProducerInterceptor<byte[], byte[]> {
             return new KafkaProducer<>(conf);
         });
         try {
-            producer.send(new ProducerRecord<>(topic, 0, write + "/" + partition, OffsetRuns.drain(flow))).get();
+            producer.send(new ProducerRecord<>(topic, 0, String.valueOf(partition), OffsetRuns.drain(flow))).get();
         } catch (Exception e) {
             throw new IllegalStateException("publishing offset runs failed", e);
         }
@@ -73,6 +72,5 @@ public final class RunsToTopic implements ProducerInterceptor<byte[], byte[]> {
         flow = String.valueOf(configs.get("mirrorspark.flow"));
         bootstrap = String.valueOf(configs.get("mirrorspark.bench.runs.bootstrap"));
         topic = String.valueOf(configs.get("mirrorspark.bench.runs.topic"));
-        write = String.valueOf(configs.get("mirrorspark.bench.write"));
     }
 }

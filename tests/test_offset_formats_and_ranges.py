@@ -100,6 +100,18 @@ def test_range_log_round_trip(tmp_path):
     assert loaded.translate("t", 0, 11) == 10
 
 
+def test_sqlite_ranges_of_earlier_versions_import(tmp_path):
+    import sqlite3
+    db = sqlite3.connect(tmp_path / "offset-ranges.sqlite")
+    db.execute("CREATE TABLE runs (topic TEXT, partition INTEGER, upstream INTEGER, downstream INTEGER, "
+               "count INTEGER, exact_gap_after INTEGER)")
+    db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", [("t", 0, 12, 10, 5, 1), ("t", 0, 0, 0, 10, 1)])
+    db.commit()
+    db.close()
+    ranges = range_log.import_sqlite(tmp_path / "offset-ranges.sqlite")
+    assert ranges.rows("t", 0) == [(0, 0, 10, True), (12, 10, 5, True)] and ranges.translate("t", 0, 11) == 10
+
+
 def test_range_log_replays_batches_and_snapshots_bound_the_files(tmp_path, monkeypatch):
     monkeypatch.setattr(range_log, "SNAPSHOT_EVERY", 5)
     files = LocalFiles(tmp_path / "offset-ranges")

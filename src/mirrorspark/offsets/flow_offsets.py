@@ -20,11 +20,11 @@ from mirrorspark.control.admin import broker_count, ensure_compacted_topic
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.offsets.group_sync import GroupOffsetSync
-from mirrorspark.offsets.range_log import RangeLog
+from mirrorspark.offsets.range_log import RangeLog, import_sqlite
 from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter, parse_drained
 from mirrorspark.pipeline.topic_selection import TopicSelection
-from mirrorspark.state.files import StateFiles
+from mirrorspark.state.files import LocalFiles, StateFiles
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,8 @@ class FlowOffsets:
         self.enabled = flow.flag("emit.offset-syncs.enabled")
         self.range_log = RangeLog(state.child("offset-ranges"))
         self.ranges: OffsetRanges = self.range_log.load() if self.enabled else OffsetRanges()
+        if self.enabled and not self.ranges.partitions():
+            self._import_legacy(state)
         self.writer: OffsetSyncWriter | None = None
         self.checkpoints: CheckpointTask | None = None
         self.group_sync: GroupOffsetSync | None = None
@@ -68,6 +70,17 @@ class FlowOffsets:
             if flow.flag("sync.group.offsets.enabled"):
                 self.group_sync = GroupOffsetSync(flow.name, target, self.checkpoints.store)
         self._target = target
+
+    def _import_legacy(self, state: StateFiles) -> None:
+        """A local flow folder of an earlier version kept its ranges in SQLite: carry them over once."""
+        legacy = state.path / "offset-ranges.sqlite" if isinstance(state, LocalFiles) else None
+        if legacy is None or not legacy.is_file():
+            return
+        self.ranges = import_sqlite(legacy)
+        self.range_log.save(self.ranges, self.ranges.partitions())
+        legacy.rename(legacy.with_suffix(".sqlite.imported"))
+        log.info("flow %s: imported offset ranges of %d partition(s) from %s", self.flow.name,
+                 len(self.ranges.partitions()), legacy)
 
     def _location(self) -> str:
         value = (self.flow.get("offset-syncs.topic.location", default("offset-syncs.topic.location")) or "").strip()

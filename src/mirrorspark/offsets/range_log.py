@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Iterable
+from contextlib import closing
+from pathlib import Path
 
 from mirrorspark.offsets.ranges import DEFAULT_MAX_RUNS, OffsetRanges
 from mirrorspark.state.files import StateFiles
@@ -69,3 +72,16 @@ class RangeLog:
                 stem = name.removesuffix(".json")
                 if stem.isdigit() and int(stem) < seq:
                     self.files.delete(name)
+
+
+def import_sqlite(path: Path, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> OffsetRanges:
+    """Ranges from the SQLite file earlier versions kept in a local flow folder (table ``runs``)."""
+    ranges = OffsetRanges(max_runs_per_partition)
+    grouped: dict[tuple[str, int], list[tuple[int, int, int, bool]]] = {}
+    with closing(sqlite3.connect(path)) as db:
+        for topic, partition, u, d, n, x in db.execute("SELECT topic, partition, upstream, downstream, count, "
+                                                       "exact_gap_after FROM runs ORDER BY topic, partition, upstream"):
+            grouped.setdefault((topic, int(partition)), []).append((u, d, n, bool(x)))
+    for (topic, partition), rows in grouped.items():
+        ranges.restore(topic, partition, rows)
+    return ranges

@@ -202,3 +202,26 @@ def test_bad_cluster_settings_refused_before_anything_is_written(tmp_path, extra
     done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state"), timeout=180)
     assert done.returncode == code, done.stderr[-3000:]
     assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_executor_without_the_projects_jar_is_named_before_anything_is_written(spark_cluster, tmp_path):
+    """The driver has mirrorspark's classes (extraClassPath) but ships an empty jar in their place:
+    the executors' check fails, naming the jar, before any cluster is contacted."""
+    from mirrorspark import paths
+
+    build = tmp_path / "build"
+    (build / "mirrorspark-jvm").mkdir(parents=True)
+    for folder in ("kafka-libs", "spark-kafka-jars"):
+        (build / folder).symlink_to(paths.build_dir() / folder)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    subprocess.run(["jar", "cf", str(build / "mirrorspark-jvm" / "mirrorspark.jar"), "-C", str(empty), "."], check=True)
+    real_jar = next((paths.build_dir() / "mirrorspark-jvm").glob("*.jar"))
+    config = write_config(tmp_path / "mm2.properties", {"primary": "127.0.0.1:1", "backup": "127.0.0.1:2"},
+                          f"primary->backup.enabled = true\nspark.master = {spark_cluster}\n"
+                          f"spark.driver.extraClassPath = {real_jar}\nspark.task.maxFailures = 1\n")
+    done = subprocess.run([*MIRRORSPARK, "run", str(config), "--state-dir", str(tmp_path / "state")],
+                          capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "MIRRORSPARK_BUILD_DIR": str(build)})
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "executors cannot load mirrorspark's jar" in done.stderr and "Traceback" not in done.stderr

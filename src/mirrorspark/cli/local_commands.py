@@ -24,6 +24,16 @@ def _clusters(state_dir: Optional[Path]) -> LocalClusters:
     return LocalClusters(state_dir)
 
 
+def _print_status(rows: list[tuple[str, str]], nothing: str) -> None:
+    """One ``name: state`` line each; exit 1 when a pid file is stale."""
+    if not rows:
+        typer.echo(nothing)
+    for name, state in rows:
+        typer.echo(f"{name}: {state}")
+    if any(state.startswith("stale") for _, state in rows):
+        raise typer.Exit(1)
+
+
 def _fail(exc: Exception) -> None:
     typer.echo(f"mirrorspark: error: {exc}", err=True)
     raise typer.Exit(1)
@@ -61,13 +71,7 @@ def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cl
 @app.command()
 def status(state_dir: StateDir = None) -> None:
     """Say what runs where; exits 1 if a pid file is stale."""
-    rows = _clusters(state_dir).status()
-    if not rows:
-        typer.echo("no local clusters")
-    for name, state in rows:
-        typer.echo(f"{name}: {state}")
-    if any(state.startswith("stale") for _, state in rows):
-        raise typer.Exit(1)
+    _print_status(_clusters(state_dir).status(), "no local clusters")
 
 
 @app.command()
@@ -115,13 +119,7 @@ def spark_up(workers: Annotated[int, typer.Option(min=1, help="Number of workers
 @spark_app.command("status")
 def spark_status(state_dir: StateDir = None) -> None:
     """Say whether the master and each worker run; exit 1 if a pid file is stale."""
-    rows = LocalSpark(state_dir).status()
-    if not rows:
-        typer.echo("no local Spark cluster")
-    for name, state in rows:
-        typer.echo(f"{name}: {state}")
-    if any(state.startswith("stale") for _, state in rows):
-        raise typer.Exit(1)
+    _print_status(LocalSpark(state_dir).status(), "no local Spark cluster")
 
 
 @spark_app.command("down")

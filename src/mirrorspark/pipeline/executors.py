@@ -77,7 +77,10 @@ def check_executors(spark, shipped: list[Path]) -> list[str]:
         report = jvm.io.mirrorspark.sink.Preflight.check(spark._jsc, "\n".join(p.name for p in shipped))
     except Py4JJavaError as exc:
         text = str(exc.java_exception)
-        if "io.mirrorspark" in text and ("ClassNotFound" in text or "NoClassDefFound" in text):
+        # The job's closure holds only mirrorspark's probe: an executor that cannot load it fails with
+        # ClassNotFoundException, or with a ClassCastException on the SerializedLambda wrapping it.
+        missing_class = "io.mirrorspark" in text and ("ClassNotFound" in text or "NoClassDefFound" in text)
+        if missing_class or "SerializedLambda" in text:
             raise ExecutorSetupError(
                 "executors cannot load mirrorspark's jar (io.mirrorspark classes): it is shipped with spark.jars "
                 f"({spark.conf.get('spark.jars', '')}); check that executors can fetch files from the driver "

@@ -80,7 +80,9 @@ class Replicator:
         self.executors: list[str] = []
 
     def prepare(self) -> None:
-        """Everything that can fail on bad input, done before Spark starts or any data moves."""
+        """Everything that can fail on bad input, done before any data moves. Spark starts here when
+        the master is a cluster (its executors are checked before the target is touched) or the
+        state location is a URI (read through the driver JVM); otherwise in ``start``."""
         flows = self.config.enabled_flows
         if not flows:
             raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"

@@ -18,6 +18,12 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
     for alias, cluster in config.clusters.items():
         settings = ", ".join(f"{k}={v}" for k, v in sorted(redact(cluster.settings).items()))
         echo(f"  {alias}: {settings or '(no settings)'}")
+    from mirrorspark.paths import default_state_dir
+    from mirrorspark.state.location import KEY as STATE_KEY, StateLocation
+
+    location = StateLocation.parse(config.top_level.get(STATE_KEY), default_state_dir())
+    echo(f"state location: {location.describe()}")
+    echo(f"spark.master: {config.spark.get('spark.master', 'local[*]')}")
     echo("flows:")
     for flow in config.flows:
         if not flow.enabled:

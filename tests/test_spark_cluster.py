@@ -163,6 +163,8 @@ def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over
     committed = committed_records(checkpoint, topic)
     in_flight = at_kill - committed  # written by the batch Spark had not committed
     assert 0 <= in_flight
+    before = checkpoints(clusters["backup"], "primary", group)
+    assert before, "the group had a checkpoint before the kill"
 
     second = tmp_path / "elsewhere" / "driver-2"
     with running_mirrorspark(config, second):
@@ -183,6 +185,7 @@ def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over
     assert duplicates == in_flight  # exactly the uncommitted batch's records, nothing more
     assert recopied_metric <= duplicates
 
+    assert all(translated[key] >= offset for key, offset in before.items())  # checkpoints stay monotonic
     start = {(remote, p): translated.get((remote, p), 0) for p in range(3)}
     rest = read_from(clusters["backup"], group, start)
     assert not set(rest) & set(consumed)  # failed over: zero re-delivery
@@ -193,6 +196,7 @@ def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over
     ("spark.master = spark://127.0.0.1:1\n", 1, "spark.master=spark://127.0.0.1:1"),
     ("mirrorspark.state.location = nosuchfs://bucket/x\n", 2, "mirrorspark.state.location"),
     ("mirrorspark.state.location = {file}/below-a-file\n", 2, "mirrorspark.state.location"),
+    ("mirrorspark.state.location = file://{file}/below-a-file\n", 2, "mirrorspark.state.location"),
 ])
 def test_bad_cluster_settings_refused_before_anything_is_written(tmp_path, extra, code, words):
     plain = tmp_path / "a-file"

@@ -25,6 +25,7 @@ def reported(func: Callable) -> Callable:
     from mirrorspark.pipeline.executors import ExecutorSetupError
     from mirrorspark.pipeline.runner import ClusterUnreachable
     from mirrorspark.pipeline.spark_session import SparkUnavailable
+    from mirrorspark.state.files import StateError
     from confluent_kafka import KafkaException
 
     @wraps(func)
@@ -34,7 +35,7 @@ def reported(func: Callable) -> Callable:
         except ConfigError as exc:
             fail(str(exc), EXIT_CONFIG)
         except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError, SparkUnavailable,
-                ExecutorSetupError) as exc:
+                ExecutorSetupError, StateError) as exc:
             fail(str(exc), EXIT_RUNTIME)
         except KafkaException as exc:
             fail(f"Kafka request failed: {exc.args[0].str() if exc.args else exc}", EXIT_RUNTIME)

@@ -27,6 +27,17 @@ def _name(seq: int) -> str:
     return f"{seq:020d}.json"
 
 
+def _parse(text: str | None) -> dict | None:
+    """A range-log file's body, or None when it is missing or not what ``save`` writes."""
+    try:
+        body = json.loads(text or "")
+        partitions = [(str(t), int(p), [(int(u), int(d), int(n), bool(x)) for u, d, n, x in rows])
+                      for t, p, rows in body["partitions"]]
+        return {"snapshot": bool(body.get("snapshot")), "partitions": partitions}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
 class RangeLog:
     def __init__(self, files: StateFiles) -> None:
         self.files = files
@@ -40,17 +51,17 @@ class RangeLog:
             stem = name.removesuffix(".json")
             if not stem.isdigit():
                 continue
-            text = self.files.read(name)
-            try:
-                entries.append((int(stem), json.loads(text or "")))
-            except ValueError:
-                log.warning("offset ranges: %s/%s is not valid JSON; skipped (translation falls back to older runs)",
-                            self.files.uri(), name)
+            body = _parse(self.files.read(name))
+            if body is None:
+                log.error("offset ranges: %s/%s is damaged and skipped; translation of what it held falls back "
+                          "to older runs (never ahead) and checkpoints for it may pause", self.files.uri(), name)
+                continue
+            entries.append((int(stem), body))
         entries.sort(key=lambda e: e[0])
-        start = max((i for i, (_, body) in enumerate(entries) if body.get("snapshot")), default=0)
+        start = max((i for i, (_, body) in enumerate(entries) if body["snapshot"]), default=0)
         for _, body in entries[start:]:
-            for topic, partition, rows in body.get("partitions", []):
-                ranges.restore(topic, int(partition), [tuple(r) for r in rows])
+            for topic, partition, rows in body["partitions"]:
+                ranges.restore(topic, partition, rows)
         if entries:
             self._next = entries[-1][0] + 1
             self._since_snapshot = len(entries) - start

@@ -11,6 +11,7 @@ client and mirrorspark's jar, and sees the shipped files.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -68,14 +69,33 @@ def through_provider(settings: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def check_executors(spark, shipped: list[Path]) -> list[str]:
-    """Run the JVM probe on the executors; returns their ids, raises ExecutorSetupError naming what lacks."""
+def check_executors(spark, shipped: list[Path], timeout: float = 120.0) -> list[str]:
+    """Run the JVM probe on the executors; returns their ids, raises ExecutorSetupError naming what
+    lacks, or saying that no executor came within ``timeout`` (Spark itself would wait forever)."""
     from py4j.protocol import Py4JJavaError
 
-    jvm = spark._jvm
-    try:
-        report = jvm.io.mirrorspark.sink.Preflight.check(spark._jsc, "\n".join(p.name for p in shipped))
-    except Py4JJavaError as exc:
+    outcome: dict[str, object] = {}
+
+    def probe() -> None:
+        spark.sparkContext.setJobGroup("mirrorspark-preflight", "mirrorspark: executor check", True)
+        try:
+            outcome["report"] = spark._jvm.io.mirrorspark.sink.Preflight.check(
+                spark._jsc, "\n".join(p.name for p in shipped))
+        except Py4JJavaError as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=probe, name="mirrorspark-preflight", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        spark.sparkContext.cancelJobGroup("mirrorspark-preflight")
+        raise ExecutorSetupError(
+            f"no Spark executor ran the check within {timeout:.0f} s on {spark.conf.get('spark.master')}: do the "
+            "workers offer the cores and memory asked for (spark.executor.cores, spark.executor.memory, "
+            "spark.cores.max)? The master's web UI shows why the application waits")
+    report = outcome.get("report")
+    exc = outcome.get("error")
+    if exc is not None:
         text = str(exc.java_exception)
         # The job's closure holds only mirrorspark's probe: an executor that cannot load it fails with
         # ClassNotFoundException, or with a ClassCastException on the SerializedLambda wrapping it.

@@ -70,6 +70,15 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
                 "contradicts offset syncs, which need each partition written in send order; remove it or set "
                 f"{flow.where('emit.offset-syncs.enabled')} = false", f"{flow.target.alias}.producer.enable.idempotence")
         options["kafka.enable.idempotence"] = "true"
+        # What idempotence needs, checked here: a conflict would otherwise fail every executor task.
+        key = f"{flow.target.alias}.producer"
+        if producer.get("acks", "all").strip().lower() not in ("all", "-1"):
+            raise ConfigError(f"{key}.acks={producer['acks']} contradicts offset syncs (an idempotent producer needs "
+                              "acks=all); remove it", f"{key}.acks")
+        in_flight = producer.get("max.in.flight.requests.per.connection", "5").strip()
+        if not in_flight.isdigit() or not 1 <= int(in_flight) <= 5:
+            raise ConfigError(f"{key}.max.in.flight.requests.per.connection={in_flight} contradicts offset syncs (an "
+                              "idempotent producer allows 1 to 5)", f"{key}.max.in.flight.requests.per.connection")
     options["flow"] = flow.name  # the runs and figures the driver drains are per flow
     return options
 

@@ -60,9 +60,24 @@ class LocalFiles:
         (self.path / name).unlink(missing_ok=True)
 
 
+class StateError(RuntimeError):
+    """The state location failed a read or a write; the message names the file and the cause."""
+
+
+def _hadoop_call(what: str, uri: str, call, *args):
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return call(*args)
+    except Py4JJavaError as exc:
+        cause = exc.java_exception
+        raise StateError(f"state location: cannot {what} {uri}: {cause.getClass().getSimpleName()}: "
+                         f"{cause.getMessage()}") from None
+
+
 class HadoopFiles:
-    """A folder under a Hadoop-compatible URI (file://, hdfs://, s3a://...), written by the driver
-    JVM through Spark's checkpoint file manager (``io.mirrorspark.state.StateFiles``)."""
+    """A folder under a Hadoop-compatible URI (file://, hdfs://, s3a://...), read and written by the
+    driver JVM (``io.mirrorspark.state.StateFiles``)."""
 
     def __init__(self, uri: str, spark) -> None:
         self._uri = uri.rstrip("/")
@@ -77,13 +92,16 @@ class HadoopFiles:
         return self._uri
 
     def read(self, name: str) -> str | None:
-        return self._java.read(f"{self._uri}/{name}", self._conf)
+        uri = f"{self._uri}/{name}"
+        return _hadoop_call("read", uri, self._java.read, uri, self._conf)
 
     def write(self, name: str, text: str) -> None:
-        self._java.write(f"{self._uri}/{name}", text, self._conf)
+        uri = f"{self._uri}/{name}"
+        _hadoop_call("write", uri, self._java.write, uri, text, self._conf)
 
     def list(self) -> list[str]:
-        return [n for n in self._java.list(self._uri, self._conf).split("\n") if n]
+        return [n for n in _hadoop_call("list", self._uri, self._java.list, self._uri, self._conf).split("\n") if n]
 
     def delete(self, name: str) -> None:
-        self._java.delete(f"{self._uri}/{name}", self._conf)
+        uri = f"{self._uri}/{name}"
+        _hadoop_call("delete", uri, self._java.delete, uri, self._conf)

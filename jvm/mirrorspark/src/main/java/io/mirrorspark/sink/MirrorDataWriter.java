@@ -30,12 +30,13 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private final KafkaProducer<byte[], byte[]> producer;
     private final Map<String, Map<Integer, PartitionAcks>> acks = new HashMap<>();
     private volatile Exception failure;
+    private boolean released;
     private UTF8String lastTopicUtf8;
     private String lastTopic;
 
     MirrorDataWriter(WriteSettings settings) {
         this.settings = settings;
-        this.producer = Producers.get(settings.producer);
+        this.producer = Producers.acquire(settings.producer);
     }
 
     @Override
@@ -86,7 +87,6 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         producer.flush();
         Exception failed = failure;
         if (failed != null) {
-            Producers.discard(settings.producer, producer);
             throw new IOException("writing to the target failed: " + failed, failed);
         }
         List<PartitionAcks> parts = new ArrayList<>();
@@ -99,14 +99,16 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public void abort() {
-        if (failure != null) {
-            Producers.discard(settings.producer, producer);
-        }
+        // Spark calls close() next; the failure (if any) retires the producer there.
     }
 
     @Override
     public void close() {
-        // The producer is shared by the executor's tasks (Producers); nothing to release per task.
+        // Called after commit() and after abort(): give the shared producer back exactly once.
+        if (!released) {
+            released = true;
+            Producers.release(settings.producer, producer, failure != null);
+        }
     }
 
     private final class Ack implements Callback {

@@ -43,8 +43,8 @@ public final class WrittenBatches {
                 }
             }
         }
-        // A source partition split over several tasks (minPartitions) reports several runs: in
-        // source order, as the offset mapping expects them.
+        // Each source partition is read by one task (mirrorspark never sets minPartitions); the runs
+        // are still handed over in source order, as the offset mapping expects them.
         for (Map.Entry<String, List<long[]>> entry : runs.entrySet()) {
             int split = entry.getKey().lastIndexOf('\u0000');
             String topic = entry.getKey().substring(0, split);

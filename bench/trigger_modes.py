@@ -35,7 +35,7 @@ from mirrorspark.config.loader import load_config  # noqa: E402
 from mirrorspark.config.model import FlowConfig  # noqa: E402
 from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
 from mirrorspark.pipeline.flow_query import sink_options, source_options  # noqa: E402
-from mirrorspark.pipeline.record_columns import interceptor_sink_options, target_headers  # noqa: E402
+from interceptor_path import interceptor_sink_options, target_headers  # noqa: E402
 from mirrorspark.pipeline.spark_session import build_session  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

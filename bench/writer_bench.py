@@ -29,8 +29,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from mirrorspark import paths
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
-from mirrorspark.pipeline.record_columns import (SINK_FORMAT, interceptor_rows, interceptor_sink_options,
-                                                 to_target_rows)
+from interceptor_path import interceptor_rows, interceptor_sink_options
+from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.pipeline.spark_session import build_session
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -130,9 +130,20 @@ def test_range_log_replays_batches_and_snapshots_bound_the_files(tmp_path, monke
             assert again.rows("t", 0) == ranges.rows("t", 0) and again.rows("t", 1) == ranges.rows("t", 1)
             log = reloaded
     assert len(files.list()) <= 5
-    files.write(files.list()[-1], "{not json")  # a damaged newest file: older state, never ahead
+
+
+def test_range_log_damaged_newest_file_falls_back_to_the_older_state(tmp_path):
+    files = LocalFiles(tmp_path / "offset-ranges")
+    log, ranges = RangeLog(files), OffsetRanges()
+    ranges.add("t", 0, [Run(0, 100, 10)])
+    log.save(ranges, [("t", 0)])
+    older = ranges.rows("t", 0)
+    ranges.add("t", 0, [Run(10, 110, 10)])
+    log.save(ranges, [("t", 0)])
+    files.write(files.list()[-1], "[1, 2]")  # valid JSON, not a range-log body
     damaged = RangeLog(files).load()
-    assert damaged.translate("t", 0, 225) is None or damaged.translate("t", 0, 225) <= ranges.translate("t", 0, 225)
+    assert damaged.rows("t", 0) == older
+    assert damaged.translate("t", 0, 15) == 110  # one past the last saved record: behind, never ahead
 
 
 def test_inverse_translation_for_failback():

@@ -108,13 +108,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def pid_alive(pid: int, state_dir: Path) -> bool:
-    """True if ``pid`` runs and is this cluster's broker (guards against a recycled pid)."""
+def process_alive(pid: int, *markers: str) -> bool:
+    """True if ``pid`` runs with every marker in its command line (guards against a recycled pid)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return False
-    return "kafka.Kafka" in cmdline and str(state_dir) in cmdline
+    return all(marker in cmdline for marker in markers)
+
+
+def pid_alive(pid: int, state_dir: Path) -> bool:
+    """True if ``pid`` runs and is this cluster's broker."""
+    return process_alive(pid, "kafka.Kafka", str(state_dir))
 
 
 def tail(path: Path, lines: int = 30) -> str:
@@ -337,12 +342,12 @@ class LocalClusters:
             pass
         deadline = time.monotonic() + timeout
         while pid_alive(pid, self.folder(name)) and time.monotonic() < deadline:
-            _reap(pid)
+            reap(pid)
             time.sleep(0.2)
         if pid_alive(pid, self.folder(name)):
             os.kill(pid, signal.SIGKILL)
             time.sleep(0.5)
-            _reap(pid)
+            reap(pid)
         self._pid_file(name).unlink(missing_ok=True)
 
     def status(self) -> list[tuple[str, str]]:
@@ -378,7 +383,7 @@ def _port_open(port: int) -> bool:
         return False
 
 
-def _reap(pid: int) -> None:
+def reap(pid: int) -> None:
     """Collect a child's exit status so it does not linger as a zombie (when we started it)."""
     try:
         os.waitpid(pid, os.WNOHANG)

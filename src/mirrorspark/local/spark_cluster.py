@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mirrorspark import paths
-from mirrorspark.local.cluster import LocalClusterError, _reap, free_port, java_executable, port_is_free, tail
+from mirrorspark.local.cluster import (LocalClusterError, free_port, java_executable, port_is_free, process_alive,
+                                       reap, tail)
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -116,13 +117,8 @@ class LocalSpark:
         (self.folder / "spark.json").write_text(json.dumps(data, indent=2) + "\n")
 
     def _daemon_alive(self, pid: int, name: str) -> bool:
-        """True if ``pid`` runs and is this folder's daemon ``name`` (guards against a recycled pid)."""
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            return False
-        cls = MASTER_CLASS if name == "master" else WORKER_CLASS
-        return cls in cmdline and str(self.folder / "daemon.conf") in cmdline
+        """True if ``pid`` runs and is this folder's daemon ``name``."""
+        return process_alive(pid, MASTER_CLASS if name == "master" else WORKER_CLASS, str(self.folder / "daemon.conf"))
 
     # -- up ------------------------------------------------------------------------------------
     def up(self, workers: int = 2, cores: int = 1, memory: str = "1g", port: int = 0,
@@ -296,9 +292,9 @@ class LocalSpark:
                 break
             deadline = time.monotonic() + wait
             while group_members(pid) and time.monotonic() < deadline:
-                _reap(pid)
+                reap(pid)
                 time.sleep(0.2)
-            _reap(pid)
+            reap(pid)
             if not group_members(pid):
                 break
         self._pid_file(name).unlink(missing_ok=True)

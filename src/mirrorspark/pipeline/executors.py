@@ -4,21 +4,18 @@ Jars travel with ``spark.jars`` (spark_session) and GC options with
 ``spark.executor.extraJavaOptions``. Files that client settings point at on the driver's disk
 (truststores, keystores: every ``*.location`` setting) are shipped with ``spark.files`` and the
 setting becomes ``${mirrorspark-file:DIR:NAME}``, which ``ShippedFileProvider`` resolves in each
-Kafka client: the original path where it exists (the driver), the shipped copy elsewhere.
+Kafka client: the original path on the driver, the shipped copy on every executor.
 Before any query starts, a small JVM job checks every executor can load the connector, the Kafka
 client and mirrorspark's jar, and sees the shipped files.
 """
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
-
-log = logging.getLogger(__name__)
 
 PROVIDER = "mirrorspark-file"
 PROVIDER_CLASS = "io.mirrorspark.kafka.ShippedFileProvider"

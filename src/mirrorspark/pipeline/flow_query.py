@@ -93,6 +93,7 @@ class FlowQuery:
         self.selection = selection
         self.remote_topics = remote_topics
         self.checkpoint = checkpoint  # Spark's checkpoint folder, in the flow's state location
+        self._offset_log, self._commit_log = checkpoint.child("offsets"), checkpoint.child("commits")
         self.query = None
         self._write_lock = threading.Lock()
         self._stopping = False
@@ -171,7 +172,7 @@ class FlowQuery:
 
     def _batch_topics(self, batch_id: int) -> set[str]:
         """Topics in Spark's offset log entry for ``batch_id`` (written before the batch runs)."""
-        lines = (self.checkpoint.child("offsets").read(str(batch_id)) or "").splitlines()
+        lines = (self._offset_log.read(str(batch_id)) or "").splitlines()
         topics: set[str] = set()
         for line in lines[2:]:
             try:
@@ -182,10 +183,10 @@ class FlowQuery:
 
     def committed_positions(self) -> dict[tuple[str, int], int]:
         """Source offsets up to which the last committed batch read (Spark's offset and commit logs)."""
-        batches = [int(name) for name in self.checkpoint.child("commits").list() if name.isdigit()]
+        batches = [int(name) for name in self._commit_log.list() if name.isdigit()]
         if not batches:
             return {}
-        lines = (self.checkpoint.child("offsets").read(str(max(batches))) or "").splitlines()
+        lines = (self._offset_log.read(str(max(batches))) or "").splitlines()
         positions: dict[tuple[str, int], int] = {}
         for line in lines[2:]:
             try:
@@ -268,9 +269,8 @@ class FlowQuery:
             self._stopping = True
             last = self._last_written
         if last is not None and self.query is not None and self.query.isActive:
-            commits = self.checkpoint.child("commits")
             deadline = time.monotonic() + commit_timeout
-            while commits.read(str(last)) is None and self.query.isActive and time.monotonic() < deadline:
+            while self._commit_log.read(str(last)) is None and self.query.isActive and time.monotonic() < deadline:
                 time.sleep(0.05)
         if self.query is not None:
             self.query.stop()

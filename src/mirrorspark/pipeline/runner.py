@@ -77,7 +77,6 @@ class Replicator:
         self.state: StateFiles | None = None
         self.ship_files = False  # executors in other JVMs: client files shipped, executors checked
         self.shipped: list[Path] = []
-        self.executors: list[str] = []
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before any data moves. Spark starts here when
@@ -210,8 +209,8 @@ class Replicator:
         """The SparkSession; on a cluster, executors are checked before anything is written."""
         self.spark = build_session(self.config.spark, self.shipped)
         if self.ship_files:
-            self.executors = check_executors(self.spark, self.shipped)
-            log.info("Spark executors ready: %s (master %s)", ", ".join(self.executors),
+            executors = check_executors(self.spark, self.shipped)
+            log.info("Spark executors ready: %s (master %s)", ", ".join(executors),
                      self.config.spark.get("spark.master"))
 
     def request_stop(self, *_: object) -> None:

@@ -64,29 +64,43 @@ class StateError(RuntimeError):
     """The state location failed a read or a write; the message names the file and the cause."""
 
 
+def java_cause(exc) -> tuple[str, str]:
+    """(simple class name, message) of the Java exception behind a ``Py4JJavaError``."""
+    cause = exc.java_exception
+    return str(cause.getClass().getSimpleName()), str(cause.getMessage())
+
+
 def _hadoop_call(what: str, uri: str, call, *args):
     from py4j.protocol import Py4JJavaError
 
     try:
         return call(*args)
     except Py4JJavaError as exc:
-        cause = exc.java_exception
-        raise StateError(f"state location: cannot {what} {uri}: {cause.getClass().getSimpleName()}: "
-                         f"{cause.getMessage()}") from None
+        kind, text = java_cause(exc)
+        raise StateError(f"state location: cannot {what} {uri}: {kind}: {text}") from None
 
 
 class HadoopFiles:
     """A folder under a Hadoop-compatible URI (file://, hdfs://, s3a://...), read and written by the
     driver JVM (``io.mirrorspark.state.StateFiles``)."""
 
-    def __init__(self, uri: str, spark) -> None:
+    def __init__(self, uri: str, java, conf) -> None:
+        """``java``: the ``StateFiles`` class over py4j; ``conf``: one Hadoop configuration, built once
+        and shared by every child folder (building one copies the whole session configuration)."""
         self._uri = uri.rstrip("/")
-        self._spark = spark
-        self._java = spark._jvm.io.mirrorspark.state.StateFiles
-        self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+        self._java = java
+        self._conf = conf
+
+    @classmethod
+    def of(cls, uri: str, spark) -> "HadoopFiles":
+        return cls(uri, spark._jvm.io.mirrorspark.state.StateFiles, spark._jsparkSession.sessionState().newHadoopConf())
 
     def child(self, name: str) -> "HadoopFiles":
-        return HadoopFiles(f"{self._uri}/{name}", self._spark)
+        return HadoopFiles(f"{self._uri}/{name}", self._java, self._conf)
+
+    def qualified(self) -> "HadoopFiles":
+        """This folder under its fully qualified URI, created and proven writable (Py4JJavaError if not)."""
+        return HadoopFiles(str(self._java.probe(self._uri, self._conf)), self._java, self._conf)
 
     def uri(self) -> str:
         return self._uri

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.state.files import HadoopFiles, LocalFiles, StateFiles
+from mirrorspark.state.files import HadoopFiles, LocalFiles, StateFiles, java_cause
 
 KEY = "mirrorspark.state.location"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -61,18 +61,16 @@ class StateLocation:
                 raise ConfigError(f"{KEY}: cannot write state under {self.path}: {exc.strerror or exc}; "
                                   f"point {KEY} (or --state-dir) at a writable folder", KEY) from None
             return files
-        return HadoopFiles(_probe(self.uri, spark), spark)
+        return _qualified(self.uri, spark)
 
 
-def _probe(uri: str, spark) -> str:
+def _qualified(uri: str, spark) -> HadoopFiles:
     from py4j.protocol import Py4JJavaError
 
     try:
-        return spark._jvm.io.mirrorspark.state.StateFiles.probe(uri, spark._jsparkSession.sessionState().newHadoopConf())
+        return HadoopFiles.of(uri, spark).qualified()
     except Py4JJavaError as exc:
-        cause = exc.java_exception
-        kind = cause.getClass().getSimpleName()
-        text = str(cause.getMessage())
+        kind, text = java_cause(exc)
         if kind == "UnsupportedFileSystemException" or "No FileSystem for scheme" in text:
             raise ConfigError(f"{KEY}={uri}: no Hadoop file system for this scheme ({text}); use file://, hdfs:// "
                               "or s3a:// (with its connector jars in spark.jars.packages)", KEY) from None

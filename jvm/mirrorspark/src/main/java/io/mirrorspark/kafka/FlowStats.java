@@ -1,8 +1,6 @@
 package io.mirrorspark.kafka;
 
 import java.util.Map;
-import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Per target partition figures of acknowledged records, aggregated on the JVM side so that no
@@ -10,8 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * replication latency when acknowledged (both from the source timestamp), as min / max / sum.
  *
  * Filled on the driver from the sink's commit messages (io.mirrorspark.sink), or in-process by
- * the interceptor. Like {@link OffsetRuns}, the state lives in a map held by the JVM's system properties and made
- * only of JDK classes, so the executor's and the driver's class loaders share it.
+ * the interceptor; like {@link OffsetRuns}, the state is a {@link JvmShared} map.
  */
 public final class FlowStats {
 
@@ -23,17 +20,8 @@ public final class FlowStats {
     private FlowStats() {
     }
 
-    @SuppressWarnings("unchecked")
     private static Map<String, long[]> store() {
-        Properties props = System.getProperties();
-        synchronized (props) {
-            Object found = props.get(STORE);
-            if (found == null) {
-                found = new ConcurrentHashMap<String, long[]>();
-                props.put(STORE, found);
-            }
-            return (Map<String, long[]>) found;
-        }
+        return JvmShared.map(STORE);
     }
 
     /** Empty figures: count, bytes, age min/max/sum, latency min/max/sum, timed records. */

@@ -3,8 +3,6 @@ package io.mirrorspark.kafka;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Where the writer's acknowledgements become offset runs, until the driver drains them.
@@ -15,9 +13,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * one run per batch however many records it carries. A run of count 0 marks a failed write: the
  * next run is not known to follow the previous one.
  *
- * The state lives in a map held by the JVM's system properties, made only of JDK classes, so the
- * interceptor (loaded by Spark's executor class loader) and the driver's py4j call (another class
- * loader) see the same runs even when each loads its own copy of this class.
+ * Filled on the driver from the sink's commit messages (io.mirrorspark.sink), or in-process by the
+ * interceptor; the state is a {@link JvmShared} map, so Spark's class loader and py4j's see the same runs.
  */
 public final class OffsetRuns {
 
@@ -27,17 +24,8 @@ public final class OffsetRuns {
     private OffsetRuns() {
     }
 
-    @SuppressWarnings("unchecked")
     private static Map<String, List<long[]>> store() {
-        Properties props = System.getProperties();
-        synchronized (props) {
-            Object found = props.get(STORE);
-            if (found == null) {
-                found = new ConcurrentHashMap<String, List<long[]>>();
-                props.put(STORE, found);
-            }
-            return (Map<String, List<long[]>>) found;
-        }
+        return JvmShared.map(STORE);
     }
 
     private static List<long[]> runs(String flow, String topic, int partition) {

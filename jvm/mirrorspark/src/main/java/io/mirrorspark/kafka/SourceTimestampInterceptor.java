@@ -29,9 +29,9 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  */
 public final class SourceTimestampInterceptor implements ProducerInterceptor<byte[], byte[]> {
 
-    /** Must match mirrorspark.pipeline.record_columns.TIMESTAMP_HEADER. */
+    /** Must match bench/interceptor_path.py TIMESTAMP_HEADER. */
     public static final String TIMESTAMP_HEADER = "__mirrorspark.source.timestamp";
-    /** Must match mirrorspark.pipeline.record_columns.OFFSET_HEADER. */
+    /** Must match bench/interceptor_path.py OFFSET_HEADER. */
     public static final String OFFSET_HEADER = "__mirrorspark.source.offset";
     /** Producer setting naming the flow whose runs this producer reports. */
     public static final String FLOW_CONFIG = "mirrorspark.flow";

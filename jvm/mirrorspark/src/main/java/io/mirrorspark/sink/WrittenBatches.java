@@ -5,12 +5,12 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 
 import io.mirrorspark.kafka.FlowStats;
+import io.mirrorspark.kafka.JvmShared;
 import io.mirrorspark.kafka.OffsetRuns;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
@@ -57,19 +57,8 @@ public final class WrittenBatches {
         }
     }
 
-    @SuppressWarnings("unchecked")
     private static Set<String> executors(String flow) {
-        Properties props = System.getProperties();
-        Map<String, Set<String>> all;
-        synchronized (props) {
-            Object found = props.get(EXECUTORS);
-            if (found == null) {
-                found = new ConcurrentHashMap<String, Set<String>>();
-                props.put(EXECUTORS, found);
-            }
-            all = (Map<String, Set<String>>) found;
-        }
-        return all.computeIfAbsent(flow, k -> ConcurrentHashMap.newKeySet());
+        return JvmShared.<Set<String>>map(EXECUTORS).computeIfAbsent(flow, k -> ConcurrentHashMap.newKeySet());
     }
 
     /** Executors that wrote for {@code flow} since the last call, comma separated and sorted. */

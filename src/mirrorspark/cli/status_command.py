@@ -45,10 +45,10 @@ def _age(timestamp: float | None) -> str:
 
 
 def table(flows: list[dict[str, Any]]) -> list[str]:
-    header = ("FLOW", "STATE", "TOPICS", "RECORDS", "RECOPIED", "LAG", "LAG(S)", "LAST BATCH")
+    header = ("FLOW", "STATE", "TOPICS", "RECORDS", "RECOPIED", "LOST", "RESTARTS", "LAG", "LAG(S)", "LAST BATCH")
     rows = [header] + [(f["name"], f["state"], str(f["topics"]), str(f["records_replicated"]),
-                        str(f["records_recopied"]), str(f["lag_offsets"]), f"{f['lag_seconds']:.1f}",
-                        _age(f["last_batch_time"])) for f in flows]
+                        str(f["records_recopied"]), str(f.get("records_lost", 0)), str(f.get("restarts", 0)),
+                        str(f["lag_offsets"]), f"{f['lag_seconds']:.1f}", _age(f["last_batch_time"])) for f in flows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines += [f"{f['name']}: {f['error']}" for f in flows if f.get("error")]

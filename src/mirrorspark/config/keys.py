@@ -119,6 +119,22 @@ KEYS: tuple[Key, ...] = (
         "re-copy marks): a folder, or a Hadoop-compatible URI shared by machines (`file:///mnt/shared/ms`, "
         "`hdfs://nn/ms`, `s3a://bucket/ms`) so a driver started elsewhere resumes. Default `<state-dir>/flows`.",
         Scope.DRIVER),
+    Key("mirrorspark.data.loss", Type.STRING, "report",
+        "What a flow does when source records are gone before it copied them (retention or `deleteRecords` "
+        "ahead of it, a re-created or truncated topic): `report` (ERROR log, `mirrorspark_records_lost_total`, "
+        "flow state `degraded`, and go on) or `fail` (report, then stop the flow before it copies past the gap).",
+        choices=("report", "fail")),
+    Key("mirrorspark.batch.max.records", Type.LONG, "250000",
+        "Most source records one micro-batch reads (Spark's `maxOffsetsPerTrigger`), 0 for no limit. It bounds "
+        "what a crash can make the flow copy again; a batch interrupted by a crash resumes from what the target "
+        "already holds, so the re-copy is usually far below it."),
+    Key("mirrorspark.flow.restart.attempts", Type.INT, "5",
+        "Consecutive failures of a flow's query (target unreachable, authorization, a record too large...) "
+        "after which the flow stays `failed`; before that it is restarted with exponential backoff while the "
+        "other flows keep running. A batch written resets the count. The process exits non-zero only when every "
+        "flow has failed."),
+    Key("mirrorspark.flow.restart.backoff.seconds", Type.DOUBLE, "1",
+        "Wait before the first restart of a failed flow; doubled after each further failure, at most 60 s."),
     Key("mirrorspark.metrics.lag.interval.seconds", Type.DOUBLE, "5",
         "How often lag (offsets and seconds) and record/byte rates are measured.", Scope.DRIVER),
 )

@@ -123,6 +123,38 @@ class FlowConfig:
             raise ConfigError(f"{key} must be >= 1 (or -1 for the broker default), got {value}", key)
         return value
 
+    def _number(self, key: str, kind: type, low: float) -> int | float:
+        raw = (self.get(key, default(key)) or default(key)).strip()
+        where = self.where(key)
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ConfigError(f"{where} must be a number, got {raw!r}", where) from None
+        if not (value >= low and value < float("inf")):
+            raise ConfigError(f"{where} must be at least {low} and finite, got {raw!r}", where)
+        return value
+
+    @property
+    def fail_on_data_loss(self) -> bool:
+        raw = (self.get("mirrorspark.data.loss", default("mirrorspark.data.loss")) or "report").strip().lower()
+        if raw not in ("report", "fail"):
+            where = self.where("mirrorspark.data.loss")
+            raise ConfigError(f"{where} must be report or fail, got {raw!r}", where)
+        return raw == "fail"
+
+    @property
+    def batch_max_records(self) -> int:
+        """0: no limit."""
+        return int(self._number("mirrorspark.batch.max.records", int, 0))
+
+    @property
+    def restart_attempts(self) -> int:
+        return int(self._number("mirrorspark.flow.restart.attempts", int, 0))
+
+    @property
+    def restart_backoff(self) -> float:
+        return float(self._number("mirrorspark.flow.restart.backoff.seconds", float, 0.0))
+
     @property
     def topic_map(self) -> dict[str, str]:
         """Explicit source -> remote topic names (mirrorspark extension, seed 000's ask)."""

@@ -130,3 +130,41 @@ def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what
     if remaining or failures:
         reason = failures[0] if failures else f"{remaining} not acknowledged within {timeout:.0f} s"
         raise RuntimeError(f"writing {len(records)} {what} to {topic} failed: {reason}")
+
+
+def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], earliest: bool = False,
+                      timeout: float = 15.0) -> dict[tuple[str, int], int]:
+    """Log start (``earliest``) or end offsets of ``partitions``; partitions that do not exist
+    (a deleted topic) are left out."""
+    from confluent_kafka.admin import OffsetSpec
+
+    if not partitions:
+        return {}
+    spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+    futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions}, request_timeout=timeout)
+    out: dict[tuple[str, int], int] = {}
+    for tp, future in futures.items():
+        try:
+            out[(tp.topic, tp.partition)] = future.result().offset
+        except KafkaException as exc:
+            if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
+                                          KafkaError._UNKNOWN_TOPIC):
+                raise
+    return out
+
+
+def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> dict[str, str]:
+    """Topic id of each existing topic of ``topics`` (a re-created topic gets a new one)."""
+    from confluent_kafka import TopicCollection
+
+    if not topics:
+        return {}
+    out: dict[str, str] = {}
+    futures = admin.describe_topics(TopicCollection(list(topics)), request_timeout=timeout)
+    for topic, future in futures.items():
+        try:
+            out[topic] = str(future.result().topic_id)
+        except KafkaException as exc:
+            if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                raise
+    return out

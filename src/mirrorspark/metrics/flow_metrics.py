@@ -2,18 +2,16 @@
 
 After the writer's save() returns, the driver drains ``FlowStats`` (count, bytes, record age and
 replication latency per target partition) and ``OffsetRuns`` (which source offsets were written).
-Nothing here runs per record. Re-copies are counted against a small persisted high-water mark of
-written source offsets per partition, so records written again after a restart show up.
+Nothing here runs per record. Re-copies are counted by ``integrity.write_marks`` and by the
+resumed-batch comparison, and handed in per batch.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from mirrorspark.metrics.registry import MirrorMetrics
-from mirrorspark.state.files import StateFiles
 
 
 @dataclass
@@ -52,31 +50,6 @@ def parse_stats(text: str) -> list[BatchStats]:
     return out
 
 
-class WrittenHighWater:
-    """Next source offset after the highest one written, per source partition, kept in the state."""
-
-    FILE = "written-high-water.json"
-
-    def __init__(self, files: StateFiles) -> None:
-        self.files = files
-        self.marks: dict[str, int] = {}
-        try:
-            self.marks = {k: int(v) for k, v in json.loads(files.read(self.FILE) or "{}").items()}
-        except (ValueError, AttributeError):
-            self.marks = {}
-
-    def recopied(self, topic: str, partition: int, upstream: int, count: int) -> int:
-        """How many of ``upstream .. upstream+count-1`` had been written before; raises the mark."""
-        key = f"{topic}\t{partition}"
-        mark = self.marks.get(key, 0)
-        again = max(0, min(upstream + count, mark) - upstream)
-        self.marks[key] = max(mark, upstream + count)
-        return again
-
-    def save(self) -> None:
-        self.files.write(self.FILE, json.dumps(self.marks))
-
-
 @dataclass
 class FlowFigures:
     partitions: dict[tuple[str, int], PartitionFigures] = field(default_factory=dict)
@@ -85,11 +58,10 @@ class FlowFigures:
 
 
 class FlowMetrics:
-    def __init__(self, metrics: MirrorMetrics, source: str, target: str, state: StateFiles) -> None:
+    def __init__(self, metrics: MirrorMetrics, source: str, target: str) -> None:
         self.metrics = metrics
         self.source = source
         self.target = target
-        self.high_water = WrittenHighWater(state)
         self.figures = FlowFigures()
         self._lock = threading.Lock()
         self._rate_mark: tuple[float, dict[tuple[str, int], tuple[int, int]]] = (time.monotonic(), {})
@@ -97,10 +69,9 @@ class FlowMetrics:
     def _labels(self, topic: str, partition: int) -> dict[str, str]:
         return {"source": self.source, "target": self.target, "topic": topic, "partition": str(partition)}
 
-    def batch_written(self, stats_text: str, runs: list[tuple[str, int, int, int, int]],
-                      source_of: Mapping[str, str]) -> None:
-        """Fold one batch in: ``stats_text`` from FlowStats.drain, ``runs`` from OffsetRuns.drain
-        (remote topic, partition, upstream, downstream, count) and remote -> source topic names."""
+    def batch_written(self, stats_text: str, recopied: Mapping[tuple[str, int], int]) -> None:
+        """Fold one batch in: ``stats_text`` from FlowStats.drain and the records written again
+        per remote partition (``WriteMarks`` and the resumed-batch comparison count them)."""
         m = self.metrics
         with self._lock:
             for s in parse_stats(stats_text):
@@ -119,17 +90,10 @@ class FlowMetrics:
                         gauge["avg"].labels(**labels).set(total / s.timed)
                     fig.latency_ms_avg = s.latency_sum / s.timed
                     fig.age_ms_avg = s.age_sum / s.timed
-            changed = False
-            for topic, partition, upstream, _downstream, count in runs:
-                if count <= 0:
-                    continue
-                again = self.high_water.recopied(source_of.get(topic, topic), partition, upstream, count)
-                changed = True
+            for (topic, partition), again in recopied.items():
                 if again:
                     m.recopied.labels(**self._labels(topic, partition)).inc(again)
                     self.figures.partitions.setdefault((topic, partition), PartitionFigures()).recopied += again
-            if changed:
-                self.high_water.save()
             self.figures.last_batch_time = time.time()
             self.figures.batches += 1
             m.last_batch.labels(source=self.source, target=self.target).set(self.figures.last_batch_time)
@@ -147,6 +111,10 @@ class FlowMetrics:
                 self.metrics.record_rate.labels(**labels).set((records - before[0]) / elapsed)
                 self.metrics.byte_rate.labels(**labels).set((size - before[1]) / elapsed)
             self._rate_mark = (now, current)
+
+    def records_lost(self, topic: str, partition: int, records: int) -> None:
+        """Source records that will never be copied (labelled by the source topic)."""
+        self.metrics.records_lost.labels(**self._labels(topic, partition)).inc(records)
 
     def set_running(self, running: bool) -> None:
         self.metrics.flow_running.labels(source=self.source, target=self.target).set(1 if running else 0)

@@ -49,5 +49,13 @@ class MirrorMetrics:
                                 "Unix time of the flow's last successfully written batch.", FLOW, registry=r)
         self.recopied = Counter("mirrorspark_records_recopied", "Records written again after a restart (their "
                                 "source offset had been written before).", PARTITION, registry=r)
+        self.records_lost = Counter("mirrorspark_records_lost", "Source records that can no longer be copied "
+                                    "(retention or deleteRecords ahead of the flow, a re-created or truncated "
+                                    "topic, a remote topic deleted on the target); labels: the source topic.",
+                                    PARTITION, registry=r)
+        self.flow_restarts = Counter("mirrorspark_flow_restarts", "Times the flow's query failed and was "
+                                     "started again.", FLOW, registry=r)
+        self.flow_state = Gauge("mirrorspark_flow_state", "1 for the flow's current state (running, degraded, "
+                                "restarting, paused, failed), 0 for the others.", FLOW + ("state",), registry=r)
         self.flow_running = Gauge("mirrorspark_flow_running", "1 while the flow's query runs, 0 when paused or "
                                   "failed.", FLOW, registry=r)

@@ -103,6 +103,15 @@ class FlowOffsets:
         if self.checkpoints is not None and reverse.enabled:
             self.checkpoints.translate_back = reverse.translate_back
 
+    def forget_topic(self, topic: str) -> None:
+        """Drop the runs of a source topic whose source or remote topic was re-created: they would
+        translate into offsets of a topic that no longer exists (translation never ahead of data)."""
+        dropped = self.ranges.forget(topic)
+        if dropped:
+            self.range_log.save(self.ranges, dropped)
+            log.warning("flow %s: offset mapping of %s dropped (%d partition(s)); checkpoints for it restart from "
+                        "the next replicated records", self.flow.name, topic, len(dropped))
+
     def _save(self, partitions: set[tuple[str, int]]) -> None:
         self.range_log.save(self.ranges, partitions)
 

@@ -120,6 +120,14 @@ class OffsetRanges:
             self._partitions[key] = _PartitionRanges(self.max_runs)
         return self._partitions[key]
 
+    def forget(self, topic: str) -> list[tuple[str, int]]:
+        """Empty every partition of ``topic``; returns those that had runs."""
+        with self._lock:
+            dropped = [key for key, ranges in self._partitions.items() if key[0] == topic and ranges.entries]
+            for key in dropped:
+                self._partitions[key].entries = []
+            return dropped
+
     def add(self, topic: str, partition: int, runs: Iterable[Run], contiguous_with_previous: bool = True) -> None:
         """Runs of one partition in source-offset order; the first may or may not follow what is stored."""
         with self._lock:

@@ -7,14 +7,16 @@ back to the driver before the batch is committed.
 """
 from __future__ import annotations
 
-import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.offsets.sync_writer import parse_drained
 from mirrorspark.pipeline.executors import through_provider
@@ -28,6 +30,17 @@ log = logging.getLogger(__name__)
 _SOURCE_MANAGED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
                    "enable.auto.commit", "interceptor.classes", "bootstrap.servers"}
 _SINK_MANAGED = {"key.serializer", "value.serializer", "bootstrap.servers"}
+
+
+def root_cause(text: str) -> str:
+    """The line of a query failure that says what went wrong (Spark wraps the Kafka client's or
+    Python's error in several layers of its own)."""
+    causes = re.findall(r"Caused by: ([\w.$]+(?:Exception|Error)\b[^\n]*)", text)
+    if causes:
+        return causes[-1][:500]
+    raised = [line for line in text.splitlines() if re.match(r"^[\w.]+(Exception|Error|Stop): ", line)
+              and not line.startswith(("py4j.", "org.apache.spark."))]
+    return (raised[-1] if raised else text.splitlines()[0] if text else "unknown")[:500]
 
 
 class StopRequested(RuntimeError):
@@ -49,6 +62,8 @@ def source_options(flow: FlowConfig, pattern: str, ship_files: bool = False) -> 
         # A deleted source topic or retention must not stop the other topics (MM2 keeps going).
         "failOnDataLoss": "false",
     }
+    if flow.batch_max_records > 0:
+        options["maxOffsetsPerTrigger"] = str(flow.batch_max_records)
     if ship_files:
         consumer = through_provider(consumer)
     options.update({f"kafka.{k}": v for k, v in consumer.items() if k not in _SOURCE_MANAGED})
@@ -87,13 +102,20 @@ class FlowQuery:
     """Builds, starts and stops the streaming query of one flow."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
-                 checkpoint: StateFiles, on_written: Callable[[str, dict[str, str]], None] | None = None,
-                 metrics: FlowMetrics | None = None, ship_files: bool = False) -> None:
+                 checkpoint: StateFiles, guard: BatchGuard,
+                 on_written: Callable[[str, dict[str, str]], None] | None = None,
+                 metrics: FlowMetrics | None = None, ship_files: bool = False,
+                 before_start: Callable[[], None] | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
         self.checkpoint = checkpoint  # Spark's checkpoint folder, in the flow's state location
-        self._offset_log, self._commit_log = checkpoint.child("offsets"), checkpoint.child("commits")
+        self.spark_log = SparkOffsetLog(checkpoint)
+        self.guard = guard
+        self._rerun: int | None = None  # the batch a crash interrupted, run again first
+        self.before_start = before_start  # e.g. move the checkpoint back for a re-created topic
+        self.batches_written = 0
+        self.loss_stop: str | None = None  # set when mirrorspark.data.loss = fail stopped the flow
         self.query = None
         self._write_lock = threading.Lock()
         self._stopping = False
@@ -112,6 +134,9 @@ class FlowQuery:
 
     def start(self, spark) -> None:
         self._stopping = False
+        if self.before_start is not None:
+            self.before_start()
+        self._rerun = self.spark_log.pending()
         reader = spark.readStream.format("kafka")
         for key, value in source_options(self.flow, self.subscribe_pattern(), self._ship_files).items():
             reader = reader.option(key, value)
@@ -137,21 +162,43 @@ class FlowQuery:
             plan = self._plan_for(batch_id)
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
+            planned, ends = self.spark_log.entry(batch_id)
+            starts = self.spark_log.entry(batch_id - 1)[1] if batch_id > 0 else {}
+            try:
+                resume = self.guard.before_write(batch_id, planned, starts, ends, plan.remote,
+                                                 batch_id == self._rerun)
+            except DataLossStop as exc:
+                self.loss_stop = str(exc)
+                raise
+            options = {**self._sink_options, "resume": resume} if resume else self._sink_options
             t1 = time.perf_counter()
-            to_target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**self._sink_options).save()
+            to_target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the runs of this batch are all here, from whichever executor.
             jvm = df.sparkSession._jvm.io.mirrorspark
-            runs = jvm.kafka.OffsetRuns.drain(self.flow.name)
+            drained = jvm.kafka.OffsetRuns.drain(self.flow.name)
+            runs = parse_drained(drained)
             self.executors |= set(filter(None, jvm.sink.WrittenBatches.drainExecutors(self.flow.name).split(",")))
+            first_written: dict[tuple[str, int], int] = {}
+            for topic, partition, upstream, _downstream, count in runs:
+                if count > 0 and upstream < first_written.get((topic, partition), upstream + 1):
+                    first_written[(topic, partition)] = upstream
+            self.guard.after_write(starts, ends, plan.remote, first_written)
             if self._on_written is not None:
-                self._on_written(runs, plan.remote)
+                self._on_written(drained, plan.remote)
             t3 = time.perf_counter()
+            source_of = {remote: src for src, remote in plan.remote.items()}
+            recopied = self.guard.marks.batch_written(batch_id, planned, runs, source_of)
+            for line in jvm.sink.WrittenBatches.drainResumed(self.flow.name).splitlines():
+                topic, partition, resumed, again = line.split("\t")
+                recopied[(topic, int(partition))] = recopied.get((topic, int(partition)), 0) + int(again)
+                log.info("flow %s: batch %d resumed %s[%s]: %s record(s) already on the target were not sent "
+                         "again, %s written again", self.flow.name, batch_id, topic, partition, resumed, again)
             if self.metrics is not None:
-                self.metrics.batch_written(jvm.kafka.FlowStats.drain(self.flow.name), parse_drained(runs),
-                                           {remote: src for src, remote in plan.remote.items()})
+                self.metrics.batch_written(jvm.kafka.FlowStats.drain(self.flow.name), recopied)
             self._last_written = batch_id
+            self.batches_written += 1
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
                                     "offsets": round((t3 - t2) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t3) * 1000, 1)}
@@ -172,29 +219,11 @@ class FlowQuery:
 
     def _batch_topics(self, batch_id: int) -> set[str]:
         """Topics in Spark's offset log entry for ``batch_id`` (written before the batch runs)."""
-        lines = (self._offset_log.read(str(batch_id)) or "").splitlines()
-        topics: set[str] = set()
-        for line in lines[2:]:
-            try:
-                topics.update(json.loads(line))
-            except (ValueError, TypeError):
-                continue
-        return topics
+        return {topic for topic, _ in self.spark_log.entry(batch_id)[1]}
 
     def committed_positions(self) -> dict[tuple[str, int], int]:
         """Source offsets up to which the last committed batch read (Spark's offset and commit logs)."""
-        batches = [int(name) for name in self._commit_log.list() if name.isdigit()]
-        if not batches:
-            return {}
-        lines = (self._offset_log.read(str(max(batches))) or "").splitlines()
-        positions: dict[tuple[str, int], int] = {}
-        for line in lines[2:]:
-            try:
-                for topic, partitions in json.loads(line).items():
-                    positions.update({(topic, int(p)): int(o) for p, o in partitions.items()})
-            except (ValueError, TypeError, AttributeError):
-                continue
-        return positions
+        return self.spark_log.committed_positions()
 
     def collect_progress(self) -> None:
         """Fold Spark's progress reports of data batches not yet counted into the running totals."""
@@ -237,7 +266,7 @@ class FlowQuery:
         if self.paused or self.query is None or self.query.isActive:
             return None
         exc = self.query.exception()
-        return str(exc).splitlines()[0][:500] if exc is not None else "the query stopped"
+        return root_cause(str(exc)) if exc is not None else "the query stopped"
 
     def pause(self) -> None:
         """Finish and commit the batch in flight, then stop reading; ``resume`` continues from there."""
@@ -270,7 +299,7 @@ class FlowQuery:
             last = self._last_written
         if last is not None and self.query is not None and self.query.isActive:
             deadline = time.monotonic() + commit_timeout
-            while self._commit_log.read(str(last)) is None and self.query.isActive and time.monotonic() < deadline:
+            while self.spark_log.commits.read(str(last)) is None and self.query.isActive and time.monotonic() < deadline:
                 time.sleep(0.05)
         if self.query is not None:
             self.query.stop()

@@ -14,12 +14,17 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig, default
 from mirrorspark.control.acl_sync import AclSync
-from mirrorspark.control.admin import admin_client, broker_count
+from mirrorspark.control.admin import admin_client, broker_count, partition_offsets
 from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
 from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
+from mirrorspark.integrity.batch_guard import BatchGuard
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.topic_identity import TopicIdentity
+from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
@@ -28,6 +33,7 @@ from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
 from mirrorspark.pipeline.state_identity import check_state_identity
+from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.rest.app import create_app
@@ -64,6 +70,7 @@ class Replicator:
         self.config = config
         self.state_dir = state_dir
         self.flows: list[FlowQuery] = []
+        self.supervisors: dict[str, FlowSupervisor] = {}
         self.offsets: list[FlowOffsets] = []
         self.heartbeats: list[HeartbeatEmitter] = []
         self._clusters: dict[str, tuple[AdminClient, dict[str, str]]] = {}
@@ -144,8 +151,19 @@ class Replicator:
             remote.refresh(force_target_check=True)
         else:
             remote.freeze_topics()
-        self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval,
-                             lambda: remote.refresh(force_target_check=True), initial_delay=refresh_interval)
+        checkpoint = folder.child("checkpoint")
+        marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
+        identity = TopicIdentity(folder, flow.name, source, target, loss, marks, SparkOffsetLog(checkpoint),
+                                 offsets.forget_topic)
+        supervisor: list[FlowSupervisor] = []  # filled below, once the query exists
+
+        def refresh_topics() -> None:
+            plan = remote.refresh(force_target_check=True)
+            if identity.check(plan.remote, plan.partitions) and supervisor:
+                supervisor[0].restart_requested = "a source topic was re-created"
+        identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
+        self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval, refresh_topics,
+                             initial_delay=refresh_interval)
         self.scheduler.every(f"flow {flow.name}: topic config sync",
                              flow.interval("sync.topic.configs"),
                              lambda: configs.sync(remote.plan.remote))
@@ -156,12 +174,21 @@ class Replicator:
         offsets.start()
         offsets.schedule(self.scheduler)
         self.offsets.append(offsets)
-        figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias, folder)
+        figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias)
+        loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
         if offsets.checkpoints is not None:
             offsets.checkpoints.metrics = self.metrics
-        query = FlowQuery(flow, selection, remote, folder.child("checkpoint"),
-                          offsets.on_written if offsets.enabled else None, figures, self.ship_files)
+        guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
+                           lambda parts: partition_offsets(target, parts), flow.fail_on_data_loss)
+
+        def before_start() -> None:
+            identity.apply_rewinds()
+            remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created
+        query = FlowQuery(flow, selection, remote, checkpoint, guard,
+                          offsets.on_written if offsets.enabled else None, figures, self.ship_files, before_start)
         self.flows.append(query)
+        supervisor.append(FlowSupervisor(query, loss, self.metrics))
+        self.supervisors[flow.name] = supervisor[0]
         read_committed = flow.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
         probe = LagProbe(self.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
                          read_committed, lambda: list(remote.plan.remote), query.committed_positions)
@@ -224,14 +251,11 @@ class Replicator:
             until: Callable[[], bool] | None = None) -> None:
         """Block until stop is requested (signal, ``until()`` true) or a query fails; then stop all."""
         last_report = time.monotonic()
-        failure: BaseException | None = None
         try:
             while not self._stop.is_set():
-                for flow in self.flows:
-                    if not flow.paused and flow.query is not None and not flow.query.isActive:
-                        failure = flow.query.exception() or RuntimeError(f"flow {flow.flow.name} stopped")
-                        break
-                if failure is not None or (until is not None and until()):
+                for supervisor in self.supervisors.values():
+                    supervisor.poll(self.spark)
+                if all(s.failed for s in self.supervisors.values()) or (until is not None and until()):
                     break
                 if progress is not None and time.monotonic() - last_report >= progress_interval:
                     last_report = time.monotonic()
@@ -240,14 +264,20 @@ class Replicator:
                 self._stop.wait(0.5)
         finally:
             self.stop()
-        if failure is not None:
-            raise RuntimeError(f"replication failed: {failure}") from None
+        failed = [s for s in self.supervisors.values() if s.failed]
+        if failed and len(failed) == len(self.supervisors):
+            raise RuntimeError("every flow failed: " + "; ".join(
+                f"{s.query.flow.name}: {s.last_error}" for s in failed)) from None
 
     def progress_lines(self) -> list[str]:
         """One line per flow: records copied since start and the rate of the latest batches."""
         lines = []
         for flow in self.flows:
             flow.collect_progress()
+            supervisor = self.supervisors.get(flow.flow.name)
+            if supervisor is not None and supervisor.state() in ("failed", "restarting", "degraded"):
+                lines.append(f"{flow.flow.name}: {supervisor.state()}: {supervisor.reason()}")
+                continue
             if flow.paused:
                 lines.append(f"{flow.flow.name}: paused")
                 continue

@@ -30,12 +30,16 @@ class ReplicatorController:
         probe = self.replicator.lag_probes.get(flow.flow.name)
         lags = probe.latest if probe is not None else []
         figures = flow.metrics.snapshot() if flow.metrics is not None else {}
+        supervisor = self.replicator.supervisors.get(flow.flow.name)
         out: dict[str, Any] = {
             "name": flow.flow.name,
             "source": flow.flow.source.alias,
             "target": flow.flow.target.alias,
-            "state": flow.state(),
-            "error": flow.error(),
+            "state": supervisor.state() if supervisor else flow.state(),
+            "error": supervisor.reason() if supervisor else flow.error(),
+            "restart_attempts": supervisor.attempts if supervisor else 0,
+            "restarts": supervisor.restarts if supervisor else 0,
+            "records_lost": supervisor.loss.total() if supervisor else 0,
             "records_replicated": figures.get("records", 0),
             "bytes_replicated": figures.get("bytes", 0),
             "records_recopied": figures.get("recopied", 0),
@@ -52,6 +56,7 @@ class ReplicatorController:
             out["last_batch_durations_ms"] = flow.batch_durations() if flow.query is not None else {}
             out["last_batch_python_ms"] = dict(flow.batch_phases_ms)
             out["executors"] = sorted(flow.executors)  # Spark executors whose tasks wrote records
+            out["data_loss"] = [r.__dict__ for r in supervisor.loss.reports[-50:]] if supervisor else []
         return out
 
     def flows(self) -> list[dict[str, Any]]:
@@ -73,8 +78,10 @@ class ReplicatorController:
                     raise HTTPException(409, f"flow {name} is not paused (state {flow.state()})")
                 flow.resume(spark)
             else:
-                flow.restart(spark)
-        return {"flow": name, "state": flow.state()}
+                supervisor = self.replicator.supervisors.get(name)
+                supervisor.manual_restart(spark) if supervisor else flow.restart(spark)
+        supervisor = self.replicator.supervisors.get(name)
+        return {"flow": name, "state": supervisor.state() if supervisor else flow.state()}
 
     def pause(self, name: str) -> dict[str, Any]:
         return self._act(name, "pause")

@@ -33,6 +33,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private boolean released;
     private UTF8String lastTopicUtf8;
     private String lastTopic;
+    /** Target partitions an interrupted attempt of this batch wrote to, compared before sending. */
+    private final Map<String, TargetTail> tails = new HashMap<>();
 
     MirrorDataWriter(WriteSettings settings) {
         this.settings = settings;
@@ -64,8 +66,37 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         long now = System.currentTimeMillis();
         long age = ts < 0 ? -1L : Math.max(0L, now - ts);
         PartitionAcks target = acksFor(topic, partition);
+        if (!s.resume.isEmpty() && alreadyWritten(target, upstream, key, value, headers, ts)) {
+            return;
+        }
         producer.send(new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
             new Ack(target, upstream, ts, bytes, age));
+    }
+
+    /** True when the target already holds this row at the next offset an interrupted attempt wrote. */
+    private boolean alreadyWritten(PartitionAcks target, long upstream, byte[] key, byte[] value,
+                                   RecordHeaders headers, long ts) {
+        String k = WriteSettings.key(target.topic, target.partition);
+        TargetTail tail = tails.get(k);
+        if (tail == null) {
+            long[] range = settings.resume.get(k);
+            if (range == null || range[1] <= range[0]) {
+                return false;
+            }
+            tail = new TargetTail(settings.producer, target.topic, target.partition, range[0], range[1]);
+            tails.put(k, tail);
+        }
+        if (!tail.active()) {
+            return false;
+        }
+        long at = tail.match(key, value, headers, ts);
+        if (at < 0) {
+            target.recopied += tail.recopied;
+            return false;
+        }
+        target.pair(upstream, at);
+        target.resumed++;
+        return true;
     }
 
     /** The topic name as a String, converted once per run of rows of the same topic. */
@@ -84,6 +115,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public WriterCommitMessage commit() throws IOException {
+        closeTails();
         producer.flush();
         Exception failed = failure;
         if (failed != null) {
@@ -104,10 +136,17 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public void close() {
+        closeTails();
         // Called after commit() and after abort(): give the shared producer back exactly once.
         if (!released) {
             released = true;
             Producers.release(settings.producer, producer, failure != null);
+        }
+    }
+
+    private void closeTails() {
+        for (TargetTail tail : tails.values()) {
+            tail.close();
         }
     }
 

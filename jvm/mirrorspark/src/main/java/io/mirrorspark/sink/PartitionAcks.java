@@ -18,6 +18,9 @@ final class PartitionAcks implements Serializable {
     private long[] runs = new long[3 * 4];
     private int count;
     private final long[] stats = FlowStats.fresh();
+    /** Rows found already on the target (paired, not sent) and target records written again. */
+    long resumed;
+    long recopied;
 
     PartitionAcks(String topic, int partition) {
         this.topic = topic;
@@ -26,6 +29,11 @@ final class PartitionAcks implements Serializable {
 
     synchronized void ack(long upstream, long downstream, long bytes, long age, long latency) {
         FlowStats.add(stats, bytes, age, latency);
+        pair(upstream, downstream);
+    }
+
+    /** Pairs a source offset with the target offset holding it, without counting a write. */
+    synchronized void pair(long upstream, long downstream) {
         if (downstream < 0) {
             return;
         }

@@ -20,10 +20,15 @@ final class WriteSettings implements Serializable {
     final int headers;
     final int timestamp;
     final int offset;
+    /** Per target partition ("topic NUL partition"): target offsets {from, to} an interrupted
+     *  attempt of this batch already wrote (option {@code resume}, lines topic TAB partition TAB from TAB to). */
+    final HashMap<String, long[]> resume;
 
-    private WriteSettings(String flow, HashMap<String, String> producer, StructType schema) {
+    private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
+                          HashMap<String, long[]> resume) {
         this.flow = flow;
         this.producer = producer;
+        this.resume = resume;
         this.topic = column(schema, "topic");
         this.partition = column(schema, "partition");
         this.key = column(schema, "key");
@@ -47,7 +52,26 @@ final class WriteSettings implements Serializable {
         if (!producer.containsKey("bootstrap.servers")) {
             throw new IllegalArgumentException("the mirrorspark sink needs the option 'kafka.bootstrap.servers'");
         }
-        return new WriteSettings(flow, producer, schema);
+        return new WriteSettings(flow, producer, schema, resume(options.get("resume")));
+    }
+
+    static String key(String topic, int partition) {
+        return topic + '\u0000' + partition;
+    }
+
+    private static HashMap<String, long[]> resume(String option) {
+        HashMap<String, long[]> out = new HashMap<>();
+        if (option == null || option.isEmpty()) {
+            return out;
+        }
+        for (String line : option.split("\n")) {
+            String[] f = line.split("\t");
+            if (f.length != 4) {
+                throw new IllegalArgumentException("the mirrorspark sink's 'resume' option has a bad line: " + line);
+            }
+            out.put(key(f[0], Integer.parseInt(f[1])), new long[] {Long.parseLong(f[2]), Long.parseLong(f[3])});
+        }
+        return out;
     }
 
     private static int column(StructType schema, String name) {

@@ -21,6 +21,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  */
 public final class WrittenBatches {
     private static final String EXECUTORS = "io.mirrorspark.sink.WrittenBatches.executors";
+    private static final String RESUMED = "io.mirrorspark.sink.WrittenBatches.resumed";
 
     private WrittenBatches() {
     }
@@ -36,6 +37,10 @@ public final class WrittenBatches {
             executors.add(report.executor);
             for (PartitionAcks part : report.partitions) {
                 FlowStats.merge(flow, part.topic, part.partition, part.stats());
+                if (part.resumed > 0 || part.recopied > 0) {
+                    JvmShared.<String>map(RESUMED).merge(flow,
+                        part.topic + '\t' + part.partition + '\t' + part.resumed + '\t' + part.recopied + '\n', String::concat);
+                }
                 long[] triples = part.runs();
                 List<long[]> list = runs.computeIfAbsent(part.topic + '\u0000' + part.partition, k -> new ArrayList<>());
                 for (int i = 0; i < triples.length; i += 3) {
@@ -59,6 +64,15 @@ public final class WrittenBatches {
 
     private static Set<String> executors(String flow) {
         return JvmShared.<Set<String>>map(EXECUTORS).computeIfAbsent(flow, k -> ConcurrentHashMap.newKeySet());
+    }
+
+    /**
+     * Lines {@code topic TAB partition TAB resumed TAB recopied} since the last call: rows of a
+     * re-run batch found already on the target, and target records the re-run wrote again.
+     */
+    public static String drainResumed(String flow) {
+        String taken = JvmShared.<String>map(RESUMED).remove(flow);
+        return taken == null ? "" : taken;
     }
 
     /** Executors that wrote for {@code flow} since the last call, comma separated and sorted. */

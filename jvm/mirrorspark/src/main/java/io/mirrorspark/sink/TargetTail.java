@@ -1,0 +1,123 @@
+package io.mirrorspark.sink;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * The records an interrupted attempt of this batch already wrote to one target partition: target
+ * offsets {@code from .. to-1}, read lazily as the re-run's rows arrive. A row equal to the next
+ * of them (key, value, headers, timestamp) is paired with its offset instead of being sent again;
+ * the first row that differs ends the comparison, and the target records not matched by then are
+ * counted as re-copied. Only matching content is skipped, so nothing can be skipped that the
+ * target does not hold (docs/adr/0005-data-integrity.md).
+ */
+final class TargetTail implements AutoCloseable {
+    private static final long GIVE_UP_MS = 30_000L;
+
+    final long from;
+    final long to;
+    private final KafkaConsumer<byte[], byte[]> consumer;
+    private Iterator<ConsumerRecord<byte[], byte[]>> buffered = Collections.emptyIterator();
+    private long position;
+    long matched;
+    long recopied;
+    private boolean done;
+
+    TargetTail(Map<String, String> producerSettings, String topic, int partition, long from, long to) {
+        this.from = from;
+        this.to = to;
+        this.position = from;
+        Map<String, Object> conf = new HashMap<>();
+        for (Map.Entry<String, String> e : producerSettings.entrySet()) {
+            String k = e.getKey();
+            if (k.equals("bootstrap.servers") || k.startsWith("security.") || k.startsWith("ssl.")
+                || k.startsWith("sasl.") || k.startsWith("config.providers") || k.equals("client.dns.lookup")) {
+                conf.put(k, e.getValue());
+            }
+        }
+        conf.put("enable.auto.commit", "false");
+        conf.put("isolation.level", "read_uncommitted");
+        conf.put("client.id", "mirrorspark-resume-" + topic + "-" + partition);
+        this.consumer = new KafkaConsumer<>(conf, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        TopicPartition tp = new TopicPartition(topic, partition);
+        consumer.assign(Collections.singletonList(tp));
+        consumer.seek(tp, from);
+    }
+
+    boolean active() {
+        return !done;
+    }
+
+    /**
+     * The target offset holding a record equal to this row, or -1 once the comparison has ended
+     * (the row and every later one of this partition must be sent).
+     */
+    long match(byte[] key, byte[] value, Headers headers, long timestamp) {
+        if (done) {
+            return -1L;
+        }
+        ConsumerRecord<byte[], byte[]> next = next();
+        if (next != null && Arrays.equals(next.key(), key) && Arrays.equals(next.value(), value)
+            && (timestamp < 0 || next.timestamp() == timestamp) && sameHeaders(next.headers(), headers)) {
+            matched++;
+            position = next.offset() + 1;
+            if (position >= to) {
+                finish();
+            }
+            return next.offset();
+        }
+        long unmatched = Math.max(0L, to - position);
+        finish();
+        recopied = unmatched;  // the rows from here on are sent again, over what the target holds
+        return -1L;
+    }
+
+    private ConsumerRecord<byte[], byte[]> next() {
+        long deadline = System.currentTimeMillis() + GIVE_UP_MS;
+        while (!buffered.hasNext()) {
+            if (position >= to || System.currentTimeMillis() > deadline) {
+                return null;
+            }
+            buffered = consumer.poll(Duration.ofMillis(500)).iterator();
+        }
+        ConsumerRecord<byte[], byte[]> record = buffered.next();
+        return record.offset() < to ? record : null;
+    }
+
+    private static boolean sameHeaders(Headers a, Headers b) {
+        Iterator<Header> x = a.iterator();
+        Iterator<Header> y = b.iterator();
+        while (x.hasNext() && y.hasNext()) {
+            Header h = x.next();
+            Header g = y.next();
+            if (!h.key().equals(g.key()) || !Arrays.equals(h.value(), g.value())) {
+                return false;
+            }
+        }
+        return !x.hasNext() && !y.hasNext();
+    }
+
+    /** Ends the comparison (a mismatch, or the task's rows ran out) and lets the consumer go. */
+    void finish() {
+        if (!done) {
+            done = true;
+            consumer.close(Duration.ofSeconds(2));
+        }
+    }
+
+    @Override
+    public void close() {
+        finish();
+    }
+}

@@ -1,0 +1,107 @@
+"""Per micro-batch integrity: loss detection around each write and resuming an interrupted batch.
+
+Before a batch writes: target partitions it writes for the first time get their end recorded (the
+resume marks), with ``mirrorspark.data.loss = fail`` the source is checked for a gap first, and a
+batch a crash interrupted is told which target records an earlier attempt wrote. After it wrote:
+a partition whose first record read is past the batch's planned start while the source's log start
+is too has lost the records in between (retention, ``deleteRecords``) and is reported; a partition
+whose end went back before its planned start was truncated.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.integrity.spark_offsets import Positions
+from mirrorspark.integrity.write_marks import WriteMarks
+
+log = logging.getLogger(__name__)
+
+OffsetsOf = Callable[[list[tuple[str, int]]], dict[tuple[str, int], int]]
+GONE = "no longer on the source (retention or deleteRecords removed them before they were copied)"
+
+
+class DataLossStop(RuntimeError):
+    """``mirrorspark.data.loss = fail`` and the next batch would copy past a gap: the flow stops."""
+
+
+class BatchGuard:
+    def __init__(self, flow_name: str, marks: WriteMarks, loss: LossLog, source_starts: OffsetsOf,
+                 target_ends: OffsetsOf, fail_on_loss: bool) -> None:
+        self.flow_name = flow_name
+        self.marks = marks
+        self.loss = loss
+        self.source_starts = source_starts
+        self.target_ends = target_ends
+        self.fail_on_loss = fail_on_loss
+
+    def before_write(self, batch_id: int, planned: str, starts: Positions, ends: Positions,
+                     remote: Mapping[str, str], rerun: bool) -> str:
+        """Checks before the write; returns the sink's ``resume`` option ('' when nothing to resume)."""
+        targets = sorted({(remote[t], p) for t, p in ends if t in remote})
+        unknown = self.marks.unknown_targets(targets)
+        if unknown:
+            self.marks.learn_targets(self.target_ends(unknown))
+        if self.fail_on_loss:
+            gaps = self._gaps(starts, ends, remote, {})
+            if gaps:
+                self._report(gaps)
+                raise DataLossStop(f"flow {self.flow_name}: source records are gone before they were copied "
+                                   f"({sum(g[3] - g[2] for g in gaps)} record(s)) and mirrorspark.data.loss = fail; "
+                                   "the flow is stopped before it copies past the gap (set it to report to go on)")
+        if not rerun:
+            return ""
+        start_marks = self.marks.resume_from(batch_id, planned)
+        now = self.target_ends(targets)
+        lines = []
+        for target in targets:
+            begin, end = start_marks.get(target), now.get(target)
+            if begin is not None and end is not None and end > begin:
+                lines.append(f"{target[0]}\t{target[1]}\t{begin}\t{end}")
+        if lines:
+            log.info("flow %s: batch %d was interrupted; %d target record(s) an earlier attempt wrote are "
+                     "compared before anything is sent again", self.flow_name, batch_id,
+                     sum(int(l.split("\t")[3]) - int(l.split("\t")[2]) for l in lines))
+        return "\n".join(lines)
+
+    def after_write(self, starts: Positions, ends: Positions, remote: Mapping[str, str],
+                    first_written: Mapping[tuple[str, int], int]) -> None:
+        """Report the source records this batch should have read and could not (report mode)."""
+        if self.fail_on_loss:
+            return  # checked before the write
+        gaps = self._gaps(starts, ends, remote, first_written)
+        if gaps:
+            self._report(gaps)
+
+    def _gaps(self, starts: Positions, ends: Positions, remote: Mapping[str, str],
+              first_written: Mapping[tuple[str, int], int]) -> list[tuple[str, int, int, int, str]]:
+        """(topic, partition, first lost, end of loss, reason) for this batch's ranges."""
+        gaps = []
+        candidates = []
+        for (topic, partition), end in ends.items():
+            start = starts.get((topic, partition))
+            if start is None or topic not in remote:
+                continue
+            if end < start:
+                gaps.append((topic, partition, end, start,
+                             f"the partition went back from offset {start} to {end} (truncated by an unclean leader "
+                             "election, or re-created): the target holds records the source no longer has, and "
+                             f"records written below offset {end} since then were not copied"))
+                continue
+            first = first_written.get((remote[topic], partition), end)
+            if end > start and first > start:
+                candidates.append((topic, partition))
+        if candidates:
+            log_starts = self.source_starts(candidates)
+            for topic, partition in candidates:
+                start = starts[(topic, partition)]
+                first = first_written.get((remote[topic], partition), ends[(topic, partition)])
+                lost_to = min(log_starts.get((topic, partition), start), first)
+                if lost_to > start:
+                    gaps.append((topic, partition, start, lost_to, GONE))
+        return gaps
+
+    def _report(self, gaps: list[tuple[str, int, int, int, str]]) -> None:
+        for topic, partition, first, end, reason in gaps:
+            self.loss.report(topic, partition, first, end - 1, reason)

@@ -1,0 +1,81 @@
+"""Spark's offset and commit logs of a flow's query, read (and in one case rewritten) by mirrorspark.
+
+``offsets/N`` holds the source end offsets batch N reads up to (written before it runs),
+``commits/N`` says batch N finished. The start of batch N is the end of batch N-1. A batch with an
+offsets entry but no commit was interrupted: Spark runs it again, over the same offsets, at start.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from mirrorspark.state.files import StateFiles
+
+Positions = dict[tuple[str, int], int]
+
+
+def _parse(text: str | None) -> tuple[str, Positions]:
+    """The source line of an offsets entry and its positions (one Kafka source per query)."""
+    lines = (text or "").splitlines()
+    positions: Positions = {}
+    for line in lines[2:]:
+        try:
+            for topic, partitions in json.loads(line).items():
+                positions.update({(topic, int(p)): int(o) for p, o in partitions.items()})
+        except (ValueError, TypeError, AttributeError):
+            continue
+        return line, positions
+    return "", positions
+
+
+class SparkOffsetLog:
+    """The checkpoint folder of one query."""
+
+    def __init__(self, checkpoint: StateFiles) -> None:
+        self.checkpoint = checkpoint
+        self.offsets, self.commits = checkpoint.child("offsets"), checkpoint.child("commits")
+
+    def _ids(self, files: StateFiles) -> list[int]:
+        return sorted(int(name) for name in files.list() if name.isdigit())
+
+    def entry(self, batch_id: int) -> tuple[str, Positions]:
+        """Batch ``batch_id``'s end positions and their text (which names the batch exactly)."""
+        return _parse(self.offsets.read(str(batch_id)))
+
+    def last_committed(self) -> int | None:
+        ids = self._ids(self.commits)
+        return ids[-1] if ids else None
+
+    def pending(self) -> int | None:
+        """The batch Spark will run again at start (planned, never committed), if any."""
+        planned = self._ids(self.offsets)
+        if not planned:
+            return None
+        committed = self.last_committed()
+        return planned[-1] if committed is None or planned[-1] > committed else None
+
+    def committed_positions(self) -> Positions:
+        committed = self.last_committed()
+        return {} if committed is None else self.entry(committed)[1]
+
+    def rewind(self, topic: str, starts: Mapping[int, int]) -> None:
+        """Make the next batch read ``topic`` from ``starts`` (partition -> offset): a re-created
+        topic is read from its beginning instead of from the old topic's offsets. Only entries
+        from the last committed batch on are rewritten, while the query is stopped."""
+        committed = self.last_committed()
+        for batch in self._ids(self.offsets):
+            if committed is not None and batch < committed:
+                continue
+            text = self.offsets.read(str(batch)) or ""
+            lines = text.splitlines()
+            for index in range(2, len(lines)):
+                try:
+                    sources = json.loads(lines[index])
+                except ValueError:
+                    continue
+                if topic in sources:
+                    sources[topic] = {str(p): o for p, o in sorted(starts.items())}
+                    lines[index] = json.dumps(sources, separators=(",", ":"))
+                break
+            self.offsets.write(str(batch), "\n".join(lines))
+            self.offsets.delete(f".{batch}.crc")  # Hadoop's local checksum of the old text

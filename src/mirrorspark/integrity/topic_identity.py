@@ -1,0 +1,117 @@
+"""Topic ids of a flow's source and remote topics, remembered in the state, so that a topic that
+was deleted and re-created under the same name is noticed instead of being read (or translated
+into) with the old topic's offsets.
+
+A re-created **source** topic is read again from its beginning (Spark's checkpoint is moved back
+for it), the old topic's records not copied before its deletion are reported lost (counted from the
+end offsets last seen), and the old offset mapping is dropped. A re-created or deleted **remote**
+topic is re-created by the topic refresh; the records the flow had written to the old one are
+reported lost on the target and the old offset mapping is dropped.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.control.admin import partition_offsets, topic_ids
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.state.files import StateFiles
+
+log = logging.getLogger(__name__)
+
+FILE = "topic-ids.json"
+
+
+class TopicIdentity:
+    """Checks one flow's topics against the ids (and source end offsets) seen last."""
+
+    def __init__(self, files: StateFiles, flow_name: str, source: AdminClient, target: AdminClient,
+                 loss: LossLog, marks: WriteMarks, spark_log: SparkOffsetLog,
+                 forget_mapping: Callable[[str], None]) -> None:
+        self.files = files
+        self.flow_name = flow_name
+        self.source = source
+        self.target = target
+        self.loss = loss
+        self.marks = marks
+        self.spark_log = spark_log
+        self.forget_mapping = forget_mapping  # source topic -> drop its offset runs
+        self.rewinds: dict[str, dict[int, int]] = {}  # source topic -> new start, applied while stopped
+        try:
+            saved = json.loads(files.read(FILE) or "{}")
+        except ValueError:
+            saved = {}
+        self.source_ids: dict[str, str] = saved.get("source", {})
+        self.remote_ids: dict[str, str] = saved.get("remote", {})
+        self.source_ends: dict[str, dict[str, int]] = saved.get("source_ends", {})
+
+    def _save(self) -> None:
+        self.files.write(FILE, json.dumps({"source": self.source_ids, "remote": self.remote_ids,
+                                           "source_ends": self.source_ends}))
+
+    def check(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> bool:
+        """Compare the planned topics (source -> remote name, source -> partition count) with the
+        ids seen last; True when a source topic was re-created and the query must be restarted
+        (``apply_rewinds`` runs while it is stopped)."""
+        sources = sorted(remote)
+        now = topic_ids(self.source, sources)
+        for topic, topic_id in now.items():
+            old = self.source_ids.get(topic)
+            if old is not None and old != topic_id:
+                self._source_recreated(topic, old, topic_id, partitions.get(topic, 0))
+        self.source_ids.update(now)
+        self._check_remote(remote)
+        ends = partition_offsets(self.source, [(t, p) for t in now for p in range(partitions.get(t, 0))])
+        for (topic, partition), end in ends.items():
+            self.source_ends.setdefault(topic, {})[str(partition)] = end
+        self._save()
+        return bool(self.rewinds)
+
+    def _source_recreated(self, topic: str, old: str, new: str, count: int) -> None:
+        position = self.spark_log.committed_positions()
+        seen = self.source_ends.pop(topic, {})
+        for partition, end in sorted((int(p), e) for p, e in seen.items()):
+            copied = position.get((topic, partition), 0)
+            if end > copied:
+                self.loss.report(topic, partition, copied, end - 1,
+                                 f"the source topic was deleted and re-created (topic id {old} -> {new}) before "
+                                 "these records were copied")
+        starts = partition_offsets(self.source, [(topic, p) for p in range(count)], earliest=True)
+        self.rewinds[topic] = {p: o for (_, p), o in starts.items()}
+        self.marks.forget_source(topic)
+        self.forget_mapping(topic)
+        log.warning("flow %s: source topic %s was re-created (topic id %s -> %s); it is replicated again from "
+                    "its beginning", self.flow_name, topic, old, new)
+
+    def _check_remote(self, remote: Mapping[str, str]) -> None:
+        names = {name: source for source, name in remote.items()}
+        now = topic_ids(self.target, sorted(names))
+        for name, source in names.items():
+            old, new = self.remote_ids.get(name), now.get(name)
+            if old is None or new == old:
+                continue
+            written = self.marks.written_to(name)
+            for partition, count in sorted(written.items()):
+                if count > 0:
+                    self.loss.report(source, partition, -1, -1,
+                                     f"remote topic {name} was deleted on the target"
+                                     f"{' and re-created' if new else ''} (topic id {old} -> {new or 'none'}): the "
+                                     f"{count} record(s) its partition {partition} held after this flow's last write "
+                                     "are gone from the target", records=count)
+            ends = partition_offsets(self.target, [(name, p) for p in written]) if new else {}
+            self.marks.reset_target(name, {p: ends.get((name, p), 0) for p in written})
+            self.forget_mapping(source)
+            if new is None:
+                self.remote_ids.pop(name, None)
+        self.remote_ids.update(now)
+
+    def apply_rewinds(self) -> None:
+        """Move Spark's checkpoint back for re-created source topics (the query must be stopped)."""
+        for topic, starts in self.rewinds.items():
+            self.spark_log.rewind(topic, starts)
+        self.rewinds.clear()

@@ -1,0 +1,114 @@
+"""What this flow has written, per partition, kept in the state after every batch.
+
+Two marks per partition, both tiny: the next source offset after the highest one written (a
+record below it written again is a re-copy) and the target partition's end after this flow's last
+write. The second lets a batch that a crash interrupted resume from what the target already
+holds: the re-run compares its rows with the target records between that end and the target's
+end now, and sends only what is not there (``MirrorDataWriter``, docs/adr/0005-data-integrity.md).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+
+from mirrorspark.state.files import StateFiles
+
+log = logging.getLogger(__name__)
+
+Partition = tuple[str, int]
+
+
+def _key(topic: str, partition: int) -> str:
+    return f"{topic}\t{partition}"
+
+
+def _unkey(key: str) -> Partition:
+    topic, partition = key.rsplit("\t", 1)
+    return topic, int(partition)
+
+
+class WriteMarks:
+    """Source and target marks of one flow; ``batch``/``planned`` name the batch they include."""
+
+    FILE = "write-marks.json"
+    LEGACY = "written-high-water.json"  # source marks only, written by earlier versions
+
+    def __init__(self, files: StateFiles) -> None:
+        self.files = files
+        self.source_next: dict[str, int] = {}
+        self.target_end: dict[str, int] = {}
+        self.before: dict[str, int] = {}  # target ends before batch ``batch`` wrote
+        self.batch: int | None = None
+        self.planned: str | None = None
+        try:
+            found = json.loads(files.read(self.FILE) or "null")
+            if found is None:
+                found = {"source_next": json.loads(files.read(self.LEGACY) or "{}")}
+            self.source_next = {k: int(v) for k, v in found.get("source_next", {}).items()}
+            self.target_end = {k: int(v) for k, v in found.get("target_end", {}).items()}
+            self.before = {k: int(v) for k, v in found.get("before", {}).items()}
+            self.batch, self.planned = found.get("batch"), found.get("planned")
+        except (ValueError, AttributeError, TypeError) as exc:
+            log.warning("%s/%s is unreadable (%s): re-copies after this restart are not counted and an "
+                        "interrupted batch is written again whole", files.uri(), self.FILE, exc)
+
+    def save(self) -> None:
+        self.files.write(self.FILE, json.dumps({
+            "batch": self.batch, "planned": self.planned, "source_next": self.source_next,
+            "target_end": self.target_end, "before": self.before}))
+
+    def unknown_targets(self, partitions: Iterable[Partition]) -> list[Partition]:
+        return [p for p in partitions if _key(*p) not in self.target_end]
+
+    def learn_targets(self, ends: Mapping[Partition, int]) -> None:
+        """Target ends of partitions this flow has not written yet, recorded before it writes them."""
+        for (topic, partition), end in ends.items():
+            self.target_end[_key(topic, partition)] = end
+            self.before[_key(topic, partition)] = end
+        self.save()
+
+    def resume_from(self, batch_id: int, planned: str) -> dict[Partition, int]:
+        """Where an interrupted attempt of ``batch_id`` started writing, per target partition."""
+        marks = self.before if (self.batch == batch_id and self.planned == planned) else self.target_end
+        return {_unkey(k): v for k, v in marks.items()}
+
+    def batch_written(self, batch_id: int, planned: str,
+                      runs: Iterable[tuple[str, int, int, int, int]],
+                      source_of: Mapping[str, str]) -> dict[Partition, int]:
+        """Fold a written batch in (runs: remote topic, partition, upstream, downstream, count);
+        returns per remote partition how many records had been written before (re-copies)."""
+        folded = self.batch == batch_id and self.planned == planned  # written whole, then interrupted
+        if not folded:
+            self.before = dict(self.target_end)
+        again: dict[Partition, int] = {}
+        for topic, partition, upstream, downstream, count in runs:
+            if count <= 0:
+                continue
+            key = _key(source_of.get(topic, topic), partition)
+            mark = self.source_next.get(key, 0)
+            repeated = max(0, min(upstream + count, mark) - upstream)
+            if repeated and not folded:  # a folded batch's re-run counts its re-copies in the sink
+                again[(topic, partition)] = again.get((topic, partition), 0) + repeated
+            self.source_next[key] = max(mark, upstream + count)
+            target = _key(topic, partition)
+            self.target_end[target] = max(self.target_end.get(target, 0), downstream + count)
+        self.batch, self.planned = batch_id, planned
+        self.save()
+        return again
+
+    def forget_source(self, topic: str) -> None:
+        """A re-created source topic starts again at its own offsets."""
+        self.source_next = {k: v for k, v in self.source_next.items() if _unkey(k)[0] != topic}
+        self.save()
+
+    def reset_target(self, topic: str, ends: Mapping[int, int]) -> None:
+        """A re-created remote topic: its ends now, as a partition never written."""
+        for partition, end in ends.items():
+            self.target_end[_key(topic, partition)] = end
+            self.before[_key(topic, partition)] = end
+        self.save()
+
+    def written_to(self, topic: str) -> dict[int, int]:
+        """Per partition of a remote topic: records this flow wrote to it (its end after the last write)."""
+        return {p: v for (t, p), v in ((_unkey(k), v) for k, v in self.target_end.items()) if t == topic}

@@ -1,0 +1,119 @@
+"""Keeps one flow's query running: a failed query is started again with exponential backoff while
+the other flows go on; after ``mirrorspark.flow.restart.attempts`` consecutive failures it stays
+``failed`` (the process keeps serving the others). A written batch resets the count.
+
+A flow stopped by ``mirrorspark.data.loss = fail`` is not restarted: the gap needs a person.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from mirrorspark.integrity.batch_guard import DataLossStop
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.pipeline.flow_query import FlowQuery
+
+log = logging.getLogger(__name__)
+
+STATES = ("starting", "running", "degraded", "restarting", "paused", "failed")
+MAX_BACKOFF = 60.0
+
+
+class FlowSupervisor:
+    def __init__(self, query: FlowQuery, loss: LossLog, metrics: MirrorMetrics) -> None:
+        self.query = query
+        self.loss = loss
+        self.metrics = metrics
+        self.allowed = query.flow.restart_attempts
+        self.backoff = query.flow.restart_backoff
+        self.attempts = 0  # consecutive failures
+        self.restarts = 0
+        self.last_error: str | None = None
+        self.failed = False
+        self.restart_at: float | None = None
+        self.restart_requested: str | None = None  # e.g. a source topic re-created while running
+        self._written = query.batches_written
+
+    def state(self) -> str:
+        if self.failed:
+            return "failed"
+        if self.restart_at is not None:
+            return "restarting"
+        state = self.query.state()
+        if state == "failed":
+            return "restarting"  # seen before the next poll decides
+        if state == "running" and self.loss.since_start:
+            return "degraded"
+        return state
+
+    def reason(self) -> str | None:
+        """Why the flow is not plainly running: its last error, or the latest loss report."""
+        if self.failed or self.restart_at is not None:
+            return self.last_error
+        if self.loss.since_start and self.state() == "degraded":
+            return self.loss.since_start[-1].line()
+        return self.query.error()
+
+    def poll(self, spark) -> None:
+        """One look at the flow (called about twice a second by the runner)."""
+        q = self.query
+        if q.batches_written != self._written:
+            self._written = q.batches_written
+            self.attempts = 0
+        if self.failed or q.paused:
+            self._publish()
+            return
+        now = time.monotonic()
+        if self.restart_requested is not None and q.query is not None and q.query.isActive:
+            log.warning("flow %s: restarting: %s", q.flow.name, self.restart_requested)
+            self.restart_requested = None
+            self._restart(spark)
+        elif self.restart_at is None and q.query is not None and not q.query.isActive:
+            self._failed_once(q.loss_stop or q.error() or "the query stopped", now)
+        elif self.restart_at is not None and now >= self.restart_at:
+            self.restart_at = None
+            self.restarts += 1
+            self.metrics.flow_restarts.labels(source=q.flow.source.alias, target=q.flow.target.alias).inc()
+            log.warning("flow %s: restart %d of %d after: %s", q.flow.name, self.attempts, self.allowed,
+                        self.last_error)
+            self._restart(spark)
+        self._publish()
+
+    def _failed_once(self, error: str, now: float) -> None:
+        q = self.query
+        self.attempts += 1
+        self.last_error = error
+        if q.loss_stop is not None or self.attempts > self.allowed:
+            self.failed = True
+            if q.metrics is not None:
+                q.metrics.set_running(False)
+            why = "mirrorspark.data.loss = fail" if q.loss_stop is not None else \
+                f"{self.attempts - 1} restart(s) did not help (mirrorspark.flow.restart.attempts = {self.allowed})"
+            log.error("flow %s: FAILED, not restarted (%s); the other flows go on. Last error: %s", q.flow.name,
+                      why, error)
+            return
+        delay = min(MAX_BACKOFF, self.backoff * 2 ** (self.attempts - 1))
+        self.restart_at = now + delay
+        log.error("flow %s: the query failed (%d of %d); restarting in %.1f s: %s", q.flow.name, self.attempts,
+                  self.allowed + 1, delay, error)
+
+    def _restart(self, spark) -> None:
+        try:
+            self.query.restart(spark)
+        except Exception as exc:  # noqa: BLE001 - a failing start counts as a failure of the flow
+            self._failed_once(f"restart failed: {str(exc).splitlines()[0][:300]}", time.monotonic())
+
+    def manual_restart(self, spark) -> None:
+        """REST restart: a failed flow gets a fresh count."""
+        self.failed = False
+        self.restart_at = None
+        self.attempts = 0
+        self.query.restart(spark)
+
+    def _publish(self) -> None:
+        q = self.query
+        current = self.state()
+        for state in STATES:
+            self.metrics.flow_state.labels(source=q.flow.source.alias, target=q.flow.target.alias,
+                                           state=state).set(1 if state == current else 0)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mirrorspark.cli import local_commands, offsets_commands, status_command
+from mirrorspark.cli import audit_command, local_commands, offsets_commands, status_command
 from mirrorspark.cli.reporting import EXIT_RUNTIME, fail, reported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -97,6 +97,7 @@ def demo(state_dir: StateDir = None) -> None:
 
 app.command()(reported(offsets_commands.failover))
 app.command()(reported(status_command.status))
+app.command()(reported(audit_command.audit))
 offsets_commands.app.command()(reported(offsets_commands.translate))
 
 

@@ -1,0 +1,187 @@
+"""``mirrorspark audit`` against real brokers: a clean copy audits clean with exact counts; a target
+changed behind the replicator's back is caught with exact counts; bad input exits 2."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka import TopicPartition
+from conftest import run_cli, running_mirrorspark, write_config
+from kafka_tools import create_topic, produce, wait_for_count
+from test_offsets_e2e import checkpoints, commit_on
+from test_topologies_and_topics import wait_until
+
+from mirrorspark.control.admin import admin_client
+from mirrorspark.integrity.failover_verdict import assess
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.offsets.formats import Checkpoint
+from mirrorspark.offsets.range_log import RangeLog
+from mirrorspark.state.files import LocalFiles
+
+FLOW = "primary->backup"
+
+
+def numbered(first: int, n: int, tag: str, partition: int | None = None) -> list[dict]:
+    """Records ``first .. first+n-1`` with a ``seq`` header (alternating partitions unless given)."""
+    now = int(time.time() * 1000)
+    return [{"partition": i % 2 if partition is None else partition, "key": f"{tag}-{i}".encode(),
+             "value": f"{tag}-value-{i}".encode(), "timestamp": now + i,
+             "headers": [("seq", str(i).encode()), ("tag", tag.encode())]} for i in range(first, first + n)]
+
+
+def audit(config, state, topics: str) -> tuple[int, dict]:
+    """``audit --json`` of ``topics`` only (the flow also replicates the heartbeats topic)."""
+    done = run_cli("audit", str(config), "--flow", FLOW, "--state-dir", str(state), "--json", "--topics", topics,
+                   timeout=240)
+    assert done.returncode in (0, 1) and done.stdout.startswith("{"), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def by_partition(report: dict) -> dict[int, dict]:
+    return {p["partition"]: p for p in report["partitions"]}
+
+
+@pytest.mark.broker
+def test_audit_clean_copy_then_exact_counts_of_a_tampered_target(clusters, unique, tmp_path):
+    """300 records (150 per partition) are replicated and audit clean. Then, with mirrorspark stopped,
+    the target is changed in ways whose counts are known exactly:
+
+    - duplicated (partition 1): a record is written directly into the remote partition (target
+      offset 150), then one more source record is replicated by a short run, which writes it at 151;
+      no run maps target offset 150 -> exactly 1 duplicated.
+    - differing (partition 0): Kafka records are immutable, so "changed behind the replicator's back"
+      is simulated by the one thing the audit trusts: a source record (offset 150) and a record equal
+      to it but for its ``seq`` header written directly at target offset 150, paired by extending the
+      range log's run by one (as if the replicator had written it) -> exactly 1 differing.
+    - missing (partition 0): the first 5 records of the remote partition are deleted (deleteRecords)
+      -> source offsets 0..4 have no target record -> exactly 5 missing.
+    - unverified (partition 1): the range log is thinned as it is after too many runs (the run of
+      offsets 50..99 forgotten, the gap marked unknown) -> those 50 source and 50 target records are
+      neither missing nor duplicated but unverified.
+
+    A loss report for the topic and the audit's findings make the group's failover verdict unsafe.
+    """
+    topic, group = f"audit-{unique}", f"auditgroup-{unique}"
+    remote = f"primary.{topic}"
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, numbered(0, 300, unique))
+    commit_on(clusters["primary"], group, {(topic, 0): 60, (topic, 1): 40})
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\nemit.checkpoints.interval.seconds = 1\n")
+    state = tmp_path / "state"
+    with running_mirrorspark(config, state):
+        wait_for_count(clusters["backup"], remote, 300)
+        wait_until(lambda: sum(checkpoints(clusters["backup"], "primary", group).values()) == 100,
+                   "checkpoints of the group's 100 commits")
+
+    code, clean = audit(config, state, topic)
+    assert code == 0 and clean["ok"]
+    assert clean["totals"] == {"source_records": 300, "target_records": 300, "matched": 300, "missing": 0,
+                               "duplicated": 0, "differing": 0, "unverified": 0, "source_removed": 0}
+    for p in (0, 1):
+        row = by_partition(clean)[p]
+        assert (row["remote_topic"], row["source_range"], row["target_range"]) == (remote, [0, 149], [0, 149])
+        assert (row["source_records"], row["target_records"], row["matched"]) == (150, 150, 150)
+        assert row["source_checksum"] == row["target_checksum"] != "0" * 16
+    [verdict] = clean["groups"]
+    assert verdict["group"] == group and verdict["safe"], verdict
+    assert any("lag on primary: 200 record(s) not consumed yet, all of them replicated" == r["text"]
+               for r in verdict["reasons"])
+
+    # duplicated: a direct write into remote partition 1, then one more record replicated after it
+    produce(clusters["backup"], remote, [{"partition": 1, "key": b"intruder", "value": b"not from primary"}])
+    produce(clusters["primary"], topic, numbered(300, 1, unique, partition=1))
+    with running_mirrorspark(config, state):
+        wait_for_count(clusters["backup"], remote, 302)
+
+    # differing: source offset 150 of partition 0 paired with a different record at target offset 150
+    original = numbered(301, 1, unique, partition=0)[0]
+    produce(clusters["primary"], topic, [original])
+    produce(clusters["backup"], remote, [original | {"headers": [("seq", b"999"), ("tag", unique.encode())]}])
+    folder = state / "flows" / "primary" / "backup"
+    ranges_log = RangeLog(LocalFiles(folder / "offset-ranges"))
+    ranges = ranges_log.load()
+    assert ranges.rows(topic, 0) == [(0, 0, 150, True)]
+    assert ranges.rows(topic, 1) == [(0, 0, 150, True), (150, 151, 1, True)]
+    ranges.restore(topic, 0, [(0, 0, 151, True)])
+    # unverified (partition 1): history thinned as after too many runs (run 50..99 forgotten)
+    ranges.restore(topic, 1, [(0, 0, 50, False), (100, 100, 50, True), (150, 151, 1, True)])
+    ranges_log.save(ranges, [(topic, 0), (topic, 1)])
+
+    # missing: the first 5 records of remote partition 0 deleted
+    admin = admin_client({"bootstrap.servers": clusters["backup"]})
+    for future in admin.delete_records([TopicPartition(remote, 0, 5)]).values():
+        future.result(timeout=30)
+    LossLog(LocalFiles(folder), FLOW).report(topic, 1, 42, 42, "simulated for the audit test")
+
+    code, found = audit(config, state, r"audit-\w+")
+    assert code == 1 and not found["ok"]
+    assert found["totals"] == {"source_records": 302, "target_records": 298, "matched": 246, "missing": 5,
+                               "duplicated": 1, "differing": 1, "unverified": 100, "source_removed": 0}
+    p0, p1 = by_partition(found)[0], by_partition(found)[1]
+    assert (p0["source_range"], p0["target_range"], p0["source_records"], p0["target_records"]) == \
+        ([0, 150], [0, 150], 151, 146)
+    assert (p0["missing"], p0["first_missing"], p0["differing"], p0["first_differing"], p0["duplicated"]) == \
+        (5, 0, 1, 150, 0)
+    assert (p1["source_range"], p1["target_range"], p1["source_records"], p1["target_records"], p1["runs"]) == \
+        ([0, 150], [0, 151], 151, 152, 3)
+    assert (p1["duplicated"], p1["first_duplicated"], p1["missing"], p1["differing"]) == (1, 150, 0, 0)
+    assert (p1["matched"], p1["unverified"]) == (101, 100)
+    assert p0["source_checksum"] != p0["target_checksum"] and p1["source_checksum"] != p1["target_checksum"]
+    [verdict] = found["groups"]
+    failed = {r["text"].split(":")[0]: r["text"] for r in verdict["reasons"] if not r["ok"]}
+    assert not verdict["safe"] and set(failed) == {"data loss", "audit"}, verdict
+    assert failed["audit"] == "audit: 5 missing, 1 duplicated, 1 differing record(s) in its topics"
+    assert "simulated for the audit test" in failed["data loss"]
+
+    table = run_cli("audit", str(config), "--flow", FLOW, "--state-dir", str(state), "--topics", "nothing-.*")
+    assert table.returncode == 2 and "--topics 'nothing-.*' matches none" in table.stderr
+
+
+def offline_config(tmp_path):
+    """A configuration whose clusters are never contacted: bad input is refused before that."""
+    path = tmp_path / "mm2.properties"
+    path.write_text("clusters = primary, backup\nprimary.bootstrap.servers = 127.0.0.1:1\n"
+                    f"backup.bootstrap.servers = 127.0.0.1:2\n{FLOW}.enabled = true\n")
+    return path
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--flow", "primary->elsewhere"), "--flow 'primary->elsewhere' is not a flow of this configuration"),
+    (("--flow", FLOW, "--topics", "orders("), "--topics 'orders(' is not a valid regular expression"),
+    (("--flow", FLOW), f"no offset ranges for flow {FLOW}"),
+])
+def test_bad_input_exits_2_with_a_message(tmp_path, args, message):
+    done = run_cli("audit", str(offline_config(tmp_path)), *args, "--state-dir", str(tmp_path / "state"))
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def verdict(committed, checkpointed: dict[int, int], ends: dict[int, int], replicated: dict[int, int]):
+    """The verdict of group ``g`` on source topic ``t`` (remote ``primary.t``); checkpoints 30 s old."""
+    stamped = [(Checkpoint("g", "primary.t", p, up, up), 1_000_000) for p, up in checkpointed.items()]
+    return assess("g", "primary", stamped, {"primary.t": "t"}, committed, {("t", p): e for p, e in ends.items()},
+                  {("t", p): r for p, r in replicated.items()}, {}, [], 60.0, now=1_030.0)
+
+
+def test_verdict_safe_when_checkpoints_match_and_everything_unconsumed_is_replicated():
+    found = verdict({("t", 0): 10}, {0: 10}, {0: 20}, {0: 20})
+    assert found.safe and [r.text for r in found.reasons] == [
+        "checkpoints: 1 partition(s), newest 30 s old (emitted every 60 s), matching the group's commits on primary",
+        "lag on primary: 10 record(s) not consumed yet, all of them replicated",
+        "data loss: none reported for its topics",
+        "audit: no missing, duplicated or differing records in its topics"]
+
+
+def test_verdict_names_stale_checkpoints_and_records_not_replicated_yet():
+    found = verdict({("t", 0): 15, ("t", 1): 5, ("t", 2): 3}, {0: 10, 1: 8}, {0: 20, 1: 10, 2: 3}, {0: 18, 1: 10})
+    assert not found.safe
+    assert [(r.ok, r.text) for r in found.reasons[:2]] == [
+        (False, "checkpoints: 2 partition(s), newest 30 s old (emitted every 60 s); 5 record(s) consumed on primary "
+                "after the checkpoints would be read again; the checkpoints are 3 record(s) ahead of the group's "
+                "commits (those would be skipped); no checkpoint yet for t[2], where the group has consumed records"),
+        (False, "lag on primary: 10 record(s) not consumed yet, 2 of them not replicated yet (they would be left "
+                "behind)")]
+    unreadable = verdict(None, {0: 10}, {0: 20}, {0: 20})
+    assert [r.ok for r in unreadable.reasons] == [False, False, True, True]

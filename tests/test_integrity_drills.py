@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -254,3 +255,75 @@ def test_failing_flow_is_restarted_then_failed_while_the_other_goes_on(clusters,
     assert metric(text, "mirrorspark_flow_restarts_total", source="primary", target="backup") == 2
     assert metric(text, "mirrorspark_flow_state", source="primary", target="backup", state="failed") == 1
     assert "FAILED, not restarted" in mirror.output()
+
+
+def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing(tmp_path, unique):
+    """Own clusters (their only broker is stopped, so the session's clusters stay up for others)."""
+    from mirrorspark.local import ClusterSpec, LocalClusters
+
+    local = LocalClusters(tmp_path / "clusters")
+    started = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+    try:
+        topic, remote = f"down-{unique}", f"src.down-{unique}"
+        create_topic(started["src"], topic, 3)
+        config = tmp_path / "mm2.properties"
+        config.write_text(f"clusters = src, dst\nsrc.bootstrap.servers = {started['src']}\n"
+                          f"dst.bootstrap.servers = {started['dst']}\nsrc->dst.enabled = true\n"
+                          f"src->dst.topics = {topic}\nreplication.factor = 1\n"
+                          "checkpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+                          "heartbeats.topic.replication.factor = 1\n")
+        acked: list[int] = []
+        fed: list[int] = []
+        stop_feeding = threading.Event()
+
+        def delivered(seq: int):
+            def callback(err, _msg) -> None:
+                if err is None:
+                    acked.append(seq)
+            return callback
+
+        def feed() -> None:  # about 4,000 records/s, each acknowledged one remembered
+            producer = Producer({"bootstrap.servers": started["src"], "linger.ms": 5, "enable.idempotence": True,
+                                 "message.timeout.ms": 120_000})
+            i = 0
+            while not stop_feeding.is_set():
+                for _ in range(400):
+                    while True:
+                        try:
+                            producer.produce(topic, key=str(i).encode(), value=b"v" * 100, partition=i % 3,
+                                             headers=[("seq", str(i).encode())], on_delivery=delivered(i))
+                            break
+                        except BufferError:  # the source broker is down: wait for room
+                            producer.poll(0.5)
+                    i += 1
+                producer.poll(0)
+                time.sleep(0.1)
+            fed.append(i)
+            assert producer.flush(150) == 0
+
+        state = tmp_path / "state"
+        feeder = threading.Thread(target=feed)
+        with running_mirrorspark(config, state) as mirror:
+            feeder.start()
+            wait_until(lambda: count(started["dst"], remote) > 10_000, "replication under load", 120)
+            for name in ("dst", "src"):
+                local.down([name])
+                time.sleep(20)
+                local.up([ClusterSpec(name)])
+                time.sleep(10)
+            stop_feeding.set()
+            feeder.join(180)
+            assert fed, "the feeder ended early"
+            wait_for_count(started["dst"], remote, len(acked), timeout=240)
+            time.sleep(3)
+            flow = flow_detail(state, "src->dst")
+        landed = seqs(started["dst"], remote)
+        lost = set(acked) - set(landed)
+        duplicates = len(landed) - len(set(landed))
+        print(f"broker-down drill: {fed[0]} records sent, {len(acked)} acknowledged by the source, lost {len(lost)}, "
+              f"duplicated {duplicates}, flow restarts {flow['restarts']}, state {flow['state']}")
+        assert not lost and duplicates == 0
+        assert flow["state"] == "running"
+        assert "FAILED" not in mirror.output()
+    finally:
+        local.down(purge=True)

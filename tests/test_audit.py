@@ -13,7 +13,7 @@ from test_offsets_e2e import checkpoints, commit_on
 from test_topologies_and_topics import wait_until
 
 from mirrorspark.control.admin import admin_client
-from mirrorspark.integrity.failover_verdict import assess
+from mirrorspark.integrity.failover_verdict import assess, latest_checkpoints
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.offsets.formats import Checkpoint
 from mirrorspark.offsets.range_log import RangeLog
@@ -185,3 +185,12 @@ def test_verdict_names_stale_checkpoints_and_records_not_replicated_yet():
                 "behind)")]
     unreadable = verdict(None, {0: 10}, {0: 20}, {0: 20})
     assert [r.ok for r in unreadable.reasons] == [False, False, True, True]
+
+
+def test_malformed_checkpoint_records_are_skipped_with_a_warning(caplog):
+    older, newer = Checkpoint("g", "primary.t", 0, 5, 5), Checkpoint("g", "primary.t", 0, 9, 9)
+    records = [(older.key_bytes(), older.value_bytes(), 1000, 0, 0), (b"junk", b"\x00\x07", 2000, 0, 1),
+               (None, None, 3000, 0, 2), (newer.key_bytes(), newer.value_bytes(), 4000, 0, 3)]
+    found, skipped = latest_checkpoints("primary.checkpoints.internal", records)
+    assert found == [(newer, 4000)] and skipped == 2
+    assert "primary.checkpoints.internal[0] offset 1 is not a checkpoint" in caplog.text

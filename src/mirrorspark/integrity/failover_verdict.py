@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
@@ -61,20 +61,26 @@ def read_checkpoints(spark, options: Mapping[str, str], admin: AdminClient, topi
     rows = (reader.option("subscribe", topic).option("startingOffsets", "earliest").option("endingOffsets", "latest")
             .load().select("key", "value", F.unix_millis("timestamp").alias("ts"), "partition", "offset")
             .orderBy("partition", "offset").collect())
+    return latest_checkpoints(topic, [(r["key"], r["value"], r["ts"], r["partition"], r["offset"]) for r in rows])
+
+
+def latest_checkpoints(topic: str, records: Iterable[tuple[bytes | None, bytes | None, int, int, int]]
+                       ) -> tuple[list[Stamped], int]:
+    """The newest checkpoint per key of ``records`` (key, value, timestamp ms, partition, offset; in
+    offset order), skipping with a warning what is not an MM2 checkpoint; and how many were skipped."""
     latest: dict[tuple[str, str, int], Stamped] = {}
     skipped = 0
-    for row in rows:
+    for key, value, ts, partition, offset in records:
         try:
-            if row["key"] is None or row["value"] is None:
+            if key is None or value is None:
                 raise RecordFormatError("no key or no value")
-            checkpoint = Checkpoint.from_record(bytes(row["key"]), bytes(row["value"]))
+            checkpoint = Checkpoint.from_record(bytes(key), bytes(value))
         except (RecordFormatError, UnicodeDecodeError) as exc:
             skipped += 1
             if skipped <= WARNED:
-                log.warning("%s[%d] offset %d is not a checkpoint and is skipped: %s", topic, row["partition"],
-                            row["offset"], exc)
+                log.warning("%s[%d] offset %d is not a checkpoint and is skipped: %s", topic, partition, offset, exc)
             continue
-        latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = (checkpoint, int(row["ts"]))
+        latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = (checkpoint, int(ts))
     if skipped > WARNED:
         log.warning("%s: %d malformed record(s) skipped in all", topic, skipped)
     return list(latest.values()), skipped

@@ -59,6 +59,20 @@ def delete_records_before(bootstrap: str, topic: str, offsets: dict[int, int]) -
         future.result(30)
 
 
+def replicated_once(clusters: dict[str, str], tmp_path: Path, topic: str, partitions: int, records: int,
+                    extra: str = "") -> tuple[Path, Path]:
+    """``topic`` with ``records`` numbered records, copied by one run of a flow that then stops;
+    returns the flow's config and state dir."""
+    create_topic(clusters["primary"], topic, partitions)
+    produce(clusters["primary"], topic, numbered(0, records, partitions))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{extra}")
+    state = tmp_path / "state"
+    with running_mirrorspark(config, state):
+        wait_for_count(clusters["backup"], f"primary.{topic}", records)
+    return config, state
+
+
 def recreate(admin, topic: str, partitions: int) -> bool:
     """Create ``topic`` again; False while the broker still finishes deleting the old one."""
     try:
@@ -131,13 +145,7 @@ def test_kill9_mid_batch_loses_nothing_and_resumes_from_the_target(clusters, uni
 
 def test_retention_gap_is_reported_exactly_and_the_flow_goes_on(clusters, unique, tmp_path):
     topic, remote = f"gap-{unique}", f"primary.gap-{unique}"
-    create_topic(clusters["primary"], topic, 2)
-    produce(clusters["primary"], topic, numbered(0, 200, 2))
-    config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n")
-    state = tmp_path / "state"
-    with running_mirrorspark(config, state):
-        wait_for_count(clusters["backup"], remote, 200)
+    config, state = replicated_once(clusters, tmp_path, topic, 2, 200)
     produce(clusters["primary"], topic, numbered(200, 1_000, 2))  # 400 more per partition, offsets 100..499
     delete_records_before(clusters["primary"], topic, {0: 250, 1: 400})  # 150 and 300 never copied
     with running_mirrorspark(config, state) as mirror:
@@ -162,14 +170,7 @@ def test_retention_gap_is_reported_exactly_and_the_flow_goes_on(clusters, unique
 
 def test_retention_gap_with_data_loss_fail_stops_before_the_gap(clusters, unique, tmp_path):
     topic, remote = f"gapf-{unique}", f"primary.gapf-{unique}"
-    create_topic(clusters["primary"], topic, 1)
-    produce(clusters["primary"], topic, numbered(0, 100, 1))
-    config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
-                          "mirrorspark.data.loss = fail\n")
-    state = tmp_path / "state"
-    with running_mirrorspark(config, state):
-        wait_for_count(clusters["backup"], remote, 100)
+    config, state = replicated_once(clusters, tmp_path, topic, 1, 100, "mirrorspark.data.loss = fail\n")
     produce(clusters["primary"], topic, numbered(100, 300, 1))
     delete_records_before(clusters["primary"], topic, {0: 150})
     done = subprocess.run([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], capture_output=True,
@@ -182,13 +183,7 @@ def test_retention_gap_with_data_loss_fail_stops_before_the_gap(clusters, unique
 
 def test_source_topic_recreated_while_stopped_is_copied_whole(clusters, unique, tmp_path):
     topic, remote = f"rec-{unique}", f"primary.rec-{unique}"
-    create_topic(clusters["primary"], topic, 2)
-    produce(clusters["primary"], topic, numbered(0, 1_000, 2))
-    config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n")
-    state = tmp_path / "state"
-    with running_mirrorspark(config, state):
-        wait_for_count(clusters["backup"], remote, 1_000)
+    config, state = replicated_once(clusters, tmp_path, topic, 2, 1_000)
     admin = admin_client({"bootstrap.servers": clusters["primary"]})
     admin.delete_topics([topic])[topic].result(30)
     wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)

@@ -1,0 +1,90 @@
+"""The pieces of data-integrity handling that need no broker: Spark's offset log, resume marks,
+gap arithmetic and the failure summary."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
+from mirrorspark.integrity.loss import LossLog, load
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.pipeline.flow_query import root_cause
+from mirrorspark.state.files import LocalFiles
+
+import pytest
+
+
+def offsets_entry(positions: dict) -> str:
+    return "v1\n" + json.dumps({"batchWatermarkMs": 0}) + "\n" + json.dumps(positions)
+
+
+def spark_log(tmp_path: Path, planned: dict[int, dict], committed: list[int]) -> SparkOffsetLog:
+    for batch, positions in planned.items():
+        (tmp_path / "offsets").mkdir(exist_ok=True)
+        (tmp_path / "offsets" / str(batch)).write_text(offsets_entry(positions))
+        (tmp_path / "offsets" / f".{batch}.crc").write_bytes(b"crc")
+    (tmp_path / "commits").mkdir(exist_ok=True)
+    for batch in committed:
+        (tmp_path / "commits" / str(batch)).write_text("v1\n{}")
+    return SparkOffsetLog(LocalFiles(tmp_path))
+
+
+def test_offset_log_pending_batch_and_rewind(tmp_path):
+    log = spark_log(tmp_path, {0: {"t": {"0": 5}}, 1: {"t": {"0": 9}, "u": {"0": 3}}, 2: {"t": {"0": 12}}}, [0, 1])
+    assert log.pending() == 2
+    assert log.committed_positions() == {("t", 0): 9, ("u", 0): 3}
+    log.rewind("t", {0: 0, 1: 0})
+    assert log.entry(0)[1] == {("t", 0): 5}  # older than the last committed batch: untouched
+    assert log.entry(1)[1] == {("t", 0): 0, ("t", 1): 0, ("u", 0): 3}
+    assert log.entry(2)[1] == {("t", 0): 0, ("t", 1): 0}
+    assert not (tmp_path / "offsets" / ".2.crc").exists() and (tmp_path / "offsets" / ".0.crc").exists()
+    (tmp_path / "commits" / "2").write_text("v1\n{}")
+    assert log.pending() is None
+
+
+def test_write_marks_resume_from_the_right_batch_and_count_recopies(tmp_path):
+    files = LocalFiles(tmp_path)
+    marks = WriteMarks(files)
+    marks.learn_targets({("r", 0): 7})
+    again = marks.batch_written(0, "line-0", [("r", 0, 0, 7, 10)], {"r": "t"})
+    assert again == {} and marks.target_end == {"r\t0": 17}
+    assert WriteMarks(files).resume_from(1, "line-1") == {("r", 0): 17}  # batch 1 interrupted: from 17
+    assert WriteMarks(files).resume_from(0, "line-0") == {("r", 0): 7}   # batch 0 written, not committed
+    assert WriteMarks(files).resume_from(0, "other") == {("r", 0): 17}   # another query's batch 0
+    # A batch re-reading source offsets 5.. after an unclean stop: 5 re-copies.
+    assert marks.batch_written(1, "line-1", [("r", 0, 5, 17, 10)], {"r": "t"}) == {("r", 0): 5}
+    # The re-run of a batch already folded in counts nothing here (the sink counts it).
+    assert marks.batch_written(1, "line-1", [("r", 0, 5, 17, 10)], {"r": "t"}) == {}
+
+
+def test_gaps_are_loss_only_below_the_source_log_start(tmp_path):
+    loss = LossLog(LocalFiles(tmp_path), "a->b")
+    log_starts = {("t", 0): 40, ("t", 1): 0}
+    guard = BatchGuard("a->b", WriteMarks(LocalFiles(tmp_path)), loss, lambda parts: {p: log_starts[p] for p in parts},
+                       lambda parts: {p: 0 for p in parts}, fail_on_loss=False)
+    starts, ends = {("t", 0): 10, ("t", 1): 10, ("t", 2): 50}, {("t", 0): 100, ("t", 1): 100, ("t", 2): 20}
+    # partition 0 read from 40 (retention), partition 1 from 12 (a compacted or marker gap, log start 0)
+    guard.after_write(starts, ends, {"t": "r"}, {("r", 0): 40, ("r", 1): 12, ("r", 2): 20})
+    reports = {(r.partition, r.first, r.last, r.records) for r in load(LocalFiles(tmp_path))}
+    assert reports == {(0, 10, 39, 30), (2, 20, 49, 30)}  # partition 2 went back from 50 to 20
+    reasons = {r.partition: r.reason for r in loss.reports}
+    assert reasons[0] == GONE and "went back" in reasons[2]
+
+
+def test_fail_mode_stops_before_writing_past_a_gap(tmp_path):
+    loss = LossLog(LocalFiles(tmp_path), "a->b")
+    guard = BatchGuard("a->b", WriteMarks(LocalFiles(tmp_path)), loss, lambda parts: {p: 15 for p in parts},
+                       lambda parts: {p: 0 for p in parts}, fail_on_loss=True)
+    with pytest.raises(DataLossStop, match="5 record"):
+        guard.before_write(1, "line", {("t", 0): 10}, {("t", 0): 30}, {"t": "r"}, rerun=False)
+    assert loss.total() == 5
+
+
+def test_root_cause_finds_the_kafka_or_python_error():
+    spark = ("An exception was raised by the Python Proxy. Return Message: Traceback\n"
+             "py4j.protocol.Py4JJavaError: An error occurred while calling o185.save.\n"
+             "Caused by: java.io.IOException: writing failed\n"
+             "Caused by: org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized\n")
+    assert root_cause(spark) == "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized"
+    assert root_cause("Traceback\n  File x\nRuntimeError: flow a->b: batch 3") == "RuntimeError: flow a->b: batch 3"

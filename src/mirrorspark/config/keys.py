@@ -124,7 +124,7 @@ KEYS: tuple[Key, ...] = (
         "ahead of it, a re-created or truncated topic): `report` (ERROR log, `mirrorspark_records_lost_total`, "
         "flow state `degraded`, and go on) or `fail` (report, then stop the flow before it copies past the gap).",
         choices=("report", "fail")),
-    Key("mirrorspark.batch.max.records", Type.LONG, "250000",
+    Key("mirrorspark.batch.max.records", Type.LONG, "500000",
         "Most source records one micro-batch reads (Spark's `maxOffsetsPerTrigger`), 0 for no limit. It bounds "
         "what a crash can make the flow copy again; a batch interrupted by a crash resumes from what the target "
         "already holds, so the re-copy is usually far below it."),

@@ -6,7 +6,8 @@ A re-created **source** topic is read again from its beginning (Spark's checkpoi
 for it), the old topic's records not copied before its deletion are reported lost (counted from the
 end offsets last seen), and the old offset mapping is dropped. A re-created or deleted **remote**
 topic is re-created by the topic refresh; the records the flow had written to the old one are
-reported lost on the target and the old offset mapping is dropped.
+reported lost on the target and the old offset mapping is dropped; so is a remote partition whose
+end went back below what the flow wrote (truncated by an unclean leader election).
 """
 from __future__ import annotations
 
@@ -90,25 +91,37 @@ class TopicIdentity:
 
     def _check_remote(self, remote: Mapping[str, str]) -> None:
         names = {name: source for source, name in remote.items()}
+        written = {name: self.marks.written_to(name) for name in names}  # read before the ends: they only grow
         now = topic_ids(self.target, sorted(names))
         for name, source in names.items():
             old, new = self.remote_ids.get(name), now.get(name)
-            if old is None or new == old:
-                continue
-            written = self.marks.written_to(name)
-            for partition, count in sorted(written.items()):
-                if count > 0:
-                    self.loss.report(source, partition, -1, -1,
-                                     f"remote topic {name} was deleted on the target"
-                                     f"{' and re-created' if new else ''} (topic id {old} -> {new or 'none'}): the "
-                                     f"{count} record(s) its partition {partition} held after this flow's last write "
-                                     "are gone from the target", records=count)
-            ends = partition_offsets(self.target, [(name, p) for p in written]) if new else {}
-            self.marks.reset_target(name, {p: ends.get((name, p), 0) for p in written})
-            self.forget_mapping(source)
-            if new is None:
+            if old is not None and new != old:
+                self._remote_recreated(name, source, old, new, written[name])
+        unchanged = [(n, p) for n in names if n in now and now[n] == self.remote_ids.get(n) for p in written[n]]
+        for (name, partition), end in partition_offsets(self.target, unchanged).items():
+            mark = written[name][partition]
+            if end < mark:
+                self.loss.report(names[name], partition, -1, -1,
+                                 f"remote partition {name}[{partition}] was truncated on the target (an unclean "
+                                 f"leader election?): its end went back from {mark} to {end}", records=mark - end)
+                self.marks.reset_target(name, {partition: end})
+                self.forget_mapping(names[name])  # its runs point past the target's end now
+        for name in names:
+            if name not in now:
                 self.remote_ids.pop(name, None)
         self.remote_ids.update(now)
+
+    def _remote_recreated(self, name: str, source: str, old: str, new: str | None, written: dict[int, int]) -> None:
+        for partition, count in sorted(written.items()):
+            if count > 0:
+                self.loss.report(source, partition, -1, -1,
+                                 f"remote topic {name} was deleted on the target"
+                                 f"{' and re-created' if new else ''} (topic id {old} -> {new or 'none'}): the "
+                                 f"{count} record(s) its partition {partition} held after this flow's last write "
+                                 "are gone from the target", records=count)
+        ends = partition_offsets(self.target, [(name, p) for p in written]) if new else {}
+        self.marks.reset_target(name, {p: ends.get((name, p), 0) for p in written})
+        self.forget_mapping(source)
 
     def apply_rewinds(self) -> None:
         """Move Spark's checkpoint back for re-created source topics (the query must be stopped)."""

@@ -8,8 +8,10 @@ end now, and sends only what is not there (``MirrorDataWriter``, docs/adr/0005-d
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import threading
 from collections.abc import Iterable, Mapping
 
 from mirrorspark.state.files import StateFiles
@@ -17,6 +19,15 @@ from mirrorspark.state.files import StateFiles
 log = logging.getLogger(__name__)
 
 Partition = tuple[str, int]
+
+
+def _locked(method):
+    """The batch thread and the topic-refresh thread both update the marks."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return guarded
 
 
 def _key(topic: str, partition: int) -> str:
@@ -36,6 +47,7 @@ class WriteMarks:
 
     def __init__(self, files: StateFiles) -> None:
         self.files = files
+        self._lock = threading.RLock()
         self.source_next: dict[str, int] = {}
         self.target_end: dict[str, int] = {}
         self.before: dict[str, int] = {}  # target ends before batch ``batch`` wrote
@@ -53,14 +65,17 @@ class WriteMarks:
             log.warning("%s/%s is unreadable (%s): re-copies after this restart are not counted and an "
                         "interrupted batch is written again whole", files.uri(), self.FILE, exc)
 
+    @_locked
     def save(self) -> None:
         self.files.write(self.FILE, json.dumps({
             "batch": self.batch, "planned": self.planned, "source_next": self.source_next,
             "target_end": self.target_end, "before": self.before}))
 
+    @_locked
     def unknown_targets(self, partitions: Iterable[Partition]) -> list[Partition]:
         return [p for p in partitions if _key(*p) not in self.target_end]
 
+    @_locked
     def learn_targets(self, ends: Mapping[Partition, int]) -> None:
         """Target ends of partitions this flow has not written yet, recorded before it writes them."""
         for (topic, partition), end in ends.items():
@@ -68,11 +83,13 @@ class WriteMarks:
             self.before[_key(topic, partition)] = end
         self.save()
 
+    @_locked
     def resume_from(self, batch_id: int, planned: str) -> dict[Partition, int]:
         """Where an interrupted attempt of ``batch_id`` started writing, per target partition."""
         marks = self.before if (self.batch == batch_id and self.planned == planned) else self.target_end
         return {_unkey(k): v for k, v in marks.items()}
 
+    @_locked
     def batch_written(self, batch_id: int, planned: str,
                       runs: Iterable[tuple[str, int, int, int, int]],
                       source_of: Mapping[str, str]) -> dict[Partition, int]:
@@ -97,11 +114,13 @@ class WriteMarks:
         self.save()
         return again
 
+    @_locked
     def forget_source(self, topic: str) -> None:
         """A re-created source topic starts again at its own offsets."""
         self.source_next = {k: v for k, v in self.source_next.items() if _unkey(k)[0] != topic}
         self.save()
 
+    @_locked
     def reset_target(self, topic: str, ends: Mapping[int, int]) -> None:
         """A re-created remote topic: its ends now, as a partition never written."""
         for partition, end in ends.items():
@@ -109,6 +128,7 @@ class WriteMarks:
             self.before[_key(topic, partition)] = end
         self.save()
 
+    @_locked
     def written_to(self, topic: str) -> dict[int, int]:
         """Per partition of a remote topic: records this flow wrote to it (its end after the last write)."""
         return {p: v for (t, p), v in ((_unkey(k), v) for k, v in self.target_end.items()) if t == topic}

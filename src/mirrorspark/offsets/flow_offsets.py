@@ -22,7 +22,7 @@ from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.offsets.group_sync import GroupOffsetSync
 from mirrorspark.offsets.range_log import RangeLog, import_sqlite
 from mirrorspark.offsets.ranges import OffsetRanges
-from mirrorspark.offsets.sync_writer import OffsetSyncWriter, parse_drained
+from mirrorspark.offsets.sync_writer import OffsetSyncWriter, ReportedRun
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.state.files import LocalFiles, StateFiles
 
@@ -140,11 +140,11 @@ class FlowOffsets:
         if self.checkpoints is not None:
             self.checkpoints.start()
 
-    def on_written(self, drained: str, remote_topics: dict[str, str]) -> None:
-        """Called in the batch, after Spark's Kafka writer returned, with ``OffsetRuns.drain``'s text."""
-        if self.writer is None or not drained:
+    def on_written(self, runs: list[ReportedRun], remote_topics: dict[str, str]) -> None:
+        """Called in the batch, after the sink's save() returned, with the batch's runs."""
+        if self.writer is None or not runs:
             return
-        self.writer.on_batch(parse_drained(drained), {remote: src for src, remote in remote_topics.items()})
+        self.writer.on_batch(runs, {remote: src for src, remote in remote_topics.items()})
 
     def schedule(self, scheduler) -> None:
         if self.checkpoints is not None:

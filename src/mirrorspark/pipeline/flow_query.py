@@ -18,7 +18,7 @@ from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
-from mirrorspark.offsets.sync_writer import parse_drained
+from mirrorspark.offsets.sync_writer import ReportedRun, parse_drained
 from mirrorspark.pipeline.executors import through_provider
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.pipeline.topic_selection import TopicSelection
@@ -103,7 +103,7 @@ class FlowQuery:
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
                  checkpoint: StateFiles, guard: BatchGuard,
-                 on_written: Callable[[str, dict[str, str]], None] | None = None,
+                 on_written: Callable[[list[ReportedRun], dict[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None, ship_files: bool = False,
                  before_start: Callable[[], None] | None = None) -> None:
         self.flow = flow
@@ -177,8 +177,7 @@ class FlowQuery:
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the runs of this batch are all here, from whichever executor.
             jvm = df.sparkSession._jvm.io.mirrorspark
-            drained = jvm.kafka.OffsetRuns.drain(self.flow.name)
-            runs = parse_drained(drained)
+            runs = parse_drained(jvm.kafka.OffsetRuns.drain(self.flow.name))
             self.executors |= set(filter(None, jvm.sink.WrittenBatches.drainExecutors(self.flow.name).split(",")))
             first_written: dict[tuple[str, int], int] = {}
             for topic, partition, upstream, _downstream, count in runs:
@@ -186,7 +185,7 @@ class FlowQuery:
                     first_written[(topic, partition)] = upstream
             self.guard.after_write(starts, ends, plan.remote, first_written)
             if self._on_written is not None:
-                self._on_written(drained, plan.remote)
+                self._on_written(runs, plan.remote)
             t3 = time.perf_counter()
             source_of = {remote: src for src, remote in plan.remote.items()}
             recopied = self.guard.marks.batch_written(batch_id, planned, runs, source_of)

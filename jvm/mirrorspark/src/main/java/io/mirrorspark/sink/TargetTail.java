@@ -12,6 +12,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
@@ -69,7 +70,7 @@ final class TargetTail implements AutoCloseable {
         }
         ConsumerRecord<byte[], byte[]> next = next();
         if (next != null && Arrays.equals(next.key(), key) && Arrays.equals(next.value(), value)
-            && (timestamp < 0 || next.timestamp() == timestamp) && sameHeaders(next.headers(), headers)) {
+            && sameTimestamp(next, timestamp) && sameHeaders(next.headers(), headers)) {
             matched++;
             position = next.offset() + 1;
             if (position >= to) {
@@ -93,6 +94,12 @@ final class TargetTail implements AutoCloseable {
         }
         ConsumerRecord<byte[], byte[]> record = buffered.next();
         return record.offset() < to ? record : null;
+    }
+
+    /** A remote topic with LogAppendTime stamps records itself: only CreateTime can be compared. */
+    private static boolean sameTimestamp(ConsumerRecord<byte[], byte[]> record, long timestamp) {
+        return timestamp < 0 || record.timestampType() == TimestampType.LOG_APPEND_TIME
+            || record.timestamp() == timestamp;
     }
 
     private static boolean sameHeaders(Headers a, Headers b) {

@@ -44,6 +44,14 @@ def rest(state_dir: Path, path: str) -> str:
         return response.read().decode()
 
 
+def settled_count(bootstrap: str, topic: str) -> int:
+    """Records in ``topic``, 0 while it has no leader yet (just created, or its broker restarting)."""
+    try:
+        return count(bootstrap, topic)
+    except KafkaException:
+        return 0
+
+
 def detail(state_dir: Path, flow: str) -> dict:
     """The REST flow detail, or {} while the process is still starting."""
     try:
@@ -257,6 +265,7 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
     from mirrorspark.local import ClusterSpec, LocalClusters
 
     local = LocalClusters(tmp_path / "clusters")
+    stop_feeding = threading.Event()
     started = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
     try:
         topic, remote = f"down-{unique}", f"src.down-{unique}"
@@ -269,7 +278,6 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
                           "heartbeats.topic.replication.factor = 1\n")
         acked: list[int] = []
         fed: list[int] = []
-        stop_feeding = threading.Event()
 
         def delivered(seq: int):
             def callback(err, _msg) -> None:
@@ -297,10 +305,10 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
             assert producer.flush(150) == 0
 
         state = tmp_path / "state"
-        feeder = threading.Thread(target=feed)
+        feeder = threading.Thread(target=feed, daemon=True)
         with running_mirrorspark(config, state) as mirror:
             feeder.start()
-            wait_until(lambda: count(started["dst"], remote) > 10_000, "replication under load", 120)
+            wait_until(lambda: settled_count(started["dst"], remote) > 10_000, "replication under load", 120)
             for name in ("dst", "src"):
                 local.down([name])
                 time.sleep(20)
@@ -321,4 +329,5 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
         assert flow["state"] == "running"
         assert "FAILED" not in mirror.output()
     finally:
+        stop_feeding.set()
         local.down(purge=True)

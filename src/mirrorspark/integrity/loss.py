@@ -56,6 +56,11 @@ class LossLog:
 
     def report(self, topic: str, partition: int, first: int, last: int, reason: str,
                records: int | None = None) -> LossReport:
+        if first >= 0 and any((r.topic, r.partition, r.first, r.last) == (topic, partition, first, last)
+                              for r in self.reports):
+            # The same gap seen again (a re-run batch, a restart in fail mode): counted once.
+            return next(r for r in self.reports if (r.topic, r.partition, r.first, r.last) ==
+                        (topic, partition, first, last))
         entry = LossReport(self.flow, topic, partition, first, last,
                            records if records is not None else last - first + 1, reason, time.time())
         log.error("%s", entry.line())

@@ -125,6 +125,6 @@ class TopicIdentity:
 
     def apply_rewinds(self) -> None:
         """Move Spark's checkpoint back for re-created source topics (the query must be stopped)."""
-        for topic, starts in self.rewinds.items():
+        rewinds, self.rewinds = self.rewinds, {}  # the refresh thread may add one meanwhile
+        for topic, starts in rewinds.items():
             self.spark_log.rewind(topic, starts)
-        self.rewinds.clear()

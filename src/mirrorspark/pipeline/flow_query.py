@@ -288,7 +288,11 @@ class FlowQuery:
             self.stop()
         except Exception as exc:  # noqa: BLE001 - a failed query may refuse to stop; start anew anyway
             log.debug("flow %s: stopping before restart: %s", self.flow.name, exc)
-        self.resume(spark)
+        try:
+            self.resume(spark)
+        except BaseException:
+            self.paused = False  # not a pause: the supervisor must see the failed start and retry
+            raise
 
     def stop(self, commit_timeout: float = 60.0) -> None:
         """Let a batch being written finish and be committed to the checkpoint, keep later ones

@@ -78,3 +78,8 @@ def read_all(bootstrap: str | dict, topic: str) -> list[Rec]:
         return sorted(out, key=lambda r: (r.partition, r.offset))
     finally:
         consumer.close()
+
+
+def lost_and_duplicated(expected, landed: list[int]) -> tuple[set[int], int]:
+    """Sequence numbers expected but absent, and how many landed more than once."""
+    return set(expected) - set(landed), len(landed) - len(set(landed))

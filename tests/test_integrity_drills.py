@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 from conftest import MIRRORSPARK, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, produce, wait_for_count
+from kafka_tools import count, create_topic, lost_and_duplicated, produce, wait_for_count
 from test_operations import metric
 from test_spark_cluster import committed_records, flow_detail, latest, seqs
 from test_topologies_and_topics import wait_until
@@ -140,8 +140,7 @@ def test_kill9_mid_batch_loses_nothing_and_resumes_from_the_target(clusters, uni
         detail = flow_detail(first, "primary->backup")
         text = rest(first, "/metrics")
     landed = seqs(clusters["backup"], remote)
-    lost = set(range(total)) - set(landed)
-    duplicates = len(landed) - len(set(landed))
+    lost, duplicates = lost_and_duplicated(range(total), landed)
     print(f"kill -9 drill: {total} records, {at_kill} on target at the kill, {committed} committed by Spark, "
           f"{interrupted} written by the interrupted batch; lost {len(lost)}, re-copied {duplicates}, "
           f"re-copied metric {detail['records_recopied']}")
@@ -321,8 +320,7 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
             time.sleep(3)
             flow = flow_detail(state, "src->dst")
         landed = seqs(started["dst"], remote)
-        lost = set(acked) - set(landed)
-        duplicates = len(landed) - len(set(landed))
+        lost, duplicates = lost_and_duplicated(acked, landed)
         print(f"broker-down drill: {fed[0]} records sent, {len(acked)} acknowledged by the source, lost {len(lost)}, "
               f"duplicated {duplicates}, flow restarts {flow['restarts']}, state {flow['state']}")
         assert not lost and duplicates == 0

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, produce, read_all, wait_for_count
+from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, wait_for_count
 from test_offsets_e2e import checkpoints, consume, read_from
 from test_replication_e2e import sample_records
 from test_topologies_and_topics import records, wait_until
@@ -178,8 +178,7 @@ def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over
                                 {p for _, p in c} == read and c, "checkpoints after the restart")
 
     landed = seqs(clusters["backup"], remote)
-    lost = set(range(total)) - set(landed)
-    duplicates = len(landed) - len(set(landed))
+    lost, duplicates = lost_and_duplicated(range(total), landed)
     print(f"drill: {total} records, {at_kill} on target at kill -9, {committed} committed by Spark, "
           f"lost {len(lost)}, re-copied {duplicates} (interrupted batch wrote {in_flight}), "
           f"re-copied metric {recopied_metric}")

@@ -133,15 +133,18 @@ def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what
 
 
 def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], earliest: bool = False,
-                      timeout: float = 15.0) -> dict[tuple[str, int], int]:
-    """Log start (``earliest``) or end offsets of ``partitions``; partitions that do not exist
-    (a deleted topic) are left out."""
+                      timeout: float = 15.0, read_committed: bool = False) -> dict[tuple[str, int], int]:
+    """Log start (``earliest``) or end offsets of ``partitions`` (the last stable offset with
+    ``read_committed``); partitions that do not exist (a deleted topic) are left out."""
+    from confluent_kafka import IsolationLevel
     from confluent_kafka.admin import OffsetSpec
 
     if not partitions:
         return {}
     spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
-    futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions}, request_timeout=timeout)
+    isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions}, isolation_level=isolation,
+                                 request_timeout=timeout)
     out: dict[tuple[str, int], int] = {}
     for tp, future in futures.items():
         try:

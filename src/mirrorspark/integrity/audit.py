@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.control.admin import partition_offsets
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig, MirrorConfig
@@ -184,11 +186,11 @@ def log_bounds(admin: AdminClient, keys: Iterable[Key], isolation: IsolationLeve
               if t in metadata and metadata[t].error is None and p in metadata[t].partitions]
     if not wanted:
         return {}
-    found: dict[str, dict[Key, int]] = {}
-    for name, spec in (("start", OffsetSpec.earliest()), ("end", OffsetSpec.latest())):
-        futures = admin.list_offsets({tp: spec for tp in wanted}, isolation_level=isolation, request_timeout=30)
-        found[name] = {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
-    return {key: (found["start"][key], found["end"][key]) for key in found["end"]}
+    pairs = [(tp.topic, tp.partition) for tp in wanted]
+    committed = isolation == IsolationLevel.READ_COMMITTED
+    starts = partition_offsets(admin, pairs, earliest=True, timeout=30, read_committed=committed)
+    ends = partition_offsets(admin, pairs, timeout=30, read_committed=committed)
+    return {key: (starts[key], end) for key, end in ends.items() if key in starts}
 
 
 def read_window(span: tuple[int, int], bounds: tuple[int, int] | None) -> tuple[int, int] | None:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import consumer
+from mirrorspark.control.admin import consumer, partition_offsets
 from mirrorspark.metrics.registry import MirrorMetrics
 
 log = logging.getLogger(__name__)
@@ -52,12 +52,9 @@ class LagProbe:
         self.measured_at: float | None = None
         self._consumer: Consumer | None = None
 
-    def _offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> dict[tuple[str, int], int]:
-        if not partitions:
-            return {}
-        futures = self.admin.list_offsets({tp: spec for tp in partitions}, isolation_level=self.isolation,
-                                          request_timeout=15)
-        return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+    def _offsets(self, partitions: list[TopicPartition], earliest: bool = False) -> dict[tuple[str, int], int]:
+        return partition_offsets(self.admin, [(tp.topic, tp.partition) for tp in partitions], earliest=earliest,
+                                 read_committed=self.isolation == IsolationLevel.READ_COMMITTED)
 
     def _partitions(self, topics: list[str]) -> list[TopicPartition]:
         metadata = self.admin.list_topics(timeout=15).topics
@@ -86,10 +83,10 @@ class LagProbe:
 
     def run_once(self) -> list[PartitionLag]:
         partitions = self._partitions(self.planned_topics())
-        ends = self._offsets(partitions, OffsetSpec.latest())
+        ends = self._offsets(partitions)
         done = self.positions()
         missing = [tp for tp in partitions if (tp.topic, tp.partition) not in done]
-        starts = self._offsets(missing, OffsetSpec.earliest())  # Spark starts new partitions there
+        starts = self._offsets(missing, earliest=True)  # Spark starts new partitions there
         lags = {}
         for key, end in ends.items():
             position = done.get(key, starts.get(key, end))

@@ -5,8 +5,6 @@ and validation uses it to reject unknown keys in MM2's namespaces with a near-mi
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -112,8 +110,17 @@ KEYS: tuple[Key, ...] = (
         "to `<state-dir>/rest.json`, where `mirrorspark status` finds it. Set a fixed port for Prometheus.",
         Scope.DRIVER),
     Key("mirrorspark.rest.token", Type.STRING, None,
-        "When set, every REST call but `/health` and `/metrics` needs `Authorization: Bearer <token>`.",
-        Scope.DRIVER),
+        "The token every REST call but `/health` and `/metrics` needs (`Authorization: Bearer <token>`). "
+        "Unset: a random token is generated at each start and written (mode 0600) to "
+        "`<state-dir>/rest.token`, which `mirrorspark status` reads.", Scope.DRIVER),
+    Key("mirrorspark.rest.auth", Type.STRING, "token",
+        "`token` (the default) or `none`: no token at all, for a listener only trusted users reach "
+        "(a WARNING is logged when it is not loopback). Host and Origin checks apply either way.",
+        Scope.DRIVER, choices=("token", "none")),
+    Key("mirrorspark.rest.allowed.hosts", Type.LIST, None,
+        "Extra names clients may use in the `Host` header (e.g. a Kubernetes service name), besides "
+        "loopback names, the listener's host and, on a wildcard listener, this machine's names and IP "
+        "addresses. Other names are refused (421), which stops DNS rebinding.", Scope.DRIVER),
     Key("mirrorspark.state.location", Type.STRING, None,
         "Where every flow keeps what it needs to resume (Spark checkpoint, exact offset ranges, cluster ids, "
         "re-copy marks): a folder, or a Hadoop-compatible URI shared by machines (`file:///mnt/shared/ms`, "
@@ -160,16 +167,5 @@ MM2_NAMESPACES = ("emit.", "sync.", "refresh.", "topics", "groups", "replication
                   "checkpoints.", "heartbeats.", "config.properties", "use.defaults", "offset.lag", "enabled",
                   "topic.map", "mirrorspark.")
 
-SECRET = re.compile(r"(password|secret|jaas\.config|credentials?|token|\.key$)", re.IGNORECASE)
-
-
-def is_secret(key: str) -> bool:
-    return bool(SECRET.search(key))
-
-
-HIDDEN = "[hidden]"
-
-
-def redact(settings: Mapping[str, str]) -> dict[str, str]:
-    """``settings`` with every secret value (passwords, JAAS configs, tokens, keys) hidden."""
-    return {k: (HIDDEN if is_secret(k) else v) for k, v in settings.items()}
+# Secret detection and hiding live in one place (redaction.py); re-exported for existing callers.
+from mirrorspark.config.redaction import HIDDEN, SECRET, is_secret, redact  # noqa: E402,F401

@@ -205,8 +205,8 @@ class MirrorConfig:
         return [flow for flow in self.flows if flow.enabled]
 
     def secret_values(self) -> set[str]:
-        """Every value set under a secret-looking key (passwords, JAAS configs, tokens), to scrub."""
-        from mirrorspark.config.keys import is_secret
+        """Every secret value of the config (secret-looking keys and secrets inside values), to scrub."""
+        from mirrorspark.config.redaction import secret_values
 
         maps = [self.top_level, *(c.settings for c in self.clusters.values()), *(f.settings for f in self.flows)]
-        return {v for m in maps for k, v in m.items() if is_secret(k) and v}
+        return secret_values(maps)

@@ -1,0 +1,105 @@
+"""One place that hides secrets in anything mirrorspark prints, serves or logs.
+
+Hiding by key name alone misses copies: a keystore password repeated inside
+``spark.driver.extraJavaOptions`` (``-Djavax.net.ssl.keyStorePassword=...``), the password inside a
+JAAS entry, or an error message that echoes a value. A ``Redactor`` therefore knows every secret
+value of the configuration and replaces each occurrence in any text, and also hides Java
+system-property-style ``...password=VALUE`` fragments whatever their value. ``validate``, the REST
+``/config`` view, log lines and CLI error messages all go through the process-wide redactor
+(``current()``), installed once the configuration is loaded.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+HIDDEN = "[hidden]"
+
+# Key names whose values are secrets (Kafka, Schema Registry, Spark/Hadoop credential settings).
+SECRET = re.compile(r"(password|passwd|secret|jaas\.config|credentials?|token|basic\.auth\.user\.info|"
+                    r"ssl\.key(store\.key|\.pem|\.password)?$|\.key$|private)", re.IGNORECASE)
+
+# ``name=value`` / ``name: value`` fragments whose name says "secret", e.g.
+# ``-Djavax.net.ssl.keyStorePassword=abc`` or ``password="abc"`` inside a JAAS entry.
+_FRAGMENT = re.compile(r"""(?P<name>[\w.\-]*(?:password|passwd|secret|token|user\.info)[\w.\-]*\s*[=:]\s*)"""
+                       r"""(?P<value>"(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;&"']+)""", re.IGNORECASE)
+_MIN_EMBEDDED = 4  # shorter values are hidden only when a whole value equals them
+
+
+def is_secret(key: str) -> bool:
+    """True for keys whose value must never be shown (by name)."""
+    return bool(SECRET.search(key))
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+def secret_values(maps: Iterable[Mapping[str, str]]) -> set[str]:
+    """Every value under a secret-looking key, plus the secrets inside them (a JAAS entry's
+    password, the password of ``user:password``), so copies elsewhere can be found."""
+    found: set[str] = set()
+    for settings in maps:
+        for key, value in settings.items():
+            if not value:
+                continue
+            if is_secret(key):
+                found.add(value)
+                if key.endswith("basic.auth.user.info") and ":" in value:
+                    found.add(value.split(":", 1)[1])
+            for match in _FRAGMENT.finditer(value):
+                inner = _unquote(match.group("value"))
+                if inner:
+                    found.add(inner)
+    return {value for value in found if value.strip()}
+
+
+class Redactor:
+    """Hides known secret values and ``...password=VALUE`` fragments in text and settings."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.exact = frozenset(secrets)
+        # Longest first, so a secret containing another is hidden whole.
+        self.embedded = sorted((s for s in self.exact if len(s) >= _MIN_EMBEDDED), key=len, reverse=True)
+
+    @classmethod
+    def of(cls, maps: Iterable[Mapping[str, str]]) -> "Redactor":
+        return cls(secret_values(maps))
+
+    def text(self, text: str) -> str:
+        """``text`` with every known secret and every secret-named fragment hidden."""
+        if text in self.exact:
+            return HIDDEN
+        for secret in self.embedded:
+            if secret in text:
+                text = text.replace(secret, HIDDEN)
+        return _FRAGMENT.sub(lambda m: m.group("name") + HIDDEN if _unquote(m.group("value")) != HIDDEN
+                             else m.group(0), text)
+
+    def settings(self, settings: Mapping[str, str]) -> dict[str, str]:
+        """``settings`` with secret keys' values hidden and secrets inside other values hidden too."""
+        return {k: HIDDEN if is_secret(k) else self.text(v) for k, v in settings.items()}
+
+
+_current = Redactor()
+
+
+def install(redactor: Redactor) -> Redactor:
+    """Make ``redactor`` the process-wide one (the CLI does this once the config is loaded)."""
+    global _current
+    _current = redactor
+    return redactor
+
+
+def current() -> Redactor:
+    """The process-wide redactor: knows the loaded config's secrets (none before it is loaded)."""
+    return _current
+
+
+def redact(settings: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` as safe to show: the process-wide redactor plus the secrets of ``settings`` itself."""
+    own = secret_values([settings])
+    redactor = _current if own <= _current.exact else Redactor(_current.exact | own)
+    return redactor.settings(settings)

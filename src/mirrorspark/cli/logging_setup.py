@@ -7,7 +7,7 @@ import re
 import sys
 from collections.abc import Iterable
 
-from mirrorspark.config.keys import HIDDEN
+from mirrorspark.config.redaction import Redactor, install
 
 _FLOW = re.compile(r"^(?:flow|pair) (\S+?->\S+?)[: ]")
 
@@ -28,20 +28,18 @@ class JsonFormatter(logging.Formatter):
 
 
 class SecretScrubber(logging.Filter):
-    """Replaces any configured secret value that would reach a log line (defence in depth)."""
+    """Hides any configured secret (and ``...password=VALUE`` fragments) that would reach a log line,
+    through the same redactor as every other output (defence in depth)."""
 
-    def __init__(self, secrets: Iterable[str]) -> None:
+    def __init__(self, redactor: Redactor | Iterable[str]) -> None:
         super().__init__()
-        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self.redactor = redactor if isinstance(redactor, Redactor) else Redactor(redactor)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            scrubbed = message
-            for secret in self.secrets:
-                scrubbed = scrubbed.replace(secret, HIDDEN)
-            if scrubbed != message:
-                record.msg, record.args = scrubbed, None
+        message = record.getMessage()
+        scrubbed = self.redactor.text(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
         return True
 
 
@@ -53,7 +51,11 @@ def setup_logging(verbose: bool, json_lines: bool = False) -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-def scrub_secrets(secrets: Iterable[str]) -> None:
-    scrubber = SecretScrubber(secrets)
+def scrub_secrets(secrets: Iterable[str]) -> Redactor:
+    """Install a redactor knowing ``secrets`` for logs, CLI errors and every printed value."""
+    redactor = install(Redactor(secrets))
     for handler in logging.getLogger().handlers:
-        handler.addFilter(scrubber)
+        for old in [f for f in handler.filters if isinstance(f, SecretScrubber)]:
+            handler.removeFilter(old)
+        handler.addFilter(SecretScrubber(redactor))
+    return redactor

@@ -30,9 +30,12 @@ def _table(rows: list[dict], columns) -> str:
 
 def _plan(config: Path, group: str, source: str, target: str):
     from mirrorspark.config import load_config
+    from mirrorspark.config.redaction import Redactor, install
     from mirrorspark.offsets.failover import plan_failover
 
-    return plan_failover(load_config(config), group, source, target)
+    mirror = load_config(config)
+    install(Redactor(mirror.secret_values()))  # error messages never echo a configured secret
+    return plan_failover(mirror, group, source, target)
 
 
 def _print_plan(plan, as_json: bool, extra: dict | None = None) -> None:

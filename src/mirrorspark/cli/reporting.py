@@ -13,7 +13,10 @@ EXIT_RUNTIME = 1
 
 
 def fail(message: str, code: int) -> None:
-    typer.echo(f"mirrorspark: error: {message}", err=True)
+    from mirrorspark.config.redaction import current
+
+    # Messages may echo values: they go through the same redactor as every other output.
+    typer.echo(f"mirrorspark: error: {current().text(message)}", err=True)
     raise typer.Exit(code)
 
 

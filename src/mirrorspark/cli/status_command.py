@@ -14,14 +14,36 @@ import typer
 from mirrorspark.cli.reporting import EXIT_RUNTIME, fail
 
 
-def find_url(state_dir: Path) -> str:
-    marker = state_dir / "rest.json"
+def read_marker(state_dir: Path) -> dict[str, Any] | None:
+    """``<state-dir>/rest.json`` as written by a running ``mirrorspark run``, or None."""
     try:
-        return json.loads(marker.read_text())["url"]
-    except (OSError, ValueError, KeyError):
-        fail(f"no running mirrorspark found: {marker} is missing (is `mirrorspark run --state-dir {state_dir}` "
-             "running with mirrorspark.rest.enabled = true?); or pass --url", EXIT_RUNTIME)
-        raise  # unreachable: fail() exits
+        marker = json.loads((state_dir / "rest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) and "url" in marker else None
+
+
+def find_url(state_dir: Path) -> str:
+    marker = read_marker(state_dir)
+    if marker is None:
+        fail(f"no running mirrorspark found: {state_dir / 'rest.json'} is missing (is `mirrorspark run --state-dir "
+             f"{state_dir}` running with mirrorspark.rest.enabled = true?); or pass --url", EXIT_RUNTIME)
+        raise AssertionError  # unreachable: fail() exits
+    return str(marker["url"])
+
+
+def endpoint(state_dir: Path, url: str | None, token: str | None) -> tuple[str, str | None]:
+    """The REST address and the token to send: ``--token``, else ``$MIRRORSPARK_REST_TOKEN``, else
+    the token the running process generated into ``<state-dir>/rest.token`` (only sent to the
+    address that same state dir names, never to another server)."""
+    from mirrorspark.rest.security import TOKEN_FILE, read_token
+
+    marker = read_marker(state_dir)
+    base = (url or find_url(state_dir)).rstrip("/")
+    token = token or os.environ.get("MIRRORSPARK_REST_TOKEN") or None
+    if token is None and marker is not None and str(marker["url"]).rstrip("/") == base and marker.get("token_file"):
+        token = read_token(state_dir / TOKEN_FILE)
+    return base, token
 
 
 def get_json(url: str, token: str | None) -> Any:
@@ -58,14 +80,15 @@ def table(flows: list[dict[str, Any]]) -> list[str]:
 def status(
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="The run's state dir (default ./state).")] = None,
     url: Annotated[Optional[str], typer.Option(help="The REST API's address, instead of --state-dir.")] = None,
-    token: Annotated[Optional[str], typer.Option(help="REST token (default: $MIRRORSPARK_REST_TOKEN).")] = None,
+    token: Annotated[Optional[str], typer.Option(
+        help="REST token (default: $MIRRORSPARK_REST_TOKEN, else the generated one in <state-dir>/rest.token).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The REST answer as JSON.")] = False,
 ) -> None:
     """Flows of a running mirrorspark: state, records, re-copies, lag and the last batch."""
     from mirrorspark.paths import default_state_dir
 
-    base = (url or find_url((state_dir or default_state_dir()).resolve())).rstrip("/")
-    flows = get_json(f"{base}/flows", token or os.environ.get("MIRRORSPARK_REST_TOKEN"))
+    base, token = endpoint((state_dir or default_state_dir()).resolve(), url, token)
+    flows = get_json(f"{base}/flows", token)
     if as_json:
         typer.echo(json.dumps(flows, indent=2))
         return

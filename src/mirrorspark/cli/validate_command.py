@@ -3,11 +3,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from mirrorspark.config.keys import redact
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.redaction import Redactor, install
 
 
 def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> None:
+    # Every printed line goes through one redactor that knows the config's secret values, so a
+    # password repeated in another value (e.g. spark.driver.extraJavaOptions) is hidden too.
+    redactor = install(Redactor(config.secret_values()))
+    raw_echo = echo
+
+    def echo(line: str) -> None:
+        raw_echo(redactor.text(line))
+
     from mirrorspark.pipeline.topic_selection import TopicSelection
     from mirrorspark.policy import policy_for_flow
 
@@ -16,7 +24,7 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
         echo(f"warning: {warning}")
     echo("clusters:")
     for alias, cluster in config.clusters.items():
-        settings = ", ".join(f"{k}={v}" for k, v in sorted(redact(cluster.settings).items()))
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(redactor.settings(cluster.settings).items()))
         echo(f"  {alias}: {settings or '(no settings)'}")
     from mirrorspark.paths import default_state_dir
     from mirrorspark.state.location import KEY as STATE_KEY, StateLocation
@@ -34,7 +42,7 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
         echo(f"    topics.exclude: {', '.join(flow.topics_exclude) or '(none)'}")
         if flow.topic_map:
             echo(f"    topic.map: {', '.join(f'{s} -> {t}' for s, t in flow.topic_map.items())}")
-        for key, value in sorted(redact(flow.flow_settings).items()):
+        for key, value in sorted(redactor.settings(flow.flow_settings).items()):
             echo(f"    {flow.name}.{key} = {value}")
         if probe:
             _plan(flow, TopicSelection(flow, policy), echo)

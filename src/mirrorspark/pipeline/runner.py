@@ -36,9 +36,8 @@ from mirrorspark.pipeline.state_identity import check_state_identity
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.policy import policy_for_flow
-from mirrorspark.rest.app import create_app
 from mirrorspark.rest.replicator_controller import ReplicatorController
-from mirrorspark.rest.server import RestServer, parse_listener
+from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
 from mirrorspark.state.location import KEY as STATE_KEY
 
@@ -111,13 +110,10 @@ class Replicator:
         self._start_rest()
 
     def _start_rest(self) -> None:
-        top = self.config.top_level
-        enabled = top.get("mirrorspark.rest.enabled", default("mirrorspark.rest.enabled")).strip().lower()
-        if enabled != "true":
+        settings = RestSettings.from_config(self.config.top_level)
+        if not settings.enabled:
             return
-        host, port = parse_listener(top.get("mirrorspark.rest.listener", default("mirrorspark.rest.listener")))
-        app = create_app(ReplicatorController(self), self.metrics.registry, top.get("mirrorspark.rest.token") or None)
-        self.rest = RestServer(app, host, port, self.state_dir)
+        self.rest = RestServer(ReplicatorController(self), self.metrics.registry, settings, self.state_dir)
         self.rest.start()
 
     def cluster_conf(self, alias: str) -> dict[str, str] | None:

@@ -1,20 +1,27 @@
 """The REST API: flows and their state, progress and lag, pause / resume / restart, offset
-translation, and Prometheus metrics. A configured token guards everything but ``/health`` and
-``/metrics``; output never carries a secret (the config view is redacted)."""
+translation, and Prometheus metrics. ``RequestGuard`` (rest/security.py) checks Host, Origin and
+the token before any route; output never carries a secret (the config view is redacted), and
+errors are JSON with a message, never a traceback."""
 from __future__ import annotations
 
-import hmac
+import logging
 from typing import Annotated, Any
 
+from confluent_kafka import KafkaException
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel
 
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.redaction import current as redactor
 from mirrorspark.rest.controller import Controller, UnknownFlow
+from mirrorspark.rest.security import AllowedHosts, RequestGuard, TokenBucket, token_matches
 
+log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False)
+TRANSLATE_RATE, TRANSLATE_BURST = 5.0, 10  # calls a second; each may read a checkpoints topic
 
 
 class Translated(BaseModel):
@@ -28,22 +35,42 @@ class FlowAction(BaseModel):
     state: str
 
 
-def create_app(controller: Controller, registry: CollectorRegistry, token: str | None) -> FastAPI:
+def create_app(controller: Controller, registry: CollectorRegistry, token: str | None,
+               hosts: AllowedHosts | None = None, translate_limit: TokenBucket | None = None) -> FastAPI:
+    """``token``: required on every route but ``OPEN_PATHS`` (None: no authentication);
+    ``hosts``: accepted ``Host`` names (default: loopback only)."""
     app = FastAPI(title="mirrorspark", version="1",
                   description="Control and observe a running mirrorspark replicator.")
+    app.add_middleware(RequestGuard, token=token, hosts=hosts or AllowedHosts.for_listener("127.0.0.1"))
+    limit = translate_limit or TokenBucket(TRANSLATE_RATE, TRANSLATE_BURST)
 
-    def authorised(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
-        if token is None:
-            return
-        if credentials is None or not hmac.compare_digest(credentials.credentials.encode(), token.encode()):
-            raise HTTPException(401, "missing or wrong token: send 'Authorization: Bearer <mirrorspark.rest.token>'",
-                                headers={"WWW-Authenticate": "Bearer"})
+    def authorised(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+                   request: Request) -> None:
+        """Declares the bearer scheme in OpenAPI; re-checks what ``RequestGuard`` already did."""
+        if token is not None and not token_matches(token, request.headers.get("authorization")):
+            raise HTTPException(401, "missing or wrong token", headers={"WWW-Authenticate": "Bearer"})
 
     guarded = [Depends(authorised)]
 
     @app.exception_handler(UnknownFlow)
     async def unknown_flow(_: Request, exc: UnknownFlow) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
+        return JSONResponse({"detail": redactor().text(str(exc))}, status_code=404)
+
+    @app.exception_handler(ConfigError)
+    async def config_error(_: Request, exc: ConfigError) -> JSONResponse:
+        return JSONResponse({"detail": redactor().text(str(exc))}, status_code=400)
+
+    @app.exception_handler(KafkaException)
+    async def kafka_error(_: Request, exc: KafkaException) -> JSONResponse:
+        reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+        return JSONResponse({"detail": f"Kafka request failed: {redactor().text(reason)}"}, status_code=502)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # The stack goes to the log (secrets scrubbed there), the client gets one line.
+        log.error("REST %s %s failed", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"detail": f"internal error ({type(exc).__name__}): {redactor().text(str(exc))}; "
+                                       "see the mirrorspark log"}, status_code=500)
 
     @app.get("/health", summary="Liveness: 200 while the process serves requests")
     def health() -> dict[str, str]:
@@ -80,6 +107,10 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
              summary="A group's committed source offsets translated for the target (from checkpoints)")
     def translate(group: Annotated[str, Query(min_length=1)], source: Annotated[str, Query(min_length=1)],
                   target: Annotated[str, Query(min_length=1)]) -> list[dict[str, Any]]:
+        wait = limit.take()
+        if wait:
+            raise HTTPException(429, f"too many translate calls (at most {limit.rate:g}/s); retry later",
+                                headers={"Retry-After": TokenBucket.retry_after(wait)})
         return controller.translate(group, source, target)
 
     @app.get("/config", dependencies=guarded, summary="The resolved configuration, secrets redacted")

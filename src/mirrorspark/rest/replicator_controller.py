@@ -7,17 +7,50 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import HTTPException
 
-from mirrorspark.config.keys import redact
+from mirrorspark.config.redaction import Redactor, current
 from mirrorspark.rest.controller import UnknownFlow
 
 if TYPE_CHECKING:
+    from mirrorspark.client import MirrorClient
     from mirrorspark.pipeline.runner import Replicator
+
+TRANSLATE_TTL = 5.0  # seconds a translation is served from memory instead of re-reading checkpoints
+
+
+class TranslationCache:
+    """One ``MirrorClient`` per target cluster, and translations kept ``ttl`` seconds per
+    (source, target) pair and group: each uncached call reads a whole checkpoints topic."""
+
+    def __init__(self, make_client: "Any", ttl: float = TRANSLATE_TTL) -> None:
+        self._make_client = make_client
+        self.ttl = ttl
+        self._clients: dict[tuple[str, str], "MirrorClient"] = {}
+        self._found: dict[tuple[str, str], dict[str, tuple[float, dict[tuple[str, int], int]]]] = {}
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def offsets(self, group: str, source: str, target: str) -> dict[tuple[str, int], int]:
+        pair = (source, target)
+        with self._guard:
+            lock = self._locks.setdefault(pair, threading.Lock())
+        with lock:  # concurrent calls for one pair share one read
+            now = time.monotonic()
+            entries = self._found.setdefault(pair, {})
+            for stale in [g for g, (at, _) in entries.items() if now - at > self.ttl]:
+                del entries[stale]
+            if group not in entries:
+                client = self._clients.get(pair)
+                if client is None:
+                    client = self._clients[pair] = self._make_client(source, target)
+                entries[group] = (now, client.remote_consumer_offsets(group, source))
+            return entries[group][1]
 
 
 class ReplicatorController:
     def __init__(self, replicator: "Replicator") -> None:
         self.replicator = replicator
         self._lock = threading.Lock()  # one control action at a time
+        self._translations = TranslationCache(self._client)
 
     def _find(self, name: str):
         for flow in self.replicator.flows:
@@ -92,21 +125,31 @@ class ReplicatorController:
     def restart(self, name: str) -> dict[str, Any]:
         return self._act(name, "restart")
 
-    def translate(self, group: str, source: str, target: str) -> list[dict[str, Any]]:
+    def _client(self, source: str, target: str) -> "MirrorClient":
         from mirrorspark.client import MirrorClient
+        from mirrorspark.policy import policy_for_flow
 
         conf = self.replicator.cluster_conf(target)
-        if conf is None or source not in self.replicator.config.clusters:
+        assert conf is not None
+        flows = [f for f in self.replicator.config.enabled_flows if (f.source.alias, f.target.alias) == (source, target)]
+        policy = policy_for_flow(flows[0].settings, source) if flows else None
+        return MirrorClient(conf, policy, java_style=False)  # cluster_conf is already librdkafka's
+
+    def translate(self, group: str, source: str, target: str) -> list[dict[str, Any]]:
+        if self.replicator.cluster_conf(target) is None or source not in self.replicator.config.clusters:
             known = ", ".join(self.replicator.config.clusters)
             raise HTTPException(400, f"source and target must be cluster aliases of this process ({known})")
-        offsets = MirrorClient(conf).remote_consumer_offsets(group, source)
+        offsets = self._translations.offsets(group, source, target)
         return [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())]
 
     def config(self) -> dict[str, Any]:
+        """The resolved configuration, through one redactor knowing every secret value of it, so a
+        password repeated in e.g. ``spark.driver.extraJavaOptions`` is hidden as well."""
         config = self.replicator.config
+        redactor = Redactor(current().exact | config.secret_values())
         return {
-            "clusters": {alias: redact(c.settings) for alias, c in config.clusters.items()},
-            "flows": {f.name: redact(f.settings) for f in config.enabled_flows},
-            "top_level": redact(config.top_level),
+            "clusters": {alias: redactor.settings(c.settings) for alias, c in config.clusters.items()},
+            "flows": {f.name: redactor.settings(f.settings) for f in config.enabled_flows},
+            "top_level": redactor.settings(config.top_level),
             "generated_at": time.time(),
         }

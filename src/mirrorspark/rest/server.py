@@ -1,4 +1,9 @@
-"""Serve the REST app with uvicorn in a daemon thread of the replicator process."""
+"""Serve the REST app with uvicorn in a daemon thread of the replicator process.
+
+At start the server writes ``<state-dir>/rest.json`` (its address, for ``mirrorspark status``)
+and, when no token is configured, a generated one in ``<state-dir>/rest.token`` (mode 0600 from
+creation); both are removed on a clean stop.
+"""
 from __future__ import annotations
 
 import json
@@ -6,14 +11,19 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
-from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
 from mirrorspark.config.errors import ConfigError
+from mirrorspark.rest.controller import Controller
+from mirrorspark.rest.security import TOKEN_FILE, AllowedHosts, generate_token, is_loopback, write_private
 
 log = logging.getLogger(__name__)
+STATE_FILE = "rest.json"
 
 
 def parse_listener(value: str, key: str = "mirrorspark.rest.listener") -> tuple[str, int]:
@@ -23,16 +33,58 @@ def parse_listener(value: str, key: str = "mirrorspark.rest.listener") -> tuple[
     return host.strip("[]"), int(port)
 
 
+@dataclass(frozen=True)
+class RestSettings:
+    """The ``mirrorspark.rest.*`` settings, resolved once."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None        # configured; None with auth "token" means "generate one"
+    auth: str = "token"             # "token" or "none"
+    allowed_hosts: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, top: Mapping[str, str]) -> "RestSettings":
+        from mirrorspark.config.keys import BY_NAME
+
+        def get(name: str) -> str:
+            return (top.get(name) or BY_NAME[name].default or "").strip()
+
+        auth = get("mirrorspark.rest.auth").lower() or "token"
+        if auth not in ("token", "none"):
+            raise ConfigError(f"mirrorspark.rest.auth must be token or none, got {auth!r}", "mirrorspark.rest.auth")
+        token = get("mirrorspark.rest.token") or None
+        if token is not None and auth == "none":
+            raise ConfigError("mirrorspark.rest.token is set but mirrorspark.rest.auth = none: remove one of them",
+                              "mirrorspark.rest.auth")
+        host, port = parse_listener(get("mirrorspark.rest.listener"))
+        extra = tuple(h.strip() for h in get("mirrorspark.rest.allowed.hosts").split(",") if h.strip())
+        return cls(get("mirrorspark.rest.enabled").lower() == "true", host, port, token, auth, extra)
+
+
 class RestServer:
-    def __init__(self, app: FastAPI, host: str, port: int, state_dir: Path) -> None:
-        self.config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                     lifespan="off")
+    def __init__(self, controller: Controller, registry: CollectorRegistry, settings: RestSettings,
+                 state_dir: Path) -> None:
+        from mirrorspark.rest.app import create_app
+
+        self.settings = settings
+        self.generated = settings.auth == "token" and settings.token is None
+        self.token = generate_token() if self.generated else settings.token
+        hosts = AllowedHosts.for_listener(settings.host, settings.allowed_hosts)
+        app = create_app(controller, registry, self.token, hosts)
+        self.config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+                                     access_log=False, lifespan="off")
         self.server = uvicorn.Server(self.config)
-        self.state_file = state_dir / "rest.json"
+        self.state_file = state_dir / STATE_FILE
+        self.token_file = state_dir / TOKEN_FILE
         self.address: str | None = None
         self._thread: threading.Thread | None = None
 
     def start(self, timeout: float = 15.0) -> str:
+        if self.settings.auth == "none" and not is_loopback(self.settings.host):
+            log.warning("REST API on %s without authentication (mirrorspark.rest.auth = none): anyone who reaches "
+                        "it can pause, resume and restart flows and read the configuration", self.settings.host)
         self._thread = threading.Thread(target=self.server.run, name="mirrorspark-rest", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -43,12 +95,20 @@ class RestServer:
             time.sleep(0.05)
         sockets = [s for server in self.server.servers for s in server.sockets]
         host, port = sockets[0].getsockname()[:2]
-        self.address = f"http://{host}:{port}"
+        self.address = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        if self.generated:
+            assert self.token is not None
+            write_private(self.token_file, self.token + "\n")  # before rest.json: whoever finds one finds both
+        else:
+            self.token_file.unlink(missing_ok=True)  # a previous run's token must not look current
         tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"url": self.address, "pid": os.getpid()}))
+        tmp.write_text(json.dumps({"url": self.address, "pid": os.getpid(), "auth": self.settings.auth,
+                                   "token_file": TOKEN_FILE if self.generated else None}))
         os.replace(tmp, self.state_file)
-        log.info("REST API and /metrics on %s", self.address)
+        log.info("REST API and /metrics on %s (%s)", self.address,
+                 f"token in {self.token_file}" if self.generated else
+                 "token from mirrorspark.rest.token" if self.token else "no authentication")
         return self.address
 
     def stop(self) -> None:
@@ -56,3 +116,5 @@ class RestServer:
         if self._thread is not None:
             self._thread.join(10)
         self.state_file.unlink(missing_ok=True)
+        if self.generated:
+            self.token_file.unlink(missing_ok=True)

@@ -1,0 +1,185 @@
+"""What keeps the REST API to the people meant to use it, in front of every route.
+
+MM2's REST API trusts its network; mirrorspark's can pause or restart flows and serve the
+configuration, and often listens on a laptop or a shared host. So, by default:
+
+- a bearer token is required (generated at start when none is configured, written mode 0600 next
+  to ``rest.json`` so local CLI commands of the same user find it);
+- the ``Host`` header must name this server (loopback, the listener's host, configured names),
+  which defeats DNS rebinding: a web page whose name re-resolves to 127.0.0.1 still sends its own
+  name as ``Host``;
+- any request carrying an ``Origin`` other than the server's own is refused, and no CORS header is
+  ever sent, so a web page cannot drive the API from a browser on the same host.
+
+Every refusal is a JSON ``{"detail": ...}`` answer, like the API's other errors.
+"""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import math
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+
+TOKEN_FILE = "rest.token"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain", "ip6-localhost"})
+WILDCARDS = frozenset({"", "0.0.0.0", "::", "*"})
+# Readable without a token: liveness, Prometheus (no secrets, no control) and the API's own schema.
+OPEN_PATHS = frozenset({"/health", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def generate_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Create ``path`` with mode 0600 from the start (never write-then-chmod: no window where
+    another user could open it), replacing an older file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def read_token(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def token_matches(expected: str, authorization: str | None) -> bool:
+    """``Authorization: Bearer <expected>``, compared in constant time."""
+    scheme, _, given = (authorization or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected.encode())
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(header: str) -> str:
+    """The name part of a ``Host`` header: ``[::1]:80`` -> ``::1``, ``Example.com.:8083`` -> ``example.com``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    name = header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+    return name.rstrip(".")
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
+class AllowedHosts:
+    """Names a client may put in ``Host``. On a wildcard listener any IP literal is accepted too:
+    DNS rebinding needs a name (the attacker's), so an address can never be one."""
+
+    def __init__(self, names: Iterable[str], any_ip: bool = False) -> None:
+        self.names = frozenset(_host_name(n) for n in names if n.strip())
+        self.any_ip = any_ip
+
+    @classmethod
+    def for_listener(cls, host: str, extra: Iterable[str] = ()) -> "AllowedHosts":
+        names = set(LOOPBACK_NAMES) | set(extra)
+        wildcard = host.strip("[]") in WILDCARDS
+        if wildcard:
+            names |= {socket.gethostname(), socket.getfqdn()}
+        else:
+            names.add(host.strip("[]"))
+        return cls(names, any_ip=wildcard)
+
+    def allows(self, header: str) -> bool:
+        name = _host_name(header)
+        return name in self.names or (self.any_ip and _is_ip(name))
+
+
+class RequestGuard:
+    """ASGI middleware: Host check, Origin check, bearer token; before any route runs."""
+
+    def __init__(self, app: ASGIApp, token: str | None, hosts: AllowedHosts) -> None:
+        self.app = app
+        self.token = token
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self.refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> JSONResponse | None:
+        headers = Headers(scope=scope)
+        host = headers.get("host")
+        if host is not None and not self.hosts.allows(host):
+            return JSONResponse({"detail": f"Host {_host_name(host)!r} is not a name of this server; refused to "
+                                           "stop DNS rebinding (add it to mirrorspark.rest.allowed.hosts)"},
+                                status_code=421)
+        origin = headers.get("origin")
+        if origin is not None:
+            own = f"{scope.get('scheme', 'http')}://{host}" if host else None
+            if own is None or origin.rstrip("/").lower() != own.lower():
+                return JSONResponse({"detail": "cross-origin requests are refused: the REST API is not for web "
+                                               "pages of other origins"}, status_code=403)
+        if self.token is not None and scope.get("path", "") not in OPEN_PATHS:
+            if not token_matches(self.token, headers.get("authorization")):
+                return JSONResponse(
+                    {"detail": "missing or wrong token: send 'Authorization: Bearer <token>' (mirrorspark.rest.token, "
+                               "or the generated one in <state-dir>/rest.token, which `mirrorspark status` reads)"},
+                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return None
+
+
+class TokenBucket:
+    """At most ``rate`` calls a second on average, ``burst`` at once; protects the brokers from a
+    client looping on an expensive endpoint."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, float(burst), clock
+        self.tokens = float(burst)
+        self.updated = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> float:
+        """0 when the call may go ahead, else the seconds to wait before retrying."""
+        with self._lock:
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+            self.updated = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return 0.0
+            return (1 - self.tokens) / self.rate
+
+    @staticmethod
+    def retry_after(wait: float) -> str:
+        return str(max(1, math.ceil(wait)))

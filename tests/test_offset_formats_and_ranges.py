@@ -151,3 +151,62 @@ def test_inverse_translation_for_failback():
     ranges.add("t", 0, [Run(0, 100, 10), Run(12, 115, 5)])  # target 110..114 written by someone else
     assert [ranges.inverse("t", 0, d) for d in (99, 100, 109, 110, 114, 115, 119, 120)] == \
         [None, 0, 9, 10, 10, 12, 16, 17]
+
+
+def test_runs_are_bound_to_the_remote_topic_and_a_new_one_starts_a_new_mapping(tmp_path):
+    """Point 1 of the hardening issue: runs of a deleted remote topic never translate into its successor."""
+    ranges = OffsetRanges()
+    ranges.add("t", 0, [Run(0, 0, 1_500)])
+    assert not ranges.bind("t", 0, "A.t@id1", floor=0)  # the first binding adopts the runs
+    assert ranges.translate("t", 0, 900, "A.t@id1") == 900
+    assert ranges.translate("t", 0, 900, "A.t@id2") is None  # another topic now: nothing, never the old answer
+    assert ranges.bind("t", 0, "A.t@id2", floor=0)  # re-created: a new mapping
+    binding = ranges.binding("t", 0)
+    assert (binding.remote, binding.floor, binding.reset_checkpoints) == ("A.t@id2", 0, True)
+    assert ranges.translate("t", 0, 900, "A.t@id2") == 0  # before the new runs: the new topic's start
+    ranges.add("t", 0, [Run(1_500, 0, 1_500)], contiguous_with_previous=False)
+    assert ranges.translate("t", 0, 900, "A.t@id2") == 0
+    assert ranges.translate("t", 0, 2_000, "A.t@id2") == 500
+    ranges.checkpoints_reset("t", 0)
+    log = RangeLog(LocalFiles(tmp_path))
+    log.save(ranges, ranges.partitions())
+    loaded = RangeLog(LocalFiles(tmp_path)).load()
+    assert loaded.binding("t", 0) == ranges.binding("t", 0)
+    assert loaded.translate("t", 0, 900, "A.t@id2") == 0 and loaded.translate("t", 0, 900, "B.t@id3") is None
+
+
+def test_a_fresh_binding_keeps_mm2s_no_checkpoint_before_the_first_run():
+    ranges = OffsetRanges()
+    ranges.bind("t", 0, "A.t@id1", floor=0)
+    ranges.add("t", 0, [Run(500, 0, 10)])
+    assert ranges.translate("t", 0, 100, "A.t@id1") is None
+    assert not ranges.binding("t", 0).reset_checkpoints
+
+
+def test_truncated_remote_partition_cuts_the_runs_at_its_new_end():
+    ranges = OffsetRanges()
+    ranges.bind("t", 0, "A.t@id1", floor=0)
+    ranges.add("t", 0, [Run(0, 0, 100), Run(200, 100, 100)])
+    ranges.truncate("t", 0, 150)
+    assert ranges.translate("t", 0, 299, "A.t@id1") == 150  # never past the end that is left
+    assert ranges.translate("t", 0, 220, "A.t@id1") == 120
+    assert ranges.binding("t", 0).reset_checkpoints
+
+
+def test_range_log_reads_files_written_before_bindings(tmp_path):
+    (tmp_path / f"{0:020d}.json").write_text('{"snapshot":false,"partitions":[["t",0,[[0,0,10,true]]]]}')
+    loaded = RangeLog(LocalFiles(tmp_path)).load()
+    assert loaded.translate("t", 0, 5) == 5 and loaded.binding("t", 0).remote is None
+
+
+def test_invalid_utf8_in_an_internal_record_is_a_format_error_and_is_skipped_counted(caplog):
+    good = Checkpoint("g", "A.t", 0, 5, 5)
+    bad_key = good.key_bytes().replace(b"g", b"\xff", 1)  # the group name is not UTF-8 any more
+    with pytest.raises(RecordFormatError, match="not UTF-8"):
+        Checkpoint.from_record(bad_key, good.value_bytes())
+    from mirrorspark.offsets.checkpoint_store import decode_checkpoints
+
+    found, skipped = decode_checkpoints("A.checkpoints.internal", [(bad_key, good.value_bytes(), 0, 7, 1),
+                                                                   (good.key_bytes(), good.value_bytes(), 0, 8, 2)])
+    assert found == [(good, 2)] and skipped == 1
+    assert "A.checkpoints.internal[0] offset 7 is not a checkpoint" in caplog.text

@@ -78,7 +78,7 @@ def test_failover_zero_redelivery(clusters, unique, tmp_path):
     assert len(rest) + len(consumed) == 300
     assert set(rest) | set(consumed) == {r["key"] for r in sent}  # nothing skipped
     assert not set(rest) & set(consumed)  # zero re-delivery
-    syncs = [OffsetSync.from_record(k, v) for k, v in
+    syncs = [OffsetSync.from_record(k, v) for k, v, *_ in
              read_compacted_topic({"bootstrap.servers": clusters["primary"]}, "mm2-offset-syncs.backup.internal")]
     assert {s.partition for s in syncs if s.topic == topic} == {0, 1, 2}
 
@@ -176,7 +176,7 @@ def test_group_sync_empty_partition_nothing_mirrored_and_translation_behind_repl
 
 def monotonic(bootstrap: str, source: str, group: str) -> bool:
     latest: dict[tuple[str, int], int] = {}
-    for key, value in read_compacted_topic({"bootstrap.servers": bootstrap}, f"{source}.checkpoints.internal"):
+    for key, value, *_ in read_compacted_topic({"bootstrap.servers": bootstrap}, f"{source}.checkpoints.internal"):
         cp = Checkpoint.from_record(key, value)
         if cp.group != group:
             continue
@@ -206,9 +206,9 @@ def test_restart_keeps_checkpoints_monotonic_with_offset_syncs_on_target(cluster
             consume(clusters["primary"], group, topic, 100)
     assert monotonic(clusters["backup"], "primary", group)
     on_target = read_compacted_topic({"bootstrap.servers": clusters["backup"]}, "mm2-offset-syncs.primary.internal")
-    assert topic in {OffsetSync.from_record(k, v).topic for k, v in on_target}
+    assert topic in {OffsetSync.from_record(k, v).topic for k, v, *_ in on_target}
     on_source = read_compacted_topic({"bootstrap.servers": clusters["primary"]}, "mm2-offset-syncs.backup.internal")
-    assert topic not in {OffsetSync.from_record(k, v).topic for k, v in on_source}
+    assert topic not in {OffsetSync.from_record(k, v).topic for k, v, *_ in on_source}
 
 
 def test_transactional_source_gaps_never_skip_and_offset_syncs_can_be_off(clusters, unique, tmp_path):

@@ -85,7 +85,7 @@ def test_chain_names_hops(clusters, unique, tmp_path):
     assert {"heartbeats", "backup.heartbeats", "backup.primary.heartbeats"} <= third.heartbeat_topics()
     assert "backup.checkpoints.internal" in third.checkpoint_topics()
     assert f"backup.primary.{topic}" in third.remote_topics("backup")
-    beats = {Heartbeat.from_record(k, v) for k, v in
+    beats = {Heartbeat.from_record(k, v) for k, v, *_ in
              read_compacted_topic({"bootstrap.servers": clusters["backup"]}, "heartbeats")}
     assert {(b.source, b.target) for b in beats} >= {("primary", "backup"), ("third", "backup")}
     # The compacted topic is shared by the session's tests and keeps older beats until it is

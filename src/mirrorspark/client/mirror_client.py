@@ -11,8 +11,8 @@ from typing import Any
 
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import librdkafka_admin
-from mirrorspark.offsets.checkpoint_store import read_compacted_topic
-from mirrorspark.offsets.formats import Checkpoint, RecordFormatError
+from mirrorspark.offsets.checkpoint_store import decode_checkpoints, read_compacted_topic
+from mirrorspark.offsets.formats import Checkpoint
 from mirrorspark.policy import DefaultReplicationPolicy, ReplicationPolicy
 
 
@@ -64,11 +64,9 @@ class MirrorClient:
         """The latest checkpoint per local (topic, partition) of ``group``, from ``remote_alias``'s
         checkpoints topic on this cluster."""
         latest: dict[tuple[str, int], Checkpoint] = {}
-        for key, value in read_compacted_topic(self.conf, self.policy.checkpoints_topic(remote_alias), self.timeout):
-            try:
-                checkpoint = Checkpoint.from_record(key, value)
-            except RecordFormatError:
-                continue  # MM2 skips what it cannot decode
+        topic = self.policy.checkpoints_topic(remote_alias)
+        found, _ = decode_checkpoints(topic, read_compacted_topic(self.conf, topic, self.timeout))
+        for checkpoint, _ in found:
             if checkpoint.group == group:
                 latest[(checkpoint.topic, checkpoint.partition)] = checkpoint
         return latest

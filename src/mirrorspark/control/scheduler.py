@@ -1,6 +1,10 @@
-"""A single background thread running periodic control tasks (config sync, later ACLs and
-checkpoints), like the Scheduler each MM2 connector owns. A failing run is logged and retried at
-the next interval; it never stops replication."""
+"""Background threads running periodic control tasks, like the Scheduler each MM2 connector owns.
+
+Tasks run on named lanes, one thread each: heartbeats (every second) get a lane of their own, so a
+slow admin task (topic refresh, ACL or group sync against a slow cluster) never delays them. A
+failing run is logged (its traceback at DEBUG) and retried at the next interval; it never stops
+replication.
+"""
 from __future__ import annotations
 
 import logging
@@ -10,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
+
+CONTROL = "control"
+HEARTBEATS = "heartbeats"
 
 
 @dataclass
@@ -22,39 +29,48 @@ class _Task:
 
 class Scheduler:
     def __init__(self) -> None:
-        self._tasks: list[_Task] = []
+        self._lanes: dict[str, list[_Task]] = {}
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
-    def every(self, name: str, interval_seconds: float, action: Callable[[], object], initial_delay: float = 0.0) -> None:
-        """Run ``action`` now (after ``initial_delay``) and then every ``interval_seconds``."""
+    def every(self, name: str, interval_seconds: float, action: Callable[[], object], initial_delay: float = 0.0,
+              lane: str = CONTROL) -> None:
+        """Run ``action`` now (after ``initial_delay``) and then every ``interval_seconds`` on ``lane``."""
         if interval_seconds <= 0 or interval_seconds == float("inf"):
             return
-        self._tasks.append(_Task(name, interval_seconds, action, time.monotonic() + initial_delay))
+        self._lanes.setdefault(lane, []).append(_Task(name, interval_seconds, action, time.monotonic() + initial_delay))
 
     def start(self) -> None:
-        if self._tasks and self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="mirrorspark-control", daemon=True)
-            self._thread.start()
+        if self._threads:
+            return
+        for lane, tasks in self._lanes.items():
+            thread = threading.Thread(target=self._loop, args=(tasks,), name=f"mirrorspark-{lane}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
-    def _loop(self) -> None:
+    def _loop(self, tasks: list[_Task]) -> None:
         while not self._stop.is_set():
             now = time.monotonic()
-            for task in self._tasks:
+            for task in tasks:
                 if now >= task.next_run:
-                    started = time.monotonic()
-                    try:
-                        task.action()
-                    except Exception as exc:  # noqa: BLE001 - logged, retried next interval
-                        log.warning("%s failed: %s", task.name, exc)
-                    took = time.monotonic() - started
-                    if took > max(5.0, task.interval):
-                        log.warning("%s took %.1f s, delaying the other control tasks", task.name, took)
+                    self._run(task)
                     task.next_run = time.monotonic() + task.interval
-            wait = min(t.next_run for t in self._tasks) - time.monotonic()
+            wait = min(t.next_run for t in tasks) - time.monotonic()
             self._stop.wait(max(0.05, min(wait, 1.0)))
+
+    @staticmethod
+    def _run(task: _Task) -> None:
+        started = time.monotonic()
+        try:
+            task.action()
+        except Exception as exc:  # noqa: BLE001 - logged, retried next interval
+            log.warning("%s failed: %s", task.name, exc)
+            log.debug("%s failed", task.name, exc_info=True)
+        took = time.monotonic() - started
+        if took > max(5.0, task.interval):
+            log.warning("%s took %.1f s, delaying the other tasks of its thread", task.name, took)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        for thread in self._threads:
+            thread.join(timeout=30)

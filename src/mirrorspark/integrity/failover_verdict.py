@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.integrity.loss import LossReport
-from mirrorspark.offsets.formats import Checkpoint, RecordFormatError
+from mirrorspark.offsets.checkpoint_store import decode_checkpoints
+from mirrorspark.offsets.formats import Checkpoint
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 Stamped = tuple[Checkpoint, int]  # a checkpoint and its record's timestamp (ms): when it was emitted
-WARNED = 5  # malformed checkpoint records named one by one; the rest are counted
 
 
 @dataclass(frozen=True)
@@ -68,21 +68,8 @@ def latest_checkpoints(topic: str, records: Iterable[tuple[bytes | None, bytes |
                        ) -> tuple[list[Stamped], int]:
     """The newest checkpoint per key of ``records`` (key, value, timestamp ms, partition, offset; in
     offset order), skipping with a warning what is not an MM2 checkpoint; and how many were skipped."""
-    latest: dict[tuple[str, str, int], Stamped] = {}
-    skipped = 0
-    for key, value, ts, partition, offset in records:
-        try:
-            if key is None or value is None:
-                raise RecordFormatError("no key or no value")
-            checkpoint = Checkpoint.from_record(bytes(key), bytes(value))
-        except (RecordFormatError, UnicodeDecodeError) as exc:
-            skipped += 1
-            if skipped <= WARNED:
-                log.warning("%s[%d] offset %d is not a checkpoint and is skipped: %s", topic, partition, offset, exc)
-            continue
-        latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = (checkpoint, int(ts))
-    if skipped > WARNED:
-        log.warning("%s: %d malformed record(s) skipped in all", topic, skipped)
+    found, skipped = decode_checkpoints(topic, ((k, v, p, o, ts) for k, v, ts, p, o in records))
+    latest = {(c.group, c.topic, c.partition): (c, ts) for c, ts in found}
     return list(latest.values()), skipped
 
 

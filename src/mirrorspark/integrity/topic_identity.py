@@ -6,14 +6,16 @@ A re-created **source** topic is read again from its beginning (Spark's checkpoi
 for it), the old topic's records not copied before its deletion are reported lost (counted from the
 end offsets last seen), and the old offset mapping is dropped. A re-created or deleted **remote**
 topic is re-created by the topic refresh; the records the flow had written to the old one are
-reported lost on the target and the old offset mapping is dropped; so is a remote partition whose
-end went back below what the flow wrote (truncated by an unclean leader election).
+reported lost on the target, and the offset mapping is bound to the new topic (it starts again at
+the new topic's start); a remote partition whose end went back below what the flow wrote (truncated
+by an unclean leader election) is reported and its mapping cut at the new end.
 """
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from confluent_kafka.admin import AdminClient
 
@@ -28,12 +30,22 @@ log = logging.getLogger(__name__)
 FILE = "topic-ids.json"
 
 
+class OffsetMapping(Protocol):
+    """The flow's source -> target offset mapping, as far as topic identity changes it."""
+
+    def forget_topic(self, topic: str) -> None: ...
+
+    def bind_remote(self, topic: str, remote: str, partitions: int, starts: Callable[[], dict[int, int]]) -> None: ...
+
+    def truncate_remote(self, topic: str, partition: int, end: int) -> None: ...
+
+
 class TopicIdentity:
     """Checks one flow's topics against the ids (and source end offsets) seen last."""
 
     def __init__(self, files: StateFiles, flow_name: str, source: AdminClient, target: AdminClient,
                  loss: LossLog, marks: WriteMarks, spark_log: SparkOffsetLog,
-                 forget_mapping: Callable[[str], None]) -> None:
+                 mapping: OffsetMapping) -> None:
         self.files = files
         self.flow_name = flow_name
         self.source = source
@@ -41,7 +53,7 @@ class TopicIdentity:
         self.loss = loss
         self.marks = marks
         self.spark_log = spark_log
-        self.forget_mapping = forget_mapping  # source topic -> drop its offset runs
+        self.mapping = mapping
         self.rewinds: dict[str, dict[int, int]] = {}  # source topic -> new start, applied while stopped
         try:
             saved = json.loads(files.read(FILE) or "{}")
@@ -67,6 +79,7 @@ class TopicIdentity:
                 self._source_recreated(topic, old, topic_id, partitions.get(topic, 0))
         self.source_ids.update(now)
         self._check_remote(remote)
+        self._bind(remote, partitions)
         ends = partition_offsets(self.source, [(t, p) for t in now for p in range(partitions.get(t, 0))])
         for (topic, partition), end in ends.items():
             self.source_ends.setdefault(topic, {})[str(partition)] = end
@@ -85,7 +98,7 @@ class TopicIdentity:
         starts = partition_offsets(self.source, [(topic, p) for p in range(count)], earliest=True)
         self.rewinds[topic] = {p: o for (_, p), o in starts.items()}
         self.marks.forget_source(topic)
-        self.forget_mapping(topic)
+        self.mapping.forget_topic(topic)
         log.warning("flow %s: source topic %s was re-created (topic id %s -> %s); it is replicated again from "
                     "its beginning", self.flow_name, topic, old, new)
 
@@ -105,7 +118,7 @@ class TopicIdentity:
                                  f"remote partition {name}[{partition}] was truncated on the target (an unclean "
                                  f"leader election?): its end went back from {mark} to {end}", records=mark - end)
                 self.marks.reset_target(name, {partition: end})
-                self.forget_mapping(names[name])  # its runs point past the target's end now
+                self.mapping.truncate_remote(names[name], partition, end)  # its runs point past the end now
         for name in names:
             if name not in now:
                 self.remote_ids.pop(name, None)
@@ -121,7 +134,18 @@ class TopicIdentity:
                                  "are gone from the target", records=count)
         ends = partition_offsets(self.target, [(name, p) for p in written]) if new else {}
         self.marks.reset_target(name, {p: ends.get((name, p), 0) for p in written})
-        self.forget_mapping(source)
+
+    def _bind(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> None:
+        """Bind each source topic's offset mapping to its remote topic as it is now (name and id)."""
+        for source, name in sorted(remote.items()):
+            topic_id, count = self.remote_ids.get(name), partitions.get(source, 0)
+            if topic_id is None or not count:
+                continue  # not created yet: bound by the check after the refresh that creates it
+
+            def starts(name: str = name, count: int = count) -> dict[int, int]:
+                found = partition_offsets(self.target, [(name, p) for p in range(count)], earliest=True)
+                return {p: o for (_, p), o in found.items()}
+            self.mapping.bind_remote(source, f"{name}@{topic_id}", count, starts)
 
     def apply_rewinds(self) -> None:
         """Move Spark's checkpoint back for re-created source topics (the query must be stopped)."""

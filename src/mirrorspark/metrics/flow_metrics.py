@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.metrics.registry import PARTITION, MirrorMetrics, drop_series
 
 
 @dataclass
@@ -115,6 +115,22 @@ class FlowMetrics:
     def records_lost(self, topic: str, partition: int, records: int) -> None:
         """Source records that will never be copied (labelled by the source topic)."""
         self.metrics.records_lost.labels(**self._labels(topic, partition)).inc(records)
+
+    def forget_topics(self, remote_topics: set[str], source_topics: set[str]) -> int:
+        """Drop the series and REST figures of topics that left the flow (deleted, no longer
+        selected); ``remote_topics``/``source_topics`` are the ones it replicates now."""
+        mine = {"source": self.source, "target": self.target}
+
+        def gone(keep: set[str]) -> Callable[[dict[str, str]], bool]:
+            return lambda labels: all(labels.get(k) == v for k, v in mine.items()) and labels.get("topic") not in keep
+        with self._lock:
+            removed = drop_series(self.metrics.remote_partition_families(), PARTITION, gone(remote_topics))
+            removed += drop_series(self.metrics.source_partition_families(), PARTITION, gone(source_topics))
+            for key in [k for k in self.figures.partitions if k[0] not in remote_topics]:
+                del self.figures.partitions[key]
+            then, previous = self._rate_mark
+            self._rate_mark = (then, {k: v for k, v in previous.items() if k[0] in remote_topics})
+        return removed
 
     def set_running(self, running: bool) -> None:
         self.metrics.flow_running.labels(source=self.source, target=self.target).set(1 if running else 0)

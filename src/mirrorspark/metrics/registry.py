@@ -7,6 +7,8 @@ remote topic, as MM2 tags it) and ``partition``; its ``MirrorCheckpointConnector
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 PARTITION = ("source", "target", "topic", "partition")
@@ -53,9 +55,41 @@ class MirrorMetrics:
                                     "(retention or deleteRecords ahead of the flow, a re-created or truncated "
                                     "topic, a remote topic deleted on the target); labels: the source topic.",
                                     PARTITION, registry=r)
+        self.internal_skipped = Counter("mirrorspark_internal_records_skipped", "Records of an internal topic "
+                                        "(checkpoints) that are not in MM2's format and were skipped when read.",
+                                        FLOW + ("topic",), registry=r)
         self.flow_restarts = Counter("mirrorspark_flow_restarts", "Times the flow's query failed and was "
                                      "started again.", FLOW, registry=r)
         self.flow_state = Gauge("mirrorspark_flow_state", "1 for the flow's current state (running, degraded, "
                                 "restarting, paused, failed), 0 for the others.", FLOW + ("state",), registry=r)
         self.flow_running = Gauge("mirrorspark_flow_running", "1 while the flow's query runs, 0 when paused or "
                                   "failed.", FLOW, registry=r)
+
+    def remote_partition_families(self) -> list:
+        """Families labelled by the remote topic and partition (what a topic leaving a flow leaves behind)."""
+        return [self.record_count, self.byte_count, self.record_rate, self.byte_rate, self.recopied,
+                *self.record_age.values(), *self.replication_latency.values()]
+
+    def source_partition_families(self) -> list:
+        """Families labelled by the source topic (lag); the loss counter stays: it is the record of a loss."""
+        return [self.lag_offsets, self.lag_seconds]
+
+    def checkpoint_families(self) -> list:
+        return list(self.checkpoint_latency.values())
+
+
+def drop_series(families: Iterable, labelnames: tuple[str, ...], stale: Callable[[dict[str, str]], bool]) -> int:
+    """Remove the series of ``families`` whose labels ``stale`` picks, so that deleted topics and
+    vanished groups do not keep series (and memory) for the life of the process. Returns how many."""
+    removed = 0
+    for family in families:
+        seen: set[tuple[str, ...]] = set()
+        for metric in family.collect():
+            for sample in metric.samples:
+                values = tuple(sample.labels.get(name, "") for name in labelnames)
+                if values in seen or not stale(sample.labels):
+                    continue
+                seen.add(values)
+                family.remove(*values)
+                removed += 1
+    return removed

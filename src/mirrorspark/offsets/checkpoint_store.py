@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -20,8 +21,13 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str, int]
 
 
-def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0) -> list[tuple[bytes, bytes]]:
-    """Every (key, value) of partition 0 of ``topic`` up to its end offset at call time."""
+WARNED = 5  # malformed records named one by one per read; the rest are counted
+
+Record = tuple["bytes | None", "bytes | None", int, int, int]  # key, value, partition, offset, timestamp ms
+
+
+def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0) -> list[Record]:
+    """Every record of partition 0 of ``topic`` up to its end offset at call time."""
     reader = consumer({**conf, "group.id": "mirrorspark-internal-reader", "enable.auto.commit": False,
                          "enable.partition.eof": True})
     try:
@@ -32,7 +38,7 @@ def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0
         if high <= low:
             return []
         reader.assign([TopicPartition(topic, 0, low)])
-        out: list[tuple[bytes, bytes]] = []
+        out: list[Record] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             msg = reader.poll(1.0)
@@ -42,8 +48,7 @@ def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0
                 if msg.error().code() == KafkaError._PARTITION_EOF:
                     break
                 raise KafkaException(msg.error())
-            if msg.key() is not None and msg.value() is not None:
-                out.append((msg.key(), msg.value()))
+            out.append((msg.key(), msg.value(), msg.partition(), msg.offset(), msg.timestamp()[1]))
             if msg.offset() >= high - 1:
                 break
         return out
@@ -51,24 +56,40 @@ def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0
         reader.close()
 
 
+def decode_checkpoints(topic: str, records: Iterable[Record]) -> tuple[list[tuple[Checkpoint, int]], int]:
+    """The checkpoints of ``records`` with their timestamps, in order, and how many records were not
+    checkpoints. Those are skipped (as MM2 does) but never silently: each of the first few is named
+    by partition and offset in a warning, the rest counted in one."""
+    out: list[tuple[Checkpoint, int]] = []
+    skipped = 0
+    for key, value, partition, offset, ts in records:
+        try:
+            if key is None or value is None:
+                raise RecordFormatError("no key or no value")
+            out.append((Checkpoint.from_record(bytes(key), bytes(value)), int(ts)))
+        except RecordFormatError as exc:
+            skipped += 1
+            if skipped <= WARNED:
+                log.warning("%s[%d] offset %d is not a checkpoint and is skipped: %s", topic, partition, offset,
+                            exc)
+    if skipped > WARNED:
+        log.warning("%s: %d malformed record(s) skipped in all", topic, skipped)
+    return out, skipped
+
+
 class CheckpointStore:
     """Latest checkpoints of one flow's checkpoints topic."""
 
     def __init__(self) -> None:
         self.latest: dict[Key, Checkpoint] = {}
-        self.loaded = False
+        self.skipped = 0
 
     def load(self, conf: dict[str, Any], topic: str) -> int:
-        """Read ``topic`` fully; undecodable records are skipped, as MM2 does. Returns records read."""
+        """Read ``topic`` fully; malformed records are skipped and counted (``skipped``). Returns records read."""
         records = read_compacted_topic(conf, topic)
-        for key, value in records:
-            try:
-                checkpoint = Checkpoint.from_record(key, value)
-            except RecordFormatError as exc:
-                log.debug("skipping a checkpoint record: %s", exc)
-                continue
+        found, self.skipped = decode_checkpoints(topic, records)
+        for checkpoint, _ in found:
             self.latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
-        self.loaded = True
         return len(records)
 
     def is_newer(self, checkpoint: Checkpoint) -> bool:
@@ -79,6 +100,14 @@ class CheckpointStore:
 
     def put(self, checkpoint: Checkpoint) -> None:
         self.latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
+
+    def retain(self, groups: set[str]) -> int:
+        """Forget the checkpoints of groups not in ``groups`` (deleted, expired or filtered out on the
+        source): memory stays bounded and group sync stops writing them. Returns groups forgotten."""
+        gone = self.groups() - groups
+        for key in [k for k in self.latest if k[0] in gone]:
+            del self.latest[key]
+        return len(gone)
 
     def groups(self) -> set[str]:
         return {group for group, _, _ in self.latest}

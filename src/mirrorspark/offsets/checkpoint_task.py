@@ -5,6 +5,11 @@ Every ``emit.checkpoints.interval.seconds`` the task lists the flow's groups on 
 committed offset with the writer-reported offset ranges (exact where the source offsets are
 contiguous), and writes MM2-format checkpoints to ``<source>.checkpoints.internal`` on the target,
 only when newer by MM2's rule. Nothing is emitted for a partition with nothing replicated.
+
+Translation is bound to the remote topic's id: while the runs point into another topic than the one
+now on the target (re-created, not re-bound yet) nothing is emitted for it. After a re-binding the
+old checkpoints of its partitions are replaced even though they look "newer" by MM2's rule (their
+target offsets belong to the old topic), so a failed-over consumer never starts past unread data.
 """
 from __future__ import annotations
 
@@ -16,7 +21,8 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all
+from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all, topic_ids
+from mirrorspark.metrics.registry import CHECKPOINT, drop_series
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.offsets.formats import Checkpoint
 from mirrorspark.offsets.group_filter import GroupFilter
@@ -24,7 +30,9 @@ from mirrorspark.pipeline.topic_selection import TopicSelection
 
 log = logging.getLogger(__name__)
 
-Translate = Callable[[str, int, int], "int | None"]
+Translate = Callable[[str, int, int, "str | None"], "int | None"]
+# (pending resets: (source topic, partition) whose checkpoints point into an old remote topic, resets done)
+Resets = tuple[Callable[[], set[tuple[str, int]]], Callable[[set[tuple[str, int]]], None]]
 # (topic on the source that came from the target, partition, committed) -> (original topic, offset there)
 TranslateBack = Callable[[str, int, int], "tuple[str, int] | None"]
 
@@ -34,7 +42,7 @@ class CheckpointTask:
 
     def __init__(self, flow_name: str, target_alias: str, selection: TopicSelection, groups: GroupFilter,
                  source: AdminClient, target: AdminClient, target_conf: dict[str, Any], translate: Translate,
-                 replication_factor: int) -> None:
+                 replication_factor: int, resets: Resets | None = None) -> None:
         self.flow_name = flow_name
         self.target_alias = target_alias
         self.selection = selection
@@ -45,6 +53,8 @@ class CheckpointTask:
         self.target_conf = target_conf
         self.translate = translate
         self.replication_factor = replication_factor
+        self.pending_resets, self.resets_done = resets or (set, lambda done: None)
+        self._remote_ids: dict[str, str | None] = {}  # remote topic -> its topic id, for one round
         self.topic = self.policy.checkpoints_topic(selection.source_alias)
         self.store = CheckpointStore()
         self.translate_back: TranslateBack | None = None  # set when the reverse flow runs in this process
@@ -57,6 +67,9 @@ class CheckpointTask:
         if ensure_compacted_topic(self.target, self.topic, self.replication_factor):
             log.info("flow %s: created checkpoints topic %s", self.flow_name, self.topic)
         self.store.load(self.target_conf, self.topic)
+        if self.metrics is not None and self.store.skipped:
+            self.metrics.internal_skipped.labels(source=self.selection.source_alias, target=self.target_alias,
+                                                 topic=self.topic).inc(self.store.skipped)
         self._producer = producer({**self.target_conf, "acks": "all", "linger.ms": 5})
 
     def renamed(self, topic: str) -> str:
@@ -74,15 +87,26 @@ class CheckpointTask:
         result = self.source.list_consumer_group_offsets(request, request_timeout=30)[group].result()
         return result.topic_partitions or []
 
-    def checkpoints(self, group: str) -> list[Checkpoint]:
-        """Translated checkpoints of one group that are newer than the stored ones."""
+    def _bound(self, remote_topic: str) -> str | None:
+        """"<name>@<topic id>" of the remote topic as it is now on the target (None: it does not exist)."""
+        if remote_topic not in self._remote_ids:
+            self._remote_ids.update({remote_topic: None, **topic_ids(self.target, [remote_topic])})
+        topic_id = self._remote_ids[remote_topic]
+        return None if topic_id is None else f"{remote_topic}@{topic_id}"
+
+    def checkpoints(self, group: str, resets: set[tuple[str, int]] = frozenset()) -> list[Checkpoint]:
+        """Translated checkpoints of one group that are newer than the stored ones (or replace one
+        written for a previous remote topic: ``resets``)."""
         out = []
         for tp in self.committed(group):
             if tp.offset < 0 or tp.error is not None:
                 continue
+            reset = False
             if self.selection.should_replicate(tp.topic):
-                downstream = self.translate(tp.topic, tp.partition, tp.offset)
                 renamed = self.renamed(tp.topic)
+                bound = self._bound(renamed)
+                downstream = None if bound is None else self.translate(tp.topic, tp.partition, tp.offset, bound)
+                reset = (tp.topic, tp.partition) in resets
             elif self.translate_back is not None and self.policy.topic_source(tp.topic) == self.target_alias:
                 # Failback: a remote topic of the reverse flow maps back onto its original topic,
                 # exactly, through the reverse flow's writer-reported ranges (MM2 has no syncs here).
@@ -95,17 +119,37 @@ class CheckpointTask:
                           tp.topic, tp.partition, tp.offset)
                 continue
             checkpoint = Checkpoint(group, renamed, tp.partition, tp.offset, downstream, tp.metadata or "")
-            if self.store.is_newer(checkpoint):
+            if reset or self.store.is_newer(checkpoint):
                 out.append(checkpoint)
+        return out
+
+    def _replacements(self, resets: set[tuple[str, int]], written: set[tuple[str, str, int]]) -> list[Checkpoint]:
+        """Stored checkpoints of re-bound partitions that no group commit replaced this round: the
+        same source offset translated into the new remote topic."""
+        out = []
+        for source_topic, partition in sorted(resets):
+            remote = self.selection.remote_name(source_topic)
+            bound = self._bound(remote)
+            for group in sorted(self.store.groups()):
+                old = self.store.latest.get((group, remote, partition))
+                if old is None or (group, remote, partition) in written or bound is None:
+                    continue
+                downstream = self.translate(source_topic, partition, old.upstream, bound)
+                if downstream is not None and downstream != old.downstream:
+                    out.append(Checkpoint(group, remote, partition, old.upstream, downstream, old.metadata))
         return out
 
     def run_once(self) -> int:
         """One round over all groups; returns checkpoints written."""
         assert self._producer is not None, "start() first"
+        self._remote_ids = {}
+        resets = self.pending_resets()
         written: list[Checkpoint] = []
-        for group in self.source_groups():
+        groups = self.source_groups()
+        self._forget_groups(set(groups))
+        for group in groups:
             try:
-                found = self.checkpoints(group)
+                found = self.checkpoints(group, resets)
             except KafkaException as exc:
                 log.warning("flow %s: reading offsets of group %s failed: %s", self.flow_name, group, exc)
                 continue
@@ -114,12 +158,27 @@ class CheckpointTask:
                      f"checkpoints of group {group}", timestamp=int(created * 1000))
             self._observe_latency(found, (time.time() - created) * 1000)
             written.extend(found)
+        if resets:
+            replaced = self._replacements(resets, {(c.group, c.topic, c.partition) for c in written})
+            send_all(self._producer, self.topic, [(c.key_bytes(), c.value_bytes()) for c in replaced],
+                     "checkpoints replaced after a remote topic changed", timestamp=int(time.time() * 1000))
+            written.extend(replaced)
+            # Only where the new remote topic exists; the others are replaced once it does.
+            self.resets_done({(t, p) for t, p in resets if self._bound(self.selection.remote_name(t)) is not None})
         if written:
             for checkpoint in written:
                 self.store.put(checkpoint)
             self.emitted += len(written)
             log.info("flow %s: wrote %d checkpoint(s) to %s", self.flow_name, len(written), self.topic)
         return len(written)
+
+    def _forget_groups(self, groups: set[str]) -> None:
+        """Groups that vanished from the source: out of the store and out of the metrics."""
+        if self.store.retain(groups) and self.metrics is not None:
+            mine = {"source": self.selection.source_alias, "target": self.target_alias}
+            drop_series(self.metrics.checkpoint_families(), CHECKPOINT,
+                        lambda labels: all(labels.get(k) == v for k, v in mine.items())
+                        and labels.get("group") not in groups)
 
     def _observe_latency(self, found: list[Checkpoint], millis: float) -> None:
         """MM2's checkpoint-latency-ms: creation of a checkpoint to its acknowledgement."""

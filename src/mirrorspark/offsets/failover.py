@@ -23,6 +23,12 @@ class GroupActive(RuntimeError):
     """The group has members on the cluster it should move to."""
 
 
+class CheckpointAhead(RuntimeError):
+    """A checkpoint points past the end of its remote partition (or the partition is gone): it was
+    written for data that is not there (a re-created remote topic), and committing it would skip
+    records the consumer never read."""
+
+
 @dataclass
 class PartitionPlan:
     topic: str            # on the new cluster
@@ -47,8 +53,14 @@ class PartitionPlan:
             return None
         return max(0, (self.source_end - self.source_committed) - (self.end - self.translated))
 
+    @property
+    def past_end(self) -> bool:
+        """The translated offset is beyond the remote partition's end (or the partition is missing)."""
+        return self.end is None or self.translated > self.end
+
     def as_dict(self) -> dict:
-        return {**asdict(self), "behind_checkpoint": self.behind_checkpoint, "not_replicated": self.not_replicated}
+        return {**asdict(self), "behind_checkpoint": self.behind_checkpoint, "not_replicated": self.not_replicated,
+                "past_end": self.past_end}
 
 
 @dataclass
@@ -109,8 +121,16 @@ def _fill_source_side(config: MirrorConfig, group: str, source: str, rows: list[
 def execute_failover(config: MirrorConfig, plan: FailoverPlan) -> dict[tuple[str, int], int]:
     """Commit the plan's offsets for the group on the new cluster; never moves a partition backwards.
 
-    Raises GroupActive when consumers of the group are connected there.
+    Raises GroupActive when consumers of the group are connected there, and CheckpointAhead (nothing
+    committed) when a translated offset is past its remote partition's end.
     """
+    ahead = [row for row in plan.partitions if row.past_end]
+    if ahead:
+        listed = ", ".join(f"{r.topic}[{r.partition}] checkpoint {r.translated} > end "
+                           f"{'missing' if r.end is None else r.end}" for r in ahead)
+        raise CheckpointAhead(f"refusing to fail group {plan.group!r} over: {listed}. The checkpoints were written for "
+                              "records that are not on the target (a remote topic deleted or re-created?); wait for "
+                              f"the flow {plan.source}->{plan.target} to write new checkpoints, then run it again")
     target_admin = admin_client(_connection(config, plan.target))
     state = group_state(target_admin, plan.group)
     if state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN):

@@ -10,6 +10,7 @@ checkpoints off), ``offset-syncs.topic.location`` (source|target),
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -66,7 +67,8 @@ class FlowOffsets:
         if flow.flag("emit.checkpoints.enabled"):
             self.checkpoints = CheckpointTask(
                 flow.name, flow.target.alias, selection, GroupFilter(flow), source, target, target_conf,
-                self.ranges.translate, int_setting(flow, "checkpoints.topic.replication.factor"))
+                self.ranges.translate, int_setting(flow, "checkpoints.topic.replication.factor"),
+                (self.pending_checkpoint_resets, self.checkpoint_resets_done))
             if flow.flag("sync.group.offsets.enabled"):
                 self.group_sync = GroupOffsetSync(flow.name, target, self.checkpoints.store)
         self._target = target
@@ -111,6 +113,40 @@ class FlowOffsets:
             self.range_log.save(self.ranges, dropped)
             log.warning("flow %s: offset mapping of %s dropped (%d partition(s)); checkpoints for it restart from "
                         "the next replicated records", self.flow.name, topic, len(dropped))
+
+    def bind_remote(self, topic: str, remote: str, partitions: int, starts: Callable[[], dict[int, int]]) -> None:
+        """Bind ``topic``'s runs to its remote topic (``remote`` = "<name>@<topic id>"). A remote topic
+        that is not the one the runs were written to (re-created, or another name after a change of
+        ``topic.map``/policy/separator) starts a new mapping whose floor is its log start (``starts``,
+        read only then); checkpoints emitted under the old one are replaced at the next round."""
+        if not self.enabled:
+            return
+        before = {p: self.ranges.binding(topic, p).remote for p in range(partitions)}
+        if all(old == remote for old in before.values()):
+            return
+        floors = starts() if any(old not in (None, remote) for old in before.values()) else {}
+        restarted = [p for p in range(partitions) if self.ranges.bind(topic, p, remote, floors.get(p, 0))]
+        self.range_log.save(self.ranges, [(topic, p) for p, old in before.items() if old != remote])
+        if restarted:
+            log.warning("flow %s: %s now replicates into %s, not the topic its offset mapping was written to: the "
+                        "mapping of %d partition(s) starts again at the new topic's start, and checkpoints are "
+                        "rewritten to it", self.flow.name, topic, remote, len(restarted))
+
+    def truncate_remote(self, topic: str, partition: int, end: int) -> None:
+        """The remote partition of ``topic`` lost its records from ``end`` on (an unclean leader election)."""
+        if self.enabled:
+            self.ranges.truncate(topic, partition, end)
+            self.range_log.save(self.ranges, [(topic, partition)])
+
+    def pending_checkpoint_resets(self) -> set[tuple[str, int]]:
+        """(source topic, partition) whose checkpoints still point into a previous remote topic."""
+        return {key for key in self.ranges.partitions() if self.ranges.binding(*key).reset_checkpoints}
+
+    def checkpoint_resets_done(self, done: set[tuple[str, int]]) -> None:
+        for topic, partition in done:
+            self.ranges.checkpoints_reset(topic, partition)
+        if done:
+            self.range_log.save(self.ranges, done)
 
     def _save(self, partitions: set[tuple[str, int]]) -> None:
         self.range_log.save(self.ranges, partitions)

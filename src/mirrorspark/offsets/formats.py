@@ -33,7 +33,10 @@ class _Reader:
         length = self.take(">h")
         if length < 0 or self.pos + length > len(self.data):
             raise RecordFormatError(f"{self.what}: bad string length {length}")
-        text = self.data[self.pos:self.pos + length].decode("utf-8")
+        try:
+            text = self.data[self.pos:self.pos + length].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordFormatError(f"{self.what}: a string is not UTF-8 ({exc.reason} at byte {exc.start})") from None
         self.pos += length
         return text
 

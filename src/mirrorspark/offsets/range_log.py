@@ -1,6 +1,7 @@
 """A flow's offset ranges kept in its state location, so translation survives restarts and moves.
 
-Each batch writes one numbered file with the rows of the partitions it touched, before Spark
+Each batch writes one numbered file with the rows of the partitions it touched (and what they are
+bound to: the remote topic's name and id), before Spark
 commits the batch; loading replays the files in order (later rows of a partition replace earlier
 ones). Every ``SNAPSHOT_EVERY`` files the whole mapping is written as a snapshot and the files
 before it are deleted, so loading reads a bounded number of small files. A crash between two
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
 
-from mirrorspark.offsets.ranges import DEFAULT_MAX_RUNS, OffsetRanges
+from mirrorspark.offsets.ranges import DEFAULT_MAX_RUNS, Binding, OffsetRanges
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,9 @@ def _parse(text: str | None) -> dict | None:
     """A range-log file's body, or None when it is missing or not what ``save`` writes."""
     try:
         body = json.loads(text or "")
-        partitions = [(str(t), int(p), [(int(u), int(d), int(n), bool(x)) for u, d, n, x in rows])
-                      for t, p, rows in body["partitions"]]
+        partitions = [(str(t), int(p), [(int(u), int(d), int(n), bool(x)) for u, d, n, x in rows],
+                       Binding.from_json(bound[0] if bound else None))
+                      for t, p, rows, *bound in body["partitions"]]
         return {"snapshot": bool(body.get("snapshot")), "partitions": partitions}
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -60,8 +62,8 @@ class RangeLog:
         entries.sort(key=lambda e: e[0])
         start = max((i for i, (_, body) in enumerate(entries) if body["snapshot"]), default=0)
         for _, body in entries[start:]:
-            for topic, partition, rows in body["partitions"]:
-                ranges.restore(topic, partition, rows)
+            for topic, partition, rows, binding in body["partitions"]:
+                ranges.restore(topic, partition, rows, binding)
         if entries:
             self._next = entries[-1][0] + 1
             self._since_snapshot = len(entries) - start
@@ -72,7 +74,8 @@ class RangeLog:
         snapshot = self._since_snapshot >= SNAPSHOT_EVERY
         chosen = ranges.partitions() if snapshot else sorted(set(partitions))
         body = {"snapshot": snapshot,
-                "partitions": [[t, p, [list(r) for r in ranges.rows(t, p)]] for t, p in chosen]}
+                "partitions": [[t, p, [list(r) for r in ranges.rows(t, p)], ranges.binding(t, p).as_json()]
+                               for t, p in chosen]}
         seq = self._next
         self.files.write(_name(seq), json.dumps(body, separators=(",", ":")))
         self._next += 1

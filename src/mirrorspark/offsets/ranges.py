@@ -7,6 +7,12 @@ A contiguous partition is one run however long it grows, so the mapping stays sm
 whether the gap after it is *exact* (those source offsets hold no records) or unknown (history
 thinned to bound memory): translation is exact in the first case and falls back to MM2's
 "one past the last known record" in the second, so it is never ahead and never skips a record.
+
+A partition's runs are bound to the remote topic they were written to (its name and topic id).
+When the remote topic changes (deleted and re-created, renamed by ``topic.map`` or the policy),
+the mapping starts again: the old runs are dropped and offsets before the first new run translate
+to the new topic's log start (its *floor*), which never skips a record of the new topic.
+Translation asked for another binding than the stored one answers nothing.
 """
 from __future__ import annotations
 
@@ -37,10 +43,29 @@ class _Entry:
         return self.upstream + self.count
 
 
+@dataclass
+class Binding:
+    """What a partition's runs point into, and what a re-binding left to do."""
+
+    remote: str | None = None          # "<remote topic>@<topic id>", None for runs of an older version
+    floor: int | None = None           # target offset for source offsets before the first run
+    reset_checkpoints: bool = False    # checkpoints emitted under the old binding must be replaced
+
+    def as_json(self) -> dict:
+        return {"remote": self.remote, "floor": self.floor, "reset": self.reset_checkpoints}
+
+    @classmethod
+    def from_json(cls, body: dict | None) -> "Binding":
+        body = body or {}
+        floor = body.get("floor")
+        return cls(body.get("remote"), None if floor is None else int(floor), bool(body.get("reset")))
+
+
 class _PartitionRanges:
     def __init__(self, max_runs: int) -> None:
         self.entries: list[_Entry] = []
         self.max_runs = max_runs
+        self.binding = Binding()
 
     def add(self, run: Run, contiguous_with_previous: bool) -> None:
         entries = self.entries
@@ -75,7 +100,9 @@ class _PartitionRanges:
         entries = self.entries
         index = bisect.bisect_right([e.upstream for e in entries], committed) - 1
         if index < 0:
-            return None  # before anything replicated: MM2 emits no checkpoint either
+            # Before anything replicated: MM2 emits no checkpoint either. After a re-binding the
+            # new remote topic's start is safe: everything in it came after the consumer's position.
+            return self.binding.floor
         entry = entries[index]
         if committed < entry.upstream_end:
             return entry.downstream + (committed - entry.upstream)
@@ -128,6 +155,48 @@ class OffsetRanges:
                 self._partitions[key].entries = []
             return dropped
 
+    def binding(self, topic: str, partition: int) -> Binding:
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            return Binding(**vars(ranges.binding)) if ranges else Binding()
+
+    def bind(self, topic: str, partition: int, remote: str, floor: int) -> bool:
+        """Bind the partition's runs to ``remote``; a different earlier binding starts a new mapping
+        whose floor is ``floor`` (the new remote partition's log start). True when it started anew."""
+        with self._lock:
+            ranges = self._get(topic, partition)
+            old = ranges.binding.remote
+            if old == remote:
+                return False
+            if old is None:  # first binding (or runs of an older version, taken as this topic's)
+                ranges.binding.remote = remote
+                return False
+            ranges.entries = []
+            ranges.binding = Binding(remote, floor, reset_checkpoints=old is not None)
+            return old is not None
+
+    def truncate(self, topic: str, partition: int, end: int) -> None:
+        """The remote partition now ends at ``end`` (records after it are gone): runs past it are cut,
+        and later source offsets translate to ``end`` until new runs arrive."""
+        with self._lock:
+            ranges = self._get(topic, partition)
+            kept = [e for e in ranges.entries if e.downstream < end]
+            if kept and kept[-1].downstream + kept[-1].count > end:
+                kept[-1].count = end - kept[-1].downstream
+            if kept:
+                kept[-1].exact_gap_after = False
+            ranges.entries = kept
+            if not kept:
+                ranges.binding.floor = min(end, ranges.binding.floor if ranges.binding.floor is not None else end)
+            ranges.binding.reset_checkpoints = True
+
+    def checkpoints_reset(self, topic: str, partition: int) -> None:
+        """Checkpoints of the new binding were written: nothing older needs replacing any more."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            if ranges is not None:
+                ranges.binding.reset_checkpoints = False
+
     def add(self, topic: str, partition: int, runs: Iterable[Run], contiguous_with_previous: bool = True) -> None:
         """Runs of one partition in source-offset order; the first may or may not follow what is stored."""
         with self._lock:
@@ -137,11 +206,14 @@ class OffsetRanges:
                     ranges.add(run, contiguous_with_previous)
                     contiguous_with_previous = True
 
-    def translate(self, topic: str, partition: int, committed: int) -> int | None:
-        """Target offset for a consumer's committed source offset (the next record it would read)."""
+    def translate(self, topic: str, partition: int, committed: int, remote: str | None = None) -> int | None:
+        """Target offset for a consumer's committed source offset (the next record it would read);
+        None when ``remote`` ("<name>@<topic id>") is given and is not what the runs point into."""
         with self._lock:
             ranges = self._partitions.get((topic, partition))
-            return ranges.translate(committed) if ranges else None
+            if ranges is None or (remote is not None and ranges.binding.remote not in (None, remote)):
+                return None
+            return ranges.translate(committed)
 
     def inverse(self, topic: str, partition: int, committed_downstream: int) -> int | None:
         """Failback: the source offset matching a committed offset on the target's remote topic."""
@@ -164,6 +236,9 @@ class OffsetRanges:
             ranges = self._partitions.get((topic, partition))
             return [(e.upstream, e.downstream, e.count, e.exact_gap_after) for e in ranges.entries] if ranges else []
 
-    def restore(self, topic: str, partition: int, rows: Iterable[tuple[int, int, int, bool]]) -> None:
+    def restore(self, topic: str, partition: int, rows: Iterable[tuple[int, int, int, bool]],
+                binding: Binding | None = None) -> None:
         with self._lock:
-            self._get(topic, partition).entries = [_Entry(u, d, n, bool(x)) for u, d, n, x in rows]
+            ranges = self._get(topic, partition)
+            ranges.entries = [_Entry(u, d, n, bool(x)) for u, d, n, x in rows]
+            ranges.binding = binding or Binding()

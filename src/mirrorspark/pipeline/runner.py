@@ -18,7 +18,7 @@ from mirrorspark.control.admin import admin_client, broker_count, partition_offs
 from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
 from mirrorspark.control.remote_topics import RemoteTopics
-from mirrorspark.control.scheduler import Scheduler
+from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.loss import LossLog
@@ -149,14 +149,15 @@ class Replicator:
             remote.freeze_topics()
         checkpoint = folder.child("checkpoint")
         marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
-        identity = TopicIdentity(folder, flow.name, source, target, loss, marks, SparkOffsetLog(checkpoint),
-                                 offsets.forget_topic)
+        identity = TopicIdentity(folder, flow.name, source, target, loss, marks, SparkOffsetLog(checkpoint), offsets)
         supervisor: list[FlowSupervisor] = []  # filled below, once the query exists
+        figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias)
 
         def refresh_topics() -> None:
             plan = remote.refresh(force_target_check=True)
             if identity.check(plan.remote, plan.partitions) and supervisor:
                 supervisor[0].restart_requested = "a source topic was re-created"
+            figures.forget_topics(set(plan.remote.values()), set(plan.remote))
         identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
         self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval, refresh_topics,
                              initial_delay=refresh_interval)
@@ -167,19 +168,19 @@ class Replicator:
         self.scheduler.every(f"flow {flow.name}: ACL sync",
                              flow.interval("sync.topic.acls"),
                              lambda: acls.sync(remote.plan.remote))
+        if offsets.checkpoints is not None:
+            offsets.checkpoints.metrics = self.metrics
         offsets.start()
         offsets.schedule(self.scheduler)
         self.offsets.append(offsets)
-        figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias)
         loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
-        if offsets.checkpoints is not None:
-            offsets.checkpoints.metrics = self.metrics
         guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
                            lambda parts: partition_offsets(target, parts), flow.fail_on_data_loss)
 
         def before_start() -> None:
+            plan = remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created
+            identity.check(plan.remote, plan.partitions)  # ... and its offset mapping bound to the new one
             identity.apply_rewinds()
-            remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created
         query = FlowQuery(flow, selection, remote, checkpoint, guard,
                           offsets.on_written if offsets.enabled else None, figures, self.ship_files, before_start)
         self.flows.append(query)
@@ -214,9 +215,8 @@ class Replicator:
             emitter = HeartbeatEmitter(flow, policy_for_flow(flow.settings, flow.source.alias), target, target_conf, rf)
             emitter.start()
             self.heartbeats.append(emitter)
-            self.scheduler.every(f"pair {flow.name}: heartbeats",
-                                 flow.interval("emit.heartbeats"),
-                                 emitter.beat)
+            self.scheduler.every(f"pair {flow.name}: heartbeats", flow.interval("emit.heartbeats"), emitter.beat,
+                                 lane=HEARTBEATS)  # a thread of their own: slow admin tasks never delay them
 
     def start(self) -> None:
         if self.spark is None:

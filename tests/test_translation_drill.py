@@ -1,0 +1,126 @@
+"""Drill for translation bound to the remote topic (hardening issue, points 1 and 4), against real brokers.
+
+A group is checkpointed at 900 of 1,500 records per partition; the remote topic is deleted on the
+target; 1,500 more records per partition are produced and replicated into the re-created topic. The
+checkpoints must follow the new topic (900 -> 0, not the old 900 -> 900), failover must commit them,
+and the failed-over consumer must read every record of the new topic: none skipped. A malformed
+record planted in the checkpoints topic beforehand is skipped, counted and named, and stops nothing.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from conftest import run_cli, running_mirrorspark
+from kafka_tools import create_topic, lost_and_duplicated, produce, wait_for_count
+from test_integrity_drills import detail, numbered, rest
+from test_offsets_e2e import commit_on
+from test_operations import metric
+from test_spark_cluster import seqs
+from test_topologies_and_topics import wait_until
+
+from mirrorspark.control.admin import admin_client, ensure_compacted_topic, topic_partitions
+from mirrorspark.offsets.formats import Checkpoint
+from mirrorspark.offsets.failover import CheckpointAhead, FailoverPlan, PartitionPlan, execute_failover
+
+pytestmark = pytest.mark.broker
+
+PER_PARTITION, COMMITTED = 1_500, 900
+
+
+def failover_json(config, group: str, *extra: str) -> dict:
+    done = run_cli("failover", "--config", str(config), "--group", group, "--from", "east", "--to", "west",
+                   "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return json.loads(done.stdout)
+
+
+def read_seqs_from(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> list[int]:
+    """What the failed-over consumer reads: every record from its committed offsets to the end."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                       "enable.partition.eof": True})
+    reader.assign([TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+    out, eof = [], set()
+    deadline = time.monotonic() + 60
+    while len(eof) < len(offsets) and time.monotonic() < deadline:
+        msg = reader.poll(1.0)
+        if msg is None:
+            continue
+        if msg.error():
+            eof.add((msg.topic(), msg.partition()))
+            continue
+        out.append(int(dict(msg.headers())["seq"]))
+    reader.close()
+    return out
+
+
+def test_remote_topic_recreated_under_a_checkpointed_group_skips_nothing_after_failover(clusters, unique, tmp_path):
+    topic, group = f"xl-{unique}", f"xl-group-{unique}"
+    remote = f"east.{topic}"
+    # Aliases of their own, so the checkpoints topic (east.checkpoints.internal) is this test's alone.
+    checkpoints_topic = "east.checkpoints.internal"
+    target = admin_client({"bootstrap.servers": clusters["backup"]})
+    ensure_compacted_topic(target, checkpoints_topic, 1)
+    planted = Producer({"bootstrap.servers": clusters["backup"]})
+    bad = Checkpoint("gg", remote, 0, 1, 1)  # point 4: a checkpoint whose group name is not UTF-8
+    planted.produce(checkpoints_topic, bad.value_bytes(), bad.key_bytes().replace(b"gg", b"\xff\xfe"), partition=0)
+    assert planted.flush(10) == 0
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, numbered(0, 2 * PER_PARTITION, 2))
+    commit_on(clusters["primary"], group, {(topic, 0): COMMITTED, (topic, 1): COMMITTED})
+    config = tmp_path / "mm2.properties"
+    config.write_text(
+        "clusters = east, west\n"
+        f"east.bootstrap.servers = {clusters['primary']}\nwest.bootstrap.servers = {clusters['backup']}\n"
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        "emit.checkpoints.interval.seconds = 1\nrefresh.topics.interval.seconds = 2\n")
+    state = tmp_path / "state"
+
+    def translated() -> dict[int, int]:
+        plan = failover_json(config, group)
+        return {r["partition"]: r["translated"] for r in plan["partitions"] if r["topic"] == remote}
+
+    with running_mirrorspark(config, state) as mirror:
+        wait_for_count(clusters["backup"], remote, 2 * PER_PARTITION)
+        wait_until(lambda: translated() == {0: COMMITTED, 1: COMMITTED}, "checkpoints 900 -> 900", 60)
+        time.sleep(3)  # the remote topic's id was seen by a refresh
+
+        target.delete_topics([remote])[remote].result(30)
+        wait_until(lambda: detail(state, "east->west").get("records_lost") == 2 * PER_PARTITION,
+                   "the deleted remote topic reported", 90)
+        wait_until(lambda: topic_partitions(target).get(remote) == 2, "the remote topic re-created", 60)
+        produce(clusters["primary"], topic, numbered(2 * PER_PARTITION, 4 * PER_PARTITION, 2))
+        wait_for_count(clusters["backup"], remote, 2 * PER_PARTITION)
+        # Before the fix the checkpoints kept saying 900 -> 900 here (MM2's "newer" rule).
+        wait_until(lambda: translated() == {0: 0, 1: 0}, "checkpoints re-bound to the new topic: 900 -> 0", 60)
+        flow = detail(state, "east->west")
+        skipped = metric(rest(state, "/metrics"), "mirrorspark_internal_records_skipped_total",
+                         topic=checkpoints_topic)
+        done = failover_json(config, group, "--execute")
+        output = mirror.output()
+
+    committed = {(c["topic"], c["partition"]): c["offset"] for c in done["committed"]}
+    assert committed == {(remote, 0): 0, (remote, 1): 0}
+    read = read_seqs_from(clusters["backup"], group, committed)
+    new = range(2 * PER_PARTITION, 4 * PER_PARTITION)
+    skipped_records, duplicated = lost_and_duplicated(new, read)
+    print(f"translation drill: skipped {len(skipped_records)}, duplicated {duplicated}, read {len(read)}, "
+          f"reported lost {flow['records_lost']}")
+    assert not skipped_records and duplicated == 0 and sorted(read) == list(new)
+    # The records the group had not read yet (900..1499 per partition) went with the deleted topic: reported.
+    assert {(r["partition"], r["records"]) for r in flow["data_loss"]} == {(0, PER_PARTITION), (1, PER_PARTITION)}
+    assert sorted(seqs(clusters["backup"], remote)) == list(new)
+    assert skipped == 1 and f"{checkpoints_topic}[0] offset 0 is not a checkpoint" in output
+
+
+def test_failover_refuses_a_checkpoint_past_the_log_end_and_commits_nothing():
+    rows = [PartitionPlan("A.t", 0, "t", 900, 900, end=300), PartitionPlan("A.t", 1, "t", 10, 10, end=300)]
+    plan = FailoverPlan("g", "A", "B", "EMPTY", rows, source_reachable=False)
+    with pytest.raises(CheckpointAhead, match=r"A\.t\[0\] checkpoint 900 > end 300"):
+        execute_failover(None, plan)  # refused before any client is built
+    assert rows[0].as_dict()["past_end"] and not rows[1].as_dict()["past_end"]

@@ -79,8 +79,11 @@ def validate(
     reachable, which topics each flow would replicate under which remote names."""
     from mirrorspark.cli.validate_command import describe
     from mirrorspark.config import load_config
+    from mirrorspark.pipeline.preflight import preflight
 
-    describe(load_config(config, _clusters_list(clusters)), typer.echo, probe=not offline)
+    mirror = load_config(config, _clusters_list(clusters))
+    preflight(mirror)  # the very checks run makes before it touches a cluster
+    describe(mirror, typer.echo, probe=not offline)
 
 
 @app.command()

@@ -16,8 +16,10 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
     def echo(line: str) -> None:
         raw_echo(redactor.text(line))
 
+    from mirrorspark.control.remote_topics import RemoteNames
     from mirrorspark.pipeline.topic_selection import TopicSelection
     from mirrorspark.policy import policy_for_flow
+    from mirrorspark.policy.loading import POLICY_KEY, check_policy_class, policy_label
 
     echo(f"config: {config.source_path}")
     for warning in config.warnings:
@@ -33,24 +35,25 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
     echo(f"state location: {location.describe()}")
     echo(f"spark.master: {config.spark.get('spark.master', 'local[*]')}")
     echo("flows:")
+    names = RemoteNames()  # the plans of all flows together: two sources for one remote topic are refused
     for flow in config.flows:
         if not flow.enabled:
             continue
-        policy = policy_for_flow(flow.settings, flow.source.alias)
-        echo(f"  {flow.name}: enabled, policy {type(policy).__name__}, replication.factor {flow.replication_factor}")
+        echo(f"  {flow.name}: enabled, policy {policy_label(flow.settings)}, "
+             f"replication.factor {flow.replication_factor}")
         echo(f"    topics: {', '.join(flow.topics) or '(none)'}")
         echo(f"    topics.exclude: {', '.join(flow.topics_exclude) or '(none)'}")
         if flow.topic_map:
             echo(f"    topic.map: {', '.join(f'{s} -> {t}' for s, t in flow.topic_map.items())}")
         for key, value in sorted(redactor.settings(flow.flow_settings).items()):
             echo(f"    {flow.name}.{key} = {value}")
-        if probe:
-            _plan(flow, TopicSelection(flow, policy), echo)
-    if not config.enabled_flows:
-        echo("  (no enabled flow: nothing would run)")
+        if probe and check_policy_class(flow.settings, flow.where(POLICY_KEY)) == "custom":
+            echo("    plan: not shown: a custom replication.policy.class is imported only when flows run")
+        elif probe:  # a built-in policy: nothing is imported
+            _plan(flow, TopicSelection(flow, policy_for_flow(flow.settings, flow.source.alias)), names, echo)
 
 
-def _plan(flow, selection, echo: Callable[[str], None]) -> None:
+def _plan(flow, selection, names, echo: Callable[[str], None]) -> None:
     from mirrorspark.control.admin import topic_partitions
     from mirrorspark.control.client_settings import librdkafka_admin
     from mirrorspark.pipeline.runner import ClusterUnreachable, reach
@@ -61,6 +64,7 @@ def _plan(flow, selection, echo: Callable[[str], None]) -> None:
         echo(f"    plan: unavailable ({exc})")
         return
     topics = {t: n for t, n in sorted(topic_partitions(source).items()) if selection.should_replicate(t)}
+    names.claim(flow, {topic: selection.remote_name(topic) for topic in topics})
     echo(f"    plan: {len(topics)} topic(s) on {flow.source.alias} would be replicated to {flow.target.alias}")
     for topic, partitions in topics.items():
         echo(f"      {topic} -> {selection.remote_name(topic)} ({partitions} partitions)")

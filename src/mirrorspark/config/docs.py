@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mirrorspark.config.keys import CONNECT_PREFIXES, KEYS, PASSTHROUGH_PREFIXES
+from mirrorspark.config.keys import CONNECT_PREFIXES, KEYS, PASSTHROUGH_PREFIXES, UNSUPPORTED
 
 
 def render() -> str:
@@ -23,8 +23,9 @@ def render() -> str:
         default = f"`{key.default}`" if key.default is not None else "—"
         status = "deprecated" if key.deprecated_by else ("used" if key.used else "accepted, no effect yet")
         choices = f" One of: {', '.join(key.choices)}." if key.choices else ""
+        bounds = f" Range: {key.bounds()}." if key.bounds() else ""
         lines.append(f"| `{key.name}` | {key.type.value} | {default.replace('|', '&#124;')} | {key.scope.value} "
-                     f"| {status} | {key.doc}{choices} |")
+                     f"| {status} | {key.doc}{choices}{bounds} |")
     lines += [
         "",
         "Passed through to clients or Spark as they are: keys starting with "
@@ -33,6 +34,17 @@ def render() -> str:
         "",
         "Accepted and ignored (Kafka Connect worker settings that MM2 files often carry): keys starting with "
         + ", ".join(f"`{p}`" for p in CONNECT_PREFIXES) + ".",
+        "",
+        "Refused at top level, per cluster (`A.key`) and per flow (`A->B.key`), because ignoring them would change "
+        "what is copied without a word; MM2's default value is accepted and has no effect:",
+        "",
+        "| key | accepted value | why refused otherwise |",
+        "|---|---|---|",
+        *(f"| `{u.name}` | {', '.join(f'`{d}`' if d else '(empty)' for d in u.defaults) or '—'} | {u.why} |"
+          for u in UNSUPPORTED),
+        "",
+        "Intervals (`*.interval.seconds`) are whole seconds of at least 1: MM2 silently skips a task whose interval is",
+        "negative and Java refuses 0, so both are refused; turn a task off with its `*.enabled` key.",
         "",
         "Any other key under one of MM2's namespaces (`emit.`, `sync.`, `refresh.`, `topics`, `groups`, ...) is",
         "an error naming the key and the closest known one, e.g. `emit.heartbeats` -> `emit.heartbeats.enabled`.",

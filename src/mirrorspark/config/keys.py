@@ -35,6 +35,27 @@ class Key:
     choices: tuple[str, ...] = ()
     deprecated_by: str | None = None
     used: bool = True             # False: accepted for MM2 compatibility, has no effect yet
+    low: float | None = None      # numbers: smallest value accepted (inclusive)
+    high: float | None = None     # numbers: largest value accepted (inclusive)
+    also: tuple[str, ...] = ()    # values accepted outside low..high, e.g. -1 for "broker default"
+    regex: bool = False           # a LIST of regular expressions, each compiled when the file is read
+    not_empty: bool = False       # an empty value cannot work (e.g. the policy separator)
+
+    def bounds(self) -> str:
+        """The accepted range in words, for errors and the generated docs."""
+        if self.low is None and self.high is None:
+            return ""
+        low = "" if self.low is None else f"{self.low:g}"
+        high = "" if self.high is None else f"{self.high:g}"
+        text = f"{low}..{high}" if low and high else (f"at least {low}" if low else f"at most {high}")
+        return text + "".join(f" or {value}" for value in self.also)
+
+
+# Kafka's replication factors are Java shorts; -1 asks the broker for its default (KIP-464).
+_RF = {"low": 1, "high": 32767, "also": ("-1",)}
+# MM2's intervals are whole seconds: Java refuses a 0 period and MM2 silently skips a task whose interval is
+# negative; the documented way to turn a task off is its ``*.enabled`` key.
+_INTERVAL = {"low": 1}
 
 
 _EXCLUDE_TOPICS = r".*[\-\.]internal, .*\.replica, __.*"
@@ -46,17 +67,21 @@ KEYS: tuple[Key, ...] = (
     Key("clusters", Type.LIST, None, "Cluster aliases (required).", Scope.DRIVER),
     Key("bootstrap.servers", Type.LIST, None, "Where the cluster is: `A.bootstrap.servers`.", Scope.CLUSTER),
     Key("enabled", Type.BOOLEAN, "false", "Run this flow: `A->B.enabled = true`."),
-    Key("topics", Type.LIST, ".*", "Topics to replicate: regexes, comma separated, full match."),
-    Key("topics.exclude", Type.LIST, _EXCLUDE_TOPICS, "Topics never replicated; excludes win over `topics`."),
-    Key("topics.blacklist", Type.LIST, None, "Deprecated alias of `topics.exclude`.", deprecated_by="topics.exclude"),
-    Key("groups", Type.LIST, ".*", "Consumer groups whose offsets are checkpointed."),
-    Key("groups.exclude", Type.LIST, "console-consumer-.*, connect-.*, __.*", "Groups never checkpointed."),
+    Key("topics", Type.LIST, ".*", "Topics to replicate: regexes, comma separated, full match.", regex=True),
+    Key("topics.exclude", Type.LIST, _EXCLUDE_TOPICS, "Topics never replicated; excludes win over `topics`.",
+        regex=True),
+    Key("topics.blacklist", Type.LIST, None, "Deprecated alias of `topics.exclude`.", deprecated_by="topics.exclude",
+        regex=True),
+    Key("groups", Type.LIST, ".*", "Consumer groups whose offsets are checkpointed.", regex=True),
+    Key("groups.exclude", Type.LIST, "console-consumer-.*, connect-.*, __.*", "Groups never checkpointed.",
+        regex=True),
     Key("groups.blacklist", Type.LIST, None, "Deprecated alias of `groups.exclude`.",
-        deprecated_by="groups.exclude"),
-    Key("replication.factor", Type.INT, "2", "Replication factor of remote topics created on the target."),
+        deprecated_by="groups.exclude", regex=True),
+    Key("replication.factor", Type.INT, "2", "Replication factor of remote topics created on the target.", **_RF),
     Key("replication.policy.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
         "Remote topic naming: MM2's Default or Identity policy, or a Python `module.Class`."),
-    Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy."),
+    Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy; never empty (remote "
+        "names must carry the source alias apart from the topic name).", not_empty=True),
     Key("replication.policy.internal.topic.separator.enabled", Type.BOOLEAN, "true",
         "Use the separator in internal topic names too (KIP-949)."),
     Key("topic.map", Type.STRING, None,
@@ -66,40 +91,43 @@ KEYS: tuple[Key, ...] = (
     Key("refresh.topics.enabled", Type.BOOLEAN, "true", "Look for new topics periodically; `false` replicates only the topics present at start "
         "(partitions they gain are still followed, so no record is skipped)."),
     Key("refresh.topics.interval.seconds", Type.LONG, "600",
-        "How often remote topics are re-checked on the target (the source is checked every batch)."),
+        "How often remote topics are re-checked on the target (the source is checked every batch).", **_INTERVAL),
     Key("sync.topic.configs.enabled", Type.BOOLEAN, "true", "Copy topic configs to remote topics."),
-    Key("sync.topic.configs.interval.seconds", Type.LONG, "600", "How often topic configs are synced."),
-    Key("config.properties.exclude", Type.LIST, _EXCLUDE_CONFIGS, "Topic configs never copied (regexes)."),
+    Key("sync.topic.configs.interval.seconds", Type.LONG, "600", "How often topic configs are synced.", **_INTERVAL),
+    Key("config.properties.exclude", Type.LIST, _EXCLUDE_CONFIGS, "Topic configs never copied (regexes).",
+        regex=True),
     Key("config.properties.blacklist", Type.LIST, None, "Deprecated alias of `config.properties.exclude`.",
-        deprecated_by="config.properties.exclude"),
+        deprecated_by="config.properties.exclude", regex=True),
     Key("use.defaults.from", Type.STRING, "target",
         "Whose defaults a remote topic gets for configs left at default on the source.",
         choices=("source", "target")),
     Key("sync.topic.acls.enabled", Type.BOOLEAN, "true", "Copy LITERAL topic ACLs to remote topics (ALLOW WRITE dropped, ALLOW ALL -> READ, never deletes)."),
-    Key("sync.topic.acls.interval.seconds", Type.LONG, "600", "How often ACLs are synced."),
+    Key("sync.topic.acls.interval.seconds", Type.LONG, "600", "How often ACLs are synced.", **_INTERVAL),
     Key("emit.heartbeats.enabled", Type.BOOLEAN, "true",
         "Emit heartbeats for the pair into the target's `heartbeats` topic (MM2: every pair by default, "
         "including the reverse of an enabled flow)."),
-    Key("emit.heartbeats.interval.seconds", Type.LONG, "1", "Heartbeat interval."),
-    Key("heartbeats.topic.replication.factor", Type.INT, "3", "RF of the `heartbeats` topic."),
+    Key("emit.heartbeats.interval.seconds", Type.LONG, "1", "Heartbeat interval.", **_INTERVAL),
+    Key("heartbeats.topic.replication.factor", Type.INT, "3", "RF of the `heartbeats` topic.", **_RF),
     Key("emit.checkpoints.enabled", Type.BOOLEAN, "true", "Write consumer-group checkpoints to `<source>.checkpoints.internal` on the target."),
-    Key("emit.checkpoints.interval.seconds", Type.LONG, "60", "Checkpoint interval."),
-    Key("checkpoints.topic.replication.factor", Type.INT, "3", "RF of the checkpoints topic."),
+    Key("emit.checkpoints.interval.seconds", Type.LONG, "60", "Checkpoint interval.", **_INTERVAL),
+    Key("checkpoints.topic.replication.factor", Type.INT, "3", "RF of the checkpoints topic.", **_RF),
     Key("emit.offset-syncs.enabled", Type.BOOLEAN, "true", "Emit offset syncs (and so checkpoints); `false` turns both off."),
     Key("offset-syncs.topic.location", Type.STRING, "source", "Cluster holding the offset-syncs topic.",
         choices=("source", "target")),
-    Key("offset-syncs.topic.replication.factor", Type.INT, "3", "RF of the offset-syncs topic."),
+    Key("offset-syncs.topic.replication.factor", Type.INT, "3", "RF of the offset-syncs topic.", **_RF),
     Key("offset.lag.max", Type.LONG, "100",
         "MM2's bound on offset-sync lag; mirrorspark syncs every run boundary and batch end and translates "
         "exactly, so it needs no bound.", used=False),
     Key("sync.group.offsets.enabled", Type.BOOLEAN, "false", "Commit translated offsets on the target."),
-    Key("sync.group.offsets.interval.seconds", Type.LONG, "60", "Group offset sync interval."),
+    Key("sync.group.offsets.interval.seconds", Type.LONG, "60", "Group offset sync interval.", **_INTERVAL),
     Key("refresh.groups.enabled", Type.BOOLEAN, "true",
         "MM2's group refresh; mirrorspark lists groups at every checkpoint round instead.", used=False),
-    Key("refresh.groups.interval.seconds", Type.LONG, "600", "See `refresh.groups.enabled`.", used=False),
+    Key("refresh.groups.interval.seconds", Type.LONG, "600", "See `refresh.groups.enabled`.", used=False,
+        **_INTERVAL),
     Key("admin.timeout.ms", Type.LONG, "60000", "Timeout of admin calls.", used=False),
     Key("consumer.poll.timeout.ms", Type.LONG, "1000", "MM2 consumer poll timeout.", used=False),
-    Key("tasks.max", Type.INT, "1", "Connect tasks per connector; Spark parallelism replaces it.", used=False),
+    Key("tasks.max", Type.INT, "1", "Connect tasks per connector; Spark parallelism replaces it.", used=False,
+        low=1),
     Key("security.protocol", Type.STRING, "PLAINTEXT", "Client security default for every cluster.",
         choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
     # mirrorspark's own (MM2 has no public API in dedicated mode).
@@ -135,16 +163,17 @@ KEYS: tuple[Key, ...] = (
         "Most source records one micro-batch reads (Spark's `maxOffsetsPerTrigger`); 0, the default, for no "
         "limit. A batch interrupted by a crash resumes from what the target already holds, so a crash re-copies "
         "next to nothing without it; set it to cap the worst case (every batch boundary costs throughput: "
-        "250,000 cost about 20% of backlog throughput in `make bench`)."),
+        "250,000 cost about 20% of backlog throughput in `make bench`).", low=0),
     Key("mirrorspark.flow.restart.attempts", Type.INT, "5",
         "Consecutive failures of a flow's query (target unreachable, authorization, a record too large...) "
         "after which the flow stays `failed`; before that it is restarted with exponential backoff while the "
         "other flows keep running. A batch written resets the count. The process exits non-zero only when every "
-        "flow has failed."),
+        "flow has failed.", low=0),
     Key("mirrorspark.flow.restart.backoff.seconds", Type.DOUBLE, "1",
-        "Wait before the first restart of a failed flow; doubled after each further failure, at most 60 s."),
+        "Wait before the first restart of a failed flow; doubled after each further failure, at most 60 s.",
+        low=0),
     Key("mirrorspark.metrics.lag.interval.seconds", Type.DOUBLE, "5",
-        "How often lag (offsets and seconds) and record/byte rates are measured.", Scope.DRIVER),
+        "How often lag (offsets and seconds) and record/byte rates are measured.", Scope.DRIVER, low=0.1),
 )
 
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
@@ -160,7 +189,71 @@ CONNECT_PREFIXES = ("offset.storage", "config.storage", "status.storage", "key.c
                     "access.control", "metric.reporters", "forwarding.admin.class", "topic.filter.class",
                     "group.filter.class", "config.property.filter.class", "client.id", "group.id", "name",
                     "connector.class", "scheduled.rebalance", "topic.creation", "response.http.headers",
-                    "emit.offset-syncs", "client.dns.lookup")
+                    "client.dns.lookup")
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """An MM2 plug-in point or delivery mode mirrorspark does not implement. Ignoring it would change
+    what is copied without a word, so a value other than MM2's default is refused."""
+
+    name: str                     # the key, or with a trailing ".*" every key under it
+    why: str
+    defaults: tuple[str, ...] = ()  # values that mean MM2's default behaviour: accepted, no effect
+
+    def matches(self, key: str) -> bool:
+        if self.name.endswith(".*"):
+            return key.startswith(self.name[:-1])
+        return key == self.name
+
+
+_NO_EOS = ("exactly-once delivery is not implemented yet: mirrorspark would copy at least once while the file "
+           "asks for exactly once; remove it")
+_NO_ERRORS = ("mirrorspark does not use Kafka Connect's error handling: a record that cannot be copied stops the "
+              "flow and is never skipped; remove it")
+_NO_TRANSFORMS = ("mirrorspark copies records unchanged and would ignore the transformation, so the target would "
+                  "differ from what MM2 writes; remove it")
+UNSUPPORTED: tuple[Unsupported, ...] = (
+    Unsupported("topic.filter.class", "mirrorspark would ignore the filter and copy topics it excludes; express "
+                "it with topics / topics.exclude", ("org.apache.kafka.connect.mirror.DefaultTopicFilter",)),
+    Unsupported("group.filter.class", "mirrorspark would ignore the filter and checkpoint groups it excludes; "
+                "express it with groups / groups.exclude", ("org.apache.kafka.connect.mirror.DefaultGroupFilter",)),
+    Unsupported("config.property.filter.class", "mirrorspark would ignore the filter and copy topic configs it "
+                "excludes; express it with config.properties.exclude",
+                ("org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",)),
+    Unsupported("transforms", _NO_TRANSFORMS, ("",)),
+    Unsupported("transforms.*", _NO_TRANSFORMS),
+    Unsupported("errors.tolerance", _NO_ERRORS, ("none",)),
+    Unsupported("errors.retry.timeout", _NO_ERRORS, ("0",)),
+    Unsupported("errors.retry.delay.max.ms", _NO_ERRORS, ("60000",)),
+    Unsupported("errors.log.enable", _NO_ERRORS, ("false",)),
+    Unsupported("errors.log.include.messages", _NO_ERRORS, ("false",)),
+    Unsupported("errors.*", _NO_ERRORS),
+    Unsupported("exactly.once.source.support", _NO_EOS, ("disabled",)),
+    Unsupported("exactly.once.support", _NO_EOS, ("requested",)),
+    Unsupported("exactly.once.*", _NO_EOS),
+)
+
+
+# MM2's policy class names (and mirrorspark's own) that name a built-in policy: never imported.
+BUILTIN_POLICIES: dict[str, str] = {
+    "org.apache.kafka.connect.mirror.DefaultReplicationPolicy": "default",
+    "DefaultReplicationPolicy": "default",
+    "mirrorspark.policy.DefaultReplicationPolicy": "default",
+    "mirrorspark.policy.default.DefaultReplicationPolicy": "default",
+    "org.apache.kafka.connect.mirror.IdentityReplicationPolicy": "identity",
+    "IdentityReplicationPolicy": "identity",
+    "mirrorspark.policy.IdentityReplicationPolicy": "identity",
+    "mirrorspark.policy.identity.IdentityReplicationPolicy": "identity",
+}
+
+
+def unsupported(name: str, value: str) -> Unsupported | None:
+    """The refusal for ``name = value``, or None (not such a key, or MM2's default value)."""
+    for entry in UNSUPPORTED:
+        if entry.matches(name):
+            return None if value.strip().lower() in (d.lower() for d in entry.defaults) else entry
+    return None
 
 # Roots of MM2's own namespaces: an undeclared key under one of them is a typo, not a setting.
 MM2_NAMESPACES = ("emit.", "sync.", "refresh.", "topics", "groups", "replication.", "offset-syncs",

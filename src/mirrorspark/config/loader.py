@@ -9,6 +9,7 @@ from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import (ClusterConfig, FlowConfig, MirrorConfig, is_connection_key, parse_bool,
                                      split_list)
 from mirrorspark.config.properties_file import parse_properties
+from mirrorspark.config.topology import check_topology
 from mirrorspark.config.validation import check_all
 
 _FLOW_KEY = re.compile(r"^(?P<source>[^.>\s]+?)->(?P<target>[^.\s]+)\.(?P<key>.+)$")
@@ -19,7 +20,9 @@ def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorCo
     """Parse the file at ``path``; ``clusters`` is the ``--clusters`` list (targets to drive)."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        # utf-8-sig drops a leading byte order mark: Java's Properties would keep it as part of the first
+        # key and so silently misread that key (typically ``clusters``); reading it properly is better.
+        text = file.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(file)!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -91,7 +94,7 @@ def parse_config(
                 flow.topic_map
             flows.append(flow)
 
-    _refuse_cycles(flows)
+    check_topology(flows)
     for flow in flows:
         if flow.enabled:
             check_offset_sync_keys(flow)
@@ -107,42 +110,3 @@ def check_offset_sync_keys(flow: FlowConfig) -> None:
         if key.startswith("offset-syncs.topic.") or key.startswith("offset-syncs-"):
             raise ConfigError(f"{flow.where(key)} is set but {flow.where('emit.offset-syncs.enabled')} is false: "
                               "offset syncs (and so checkpoints) are off; remove one of them", flow.where(key))
-
-
-def _refuse_cycles(flows: list[FlowConfig]) -> None:
-    """Renaming is what stops records looping between clusters. Flows that keep topic names
-    (IdentityReplicationPolicy, or an explicit topic.map sending a topic back under its old name)
-    must not form a cycle, or every record would be copied back and forth forever."""
-    enabled = [f for f in flows if f.enabled]
-    identity = {f.name for f in enabled if "IdentityReplicationPolicy" in (f.get("replication.policy.class") or "")}
-    edges = {(f.source.alias, f.target.alias) for f in enabled if f.name in identity}
-    for source, target in sorted(edges):
-        if _reaches(edges, target, source):
-            key = next(f for f in enabled if f.name == f"{source}->{target}").where("replication.policy.class")
-            raise ConfigError(
-                f"{key}: IdentityReplicationPolicy keeps topic names, so the enabled flows "
-                f"{source}->{target} and back to {source} form a cycle and records would be replicated forever; "
-                "use DefaultReplicationPolicy for active/active or disable one direction", key)
-    by_pair = {(f.source.alias, f.target.alias): f for f in enabled}
-    for (source, target), flow in by_pair.items():
-        back = by_pair.get((target, source))
-        if back is None:
-            continue
-        for src_topic, dst_topic in flow.topic_map.items():
-            if back.topic_map.get(dst_topic) == src_topic:
-                raise ConfigError(
-                    f"{flow.name}.topic.map maps {src_topic} to {dst_topic} and {back.name}.topic.map maps it back: "
-                    "records would loop between the clusters", flow.where("topic.map"))
-
-
-def _reaches(edges: set[tuple[str, str]], start: str, goal: str) -> bool:
-    seen, todo = set(), [start]
-    while todo:
-        node = todo.pop()
-        if node == goal:
-            return True
-        if node in seen:
-            continue
-        seen.add(node)
-        todo.extend(t for s, t in edges if s == node)
-    return False

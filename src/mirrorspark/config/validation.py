@@ -6,33 +6,86 @@ harmless leftovers (Connect worker settings) and deprecated aliases become warni
 from __future__ import annotations
 
 import difflib
+import math
+import re
 from collections.abc import Mapping
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import (BY_NAME, CONNECT_PREFIXES, MM2_NAMESPACES, PASSTHROUGH_PREFIXES, Key,
-                                     Scope, Type)
+                                     Scope, Type, unsupported)
 from mirrorspark.config.model import is_connection_key, parse_bool, split_list
 
 _CLUSTER_PREFIXES = ("consumer.", "producer.", "admin.")
 
 
+# Java's int and long: a value Kafka cannot hold is refused here, not truncated later.
+_INTEGER_RANGE = {Type.INT: (-2**31, 2**31 - 1), Type.LONG: (-2**63, 2**63 - 1)}
+
+
 def check_value(key: Key, value: str, where: str) -> None:
-    """Type and choice checks; ``where`` is the key as written in the file."""
+    """Type, range and choice checks; ``where`` is the key as written in the file."""
     text = value.strip()
     if key.type is Type.BOOLEAN:
         parse_bool(text, where)
-    if key.type in (Type.INT, Type.LONG):
-        try:
-            int(text)
-        except ValueError:
-            raise ConfigError(f"{where} must be an integer, got {value!r}", where) from None
-    if key.type is Type.DOUBLE:
-        try:
-            float(text)
-        except ValueError:
-            raise ConfigError(f"{where} must be a number, got {value!r}", where) from None
+    if key.type in (Type.INT, Type.LONG, Type.DOUBLE):
+        _check_number(key, text, where)
     if key.choices and text.upper() not in (c.upper() for c in key.choices):
         raise ConfigError(f"{where} must be one of {', '.join(key.choices)}, got {value!r}", where)
+    if key.not_empty and not text:
+        raise ConfigError(f"{where} must not be empty: {key.doc}", where)
+    if key.regex:
+        check_regexes(text, where)
+
+
+def _check_number(key: Key, text: str, where: str) -> None:
+    if text in key.also:
+        return
+    if key.type is Type.DOUBLE:
+        try:
+            number: float = float(text)
+        except ValueError:
+            raise ConfigError(f"{where} must be a number, got {text!r}", where) from None
+        if not math.isfinite(number):
+            raise ConfigError(f"{where} must be a finite number, got {text!r}", where)
+    else:
+        try:
+            number = int(text)
+        except ValueError:
+            raise ConfigError(f"{where} must be an integer, got {text!r}", where) from None
+        low, high = _INTEGER_RANGE[key.type]
+        if not low <= number <= high:
+            raise ConfigError(f"{where}={text} does not fit a Java {key.type.value}", where)
+    if (key.low is not None and number < key.low) or (key.high is not None and number > key.high):
+        raise ConfigError(f"{where} must be {key.bounds()}, got {text}{_range_hint(key, number)}", where)
+
+
+def _range_hint(key: Key, number: float) -> str:
+    """Why the range: an interval that would switch its task off, or a replication factor."""
+    if key.name.endswith(".interval.seconds"):
+        enabled = key.name.replace(".interval.seconds", ".enabled")
+        off = f"; to turn the task off set {enabled} = false" if enabled in BY_NAME else ""
+        return (f" (seconds between runs; MM2 silently skips a task whose interval is negative and Java refuses 0, "
+                f"so mirrorspark refuses both{off})")
+    if key.name.endswith("replication.factor"):
+        return " (a Kafka replication factor is a short; -1 asks the broker for its default)"
+    return ""
+
+
+def check_regexes(value: str, where: str) -> None:
+    """Each entry of a LIST of regular expressions must compile (excludes and includes alike)."""
+    for pattern in split_list(value):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"{where} holds an invalid regular expression {pattern!r}: {exc}", where) from None
+
+
+def _refuse_unsupported(name: str, value: str, where: str) -> None:
+    entry = unsupported(name, value)
+    if entry is not None:
+        accepted = f" (only MM2's default {entry.defaults[0]!r} is accepted)" if entry.defaults and entry.defaults[0] \
+            else ""
+        raise ConfigError(f"{where} is not supported: {entry.why}{accepted}", where)
 
 
 def _suggest(name: str) -> str:
@@ -47,6 +100,7 @@ def _passthrough(name: str) -> bool:
 
 
 def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], top_level: bool) -> None:
+    _refuse_unsupported(name, value, where)
     key = BY_NAME.get(name)
     if key is not None:
         if key.scope is Scope.DRIVER and not top_level:
@@ -69,6 +123,7 @@ def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], to
 
 def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> None:
     where = f"{alias}.{name}"
+    _refuse_unsupported(name, value, where)
     if name == "bootstrap.servers" or is_connection_key(name) or name.startswith(_CLUSTER_PREFIXES) \
             or name.startswith(CONNECT_PREFIXES):
         if name == "security.protocol":
@@ -78,6 +133,8 @@ def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> Non
     if key is not None and key.scope is not Scope.CLUSTER:
         raise ConfigError(f"{where}: '{name}' is a flow setting, not a cluster one; write it as "
                           f"{alias}->TARGET.{name} or at top level", where)
+    if key is None and name.startswith(MM2_NAMESPACES):
+        raise ConfigError(f"unknown key {where}{_suggest(name)}", where)
     warnings.append(f"{where} is not a cluster setting mirrorspark uses and is ignored{_suggest(name)}")
 
 
@@ -109,6 +166,8 @@ def parse_topic_map(value: str, where: str) -> dict[str, str]:
         if source in mapping:
             raise ConfigError(f"{where}: topic '{source}' is mapped twice", where)
         if target in mapping.values():
-            raise ConfigError(f"{where}: two source topics are mapped to '{target}'", where)
+            first = next(s for s, t in mapping.items() if t == target)
+            raise ConfigError(f"{where}: topics {first} and {source} are both mapped to '{target}': two sources "
+                              "would write one remote topic", where)
         mapping[source] = target
     return mapping

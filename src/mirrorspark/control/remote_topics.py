@@ -30,6 +30,36 @@ class TopicPlan:
     partitions: dict[str, int] = field(default_factory=dict)
 
 
+class RemoteNames:
+    """Which (flow, source topic) writes each remote topic of each target cluster, shared by every flow
+    of a process: two sources writing one remote topic (``topic.map`` onto a name the policy gives
+    another topic, or two flows into one cluster under IdentityReplicationPolicy) is refused before
+    anything is created or written."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owners: dict[tuple[str, str], tuple[str, str]] = {}  # (target, remote) -> (flow, source topic)
+
+    def claim(self, flow: FlowConfig, remote: dict[str, str]) -> None:
+        """Record ``flow``'s plan (source topic -> remote topic), replacing its previous one; raise
+        ConfigError naming topic.map and both sources when a remote topic already has another source."""
+        target = flow.target.alias
+        with self._lock:
+            owners = {k: v for k, v in self._owners.items() if v[0] != flow.name}
+            for source_topic, name in sorted(remote.items()):
+                other = owners.get((target, name))
+                if other is not None:
+                    key = flow.where("topic.map")
+                    first = other[1] if other[0] == flow.name else f"{other[1]} of flow {other[0]}"
+                    raise ConfigError(
+                        f"{key}: remote topic {name!r} on cluster {target!r} would be written from both {first} "
+                        f"and {source_topic} of flow {flow.name}: two sources must not write one remote topic; "
+                        f"give one of them another name with {key} (or {flow.where('replication.policy.class')}) "
+                        f"or leave it out with {flow.where('topics.exclude')}", key)
+                owners[(target, name)] = (flow.name, source_topic)
+            self._owners = owners
+
+
 class RemoteTopicsError(RuntimeError):
     """A remote topic could not be created or grown; replication must not write to it."""
 
@@ -38,7 +68,8 @@ class RemoteTopics:
     """Maintains the remote topics of one flow on its target cluster."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
-                 target_refresh_seconds: float = 600.0, configs: "TopicConfigs | None" = None) -> None:
+                 target_refresh_seconds: float = 600.0, configs: "TopicConfigs | None" = None,
+                 names: RemoteNames | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.policy = selection.policy
@@ -46,6 +77,7 @@ class RemoteTopics:
         self.target = target
         self.target_refresh_seconds = target_refresh_seconds
         self.configs = configs
+        self.names = names if names is not None else RemoteNames()
         self._lock = threading.Lock()
         self.plan = TopicPlan()
         self._last_target_check = 0.0
@@ -87,6 +119,7 @@ class RemoteTopics:
         if wanted == self.plan.partitions and not (force_target_check or due):
             return self.plan
         remote = {t: self.selection.remote_name(t) for t in wanted}
+        self.names.claim(self.flow, remote)  # before anything is created: one source per remote topic
         self._reconcile(wanted, remote)
         self._last_target_check = time.monotonic()
         self.plan = TopicPlan(remote, wanted)

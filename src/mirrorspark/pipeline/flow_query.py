@@ -80,10 +80,12 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
     options["kafka.bootstrap.servers"] = flow.target.bootstrap_servers
     if report_offsets:
         if producer.get("enable.idempotence", "true").strip().lower() == "false":
+            where = (f"{flow.name}.producer.override.enable.idempotence"
+                     if "producer.override.enable.idempotence" in flow.flow_settings
+                     else f"{flow.target.alias}.producer.enable.idempotence")
             raise ConfigError(
-                f"enable.idempotence=false (from {flow.target.alias}.producer.* or {flow.name}.producer.override.*) "
-                "contradicts offset syncs, which need each partition written in send order; remove it or set "
-                f"{flow.where('emit.offset-syncs.enabled')} = false", f"{flow.target.alias}.producer.enable.idempotence")
+                f"{where}=false contradicts offset syncs, which need each partition written in send order; remove "
+                f"it or set {flow.where('emit.offset-syncs.enabled')} = false", where)
         options["kafka.enable.idempotence"] = "true"
         # What idempotence needs, checked here: a conflict would otherwise fail every executor task.
         key = f"{flow.target.alias}.producer"

@@ -17,7 +17,7 @@ from mirrorspark.control.acl_sync import AclSync
 from mirrorspark.control.admin import admin_client, broker_count, partition_offsets
 from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
-from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
 from mirrorspark.integrity.batch_guard import BatchGuard
@@ -30,12 +30,14 @@ from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
+from mirrorspark.pipeline.preflight import heartbeat_flows, preflight
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
 from mirrorspark.pipeline.state_identity import check_state_identity
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.pipeline.topic_selection import TopicSelection
-from mirrorspark.policy import policy_for_flow
+from mirrorspark.policy import ReplicationPolicy, policy_for_flow
+from mirrorspark.policy.loading import POLICY_KEY
 from mirrorspark.rest.replicator_controller import ReplicatorController
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
@@ -83,15 +85,19 @@ class Replicator:
         self.state: StateFiles | None = None
         self.ship_files = False  # executors in other JVMs: client files shipped, executors checked
         self.shipped: list[Path] = []
+        self.remote_names = RemoteNames()  # one source per remote topic, across every flow of this process
+        self._policies: dict[str, ReplicationPolicy] = {}
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before any data moves. Spark starts here when
         the master is a cluster (its executors are checked before the target is touched) or the
         state location is a URI (read through the driver JVM); otherwise in ``start``."""
+        preflight(self.config)  # what validate checks too: nothing below may refuse the file for itself
         flows = self.config.enabled_flows
-        if not flows:
-            raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"
-                              " (and check --clusters)", "enabled")
+        # Custom policies are imported now (never by validate), before any cluster is touched.
+        for flow in [*flows, *heartbeat_flows(self.config)]:
+            self._policies.setdefault(flow.name, policy_for_flow(flow.settings, flow.source.alias,
+                                                                 flow.where(POLICY_KEY)))
         master = self.config.spark.get("spark.master", SPARK_DEFAULTS["spark.master"])
         self.ship_files = not is_local(master)
         if self.ship_files:
@@ -130,12 +136,12 @@ class Replicator:
         return self._clusters[cluster.alias]
 
     def _prepare_flow(self, flow: FlowConfig) -> None:
-        policy = policy_for_flow(flow.settings, flow.source.alias)
+        policy = self._policies[flow.name]
         selection = TopicSelection(flow, policy)
         (source, source_conf), (target, target_conf) = self._cluster(flow.source), self._cluster(flow.target)
         configs = TopicConfigs(flow, source, target)
         refresh_interval = flow.interval("refresh.topics")
-        remote = RemoteTopics(flow, selection, source, target, refresh_interval, configs)
+        remote = RemoteTopics(flow, selection, source, target, refresh_interval, configs, self.remote_names)
         remote.check_replication_factor()
         assert self.state is not None
         folder = self.state.child(flow.source.alias).child(flow.target.alias)
@@ -212,7 +218,7 @@ class Replicator:
             if rf > brokers:
                 raise ConfigError(f"{flow.where(rf_key)}={rf} but cluster {flow.target.alias!r} has only {brokers} "
                                   f"broker(s); set {flow.where(rf_key)} to at most {brokers}", flow.where(rf_key))
-            emitter = HeartbeatEmitter(flow, policy_for_flow(flow.settings, flow.source.alias), target, target_conf, rf)
+            emitter = HeartbeatEmitter(flow, self._policies[flow.name], target, target_conf, rf)
             emitter.start()
             self.heartbeats.append(emitter)
             self.scheduler.every(f"pair {flow.name}: heartbeats", flow.interval("emit.heartbeats"), emitter.beat,

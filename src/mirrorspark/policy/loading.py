@@ -1,50 +1,105 @@
-"""Build the policy a flow asks for: MM2's Java class names or a Python import path."""
+"""Build the policy a flow asks for: MM2's Java class names or a Python import path.
+
+``replication.policy.class`` may name any Python module, and importing a module runs its code.
+``check_policy_class`` (what ``validate`` and run's preflight use) therefore only checks the form and
+that the top-level package exists, with ``importlib.util.find_spec`` on the top-level name, which
+executes nothing. Only ``policy_for_flow``, when flows are about to run, imports, and logs what.
+"""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import logging
+import re
 from collections.abc import Mapping
 
 from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.keys import BUILTIN_POLICIES
 from mirrorspark.config.model import parse_bool
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
 from mirrorspark.policy.identity import IdentityReplicationPolicy
 
+log = logging.getLogger(__name__)
+
 POLICY_KEY = "replication.policy.class"
-_BUILTIN = {
-    "org.apache.kafka.connect.mirror.DefaultReplicationPolicy": "default",
-    "DefaultReplicationPolicy": "default",
-    "mirrorspark.policy.DefaultReplicationPolicy": "default",
-    "org.apache.kafka.connect.mirror.IdentityReplicationPolicy": "identity",
-    "IdentityReplicationPolicy": "identity",
-    "mirrorspark.policy.IdentityReplicationPolicy": "identity",
-}
+DEFAULT_POLICY = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_FORMS = ("a Python import path 'package.module.Class' or 'package.module:Class', or one of MM2's built-in "
+          "policy class names (org.apache.kafka.connect.mirror.DefaultReplicationPolicy or "
+          "...IdentityReplicationPolicy)")
 
 
-def policy_for_flow(settings: Mapping[str, str], source_alias: str) -> ReplicationPolicy:
-    """The ReplicationPolicy configured by a flow's resolved settings."""
-    name = settings.get(POLICY_KEY, "org.apache.kafka.connect.mirror.DefaultReplicationPolicy").strip()
+def policy_name(settings: Mapping[str, str]) -> str:
+    return (settings.get(POLICY_KEY) or DEFAULT_POLICY).strip()
+
+
+def split_class_path(name: str, where: str = POLICY_KEY) -> tuple[str, str]:
+    """``module:Class`` or ``module.Class`` -> (module, class); anything else names the key."""
+    module, colon, cls = name.partition(":")
+    if not colon:
+        module, _, cls = name.rpartition(".")
+    if not module or not _DOTTED.match(module) or not cls.isidentifier():
+        raise ConfigError(f"{where}={name!r} is not a class name: use {_FORMS}", where)
+    return module, cls
+
+
+def check_policy_class(settings: Mapping[str, str], where: str = POLICY_KEY) -> str:
+    """The policy's kind (``default``, ``identity``, ``custom``), checked without importing anything:
+    the form, and that the top-level package of a custom policy can be found."""
+    name = policy_name(settings)
+    kind = BUILTIN_POLICIES.get(name)
+    if kind is not None:
+        return kind
+    module, _ = split_class_path(name, where)
+    top = module.split(".")[0]
+    try:
+        found = importlib.util.find_spec(top) is not None  # a top-level name: no parent package is imported
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ConfigError(f"{where}={name!r}: there is no Python package {top!r} to import it from (a Java class "
+                          f"name other than MM2's built-in policies cannot be loaded); use {_FORMS}", where)
+    return "custom"
+
+
+def policy_label(settings: Mapping[str, str]) -> str:
+    """How ``validate`` names the policy without importing it."""
+    kind = BUILTIN_POLICIES.get(policy_name(settings))
+    if kind == "default":
+        return "DefaultReplicationPolicy"
+    if kind == "identity":
+        return "IdentityReplicationPolicy"
+    return f"{policy_name(settings)} (custom; imported only when flows run)"
+
+
+def policy_for_flow(settings: Mapping[str, str], source_alias: str, where: str = POLICY_KEY) -> ReplicationPolicy:
+    """The ReplicationPolicy configured by a flow's resolved settings; a custom class is imported here."""
+    name = policy_name(settings)
     separator = settings.get("replication.policy.separator", ".")
     sep_key = "replication.policy.internal.topic.separator.enabled"
     internal_sep = parse_bool(settings.get(sep_key, "true"), sep_key)
-    kind = _BUILTIN.get(name)
+    kind = check_policy_class(settings, where)
     if kind == "default":
         return DefaultReplicationPolicy(separator, internal_sep)
     if kind == "identity":
         return IdentityReplicationPolicy(source_alias, separator, internal_sep)
-    module_name, _, class_name = name.rpartition(".")
+    module_name, class_name = split_class_path(name, where)
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(
-            f"{POLICY_KEY}={name!r} cannot be loaded ({exc}); use a Python import path "
-            "'package.module.Class' or one of MM2's built-in policy class names",
-            POLICY_KEY,
-        ) from exc
+        module = importlib.import_module(module_name)
+        cls = getattr(module, class_name)
+    except Exception as exc:  # importing runs the module: any error of it means the class cannot be used
+        raise ConfigError(f"{where}={name!r} cannot be loaded ({type(exc).__name__}: {exc}); use {_FORMS}",
+                          where) from None
     if not (isinstance(cls, type) and issubclass(cls, ReplicationPolicy)):
-        raise ConfigError(f"{POLICY_KEY}={name!r} is not a mirrorspark.policy.ReplicationPolicy", POLICY_KEY)
-    policy = cls()
-    configure = getattr(policy, "configure", None)
-    if callable(configure):
-        configure(dict(settings))
+        raise ConfigError(f"{where}={name!r} is not a mirrorspark.policy.ReplicationPolicy", where)
+    log.info("%s: imported class %s from module %s (%s)", where, class_name, module_name,
+             getattr(module, "__file__", None) or "built in")
+    try:
+        policy = cls()
+        configure = getattr(policy, "configure", None)
+        if callable(configure):
+            configure(dict(settings))
+    except Exception as exc:  # the user's code: whatever it raises is a configuration problem
+        raise ConfigError(f"{where}={name!r} failed to initialise: {type(exc).__name__}: {exc}", where) from None
     return policy

@@ -1,0 +1,155 @@
+"""What the flow graph alone says is unsafe: cycles records could go round forever, and two sources
+that would write one remote topic.
+
+MM2 stops records looping only because a DefaultReplicationPolicy remote name carries the source
+alias (``B.orders``), so a flow can see that a topic came from its own target. A cycle in which any
+flow keeps names (IdentityReplicationPolicy, a custom policy mirrorspark cannot inspect without
+importing it, or ``topic.map`` entries chained around the cycle) would copy ``orders``, ``B.orders``,
+``B.B.orders``... or the same topic back and forth forever. The same naming rules say statically when
+two map entries, or a map entry and a policy-generated name, land on one remote topic; collisions
+that depend on which topics exist are caught when the runner plans remote names
+(``control.remote_topics.RemoteNames``).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.keys import BUILTIN_POLICIES
+from mirrorspark.config.model import FlowConfig, default
+
+POLICY_KEY = "replication.policy.class"
+_LAPS = 3  # a mapped name still travelling after this many laps round a cycle travels forever
+
+
+def policy_kind(flow: FlowConfig) -> str:
+    """``default``, ``identity`` or ``custom``: what the flow's policy is, read without importing it."""
+    name = (flow.get(POLICY_KEY, default(POLICY_KEY)) or default(POLICY_KEY)).strip()
+    return BUILTIN_POLICIES.get(name, "custom")
+
+
+def separator(flow: FlowConfig) -> str:
+    return flow.get("replication.policy.separator", default("replication.policy.separator")) or "."
+
+
+def check_topology(flows: list[FlowConfig]) -> None:
+    """Refuse unsafe cycles and static remote-name collisions among the enabled ``flows``."""
+    enabled = [f for f in flows if f.enabled]
+    for cycle in _cycles(enabled):
+        _check_cycle_policies(cycle)
+        _check_cycle_maps(cycle)
+    _check_map_collisions(enabled)
+
+
+def _cycles(flows: list[FlowConfig]) -> Iterator[list[FlowConfig]]:
+    """Every elementary cycle of the flow graph, each once, starting at its smallest alias."""
+    out: dict[str, list[FlowConfig]] = {}
+    for flow in flows:
+        out.setdefault(flow.source.alias, []).append(flow)
+    nodes = sorted(out)
+
+    def walk(start: str, node: str, path: list[FlowConfig], seen: set[str]) -> Iterator[list[FlowConfig]]:
+        for flow in out.get(node, []):
+            nxt = flow.target.alias
+            if nxt == start:
+                yield [*path, flow]
+            elif nxt > start and nxt not in seen:
+                yield from walk(start, nxt, [*path, flow], seen | {nxt})
+
+    for start in nodes:
+        yield from walk(start, start, [], {start})
+
+
+def _names(cycle: list[FlowConfig]) -> str:
+    return ", ".join(f.name for f in cycle)
+
+
+def _check_cycle_policies(cycle: list[FlowConfig]) -> None:
+    for flow in cycle:
+        kind = policy_kind(flow)
+        if kind == "default":
+            continue
+        key = flow.where(POLICY_KEY)
+        name = (flow.get(POLICY_KEY) or "").strip()
+        why = ("IdentityReplicationPolicy keeps topic names" if kind == "identity" else
+               f"the custom policy {name!r} cannot be checked for cycle safety without importing it")
+        raise ConfigError(
+            f"{key}: the enabled flows {_names(cycle)} form a cycle and {flow.name} does not use "
+            f"DefaultReplicationPolicy ({why}), so records would be replicated forever (orders, "
+            f"{flow.source.alias}.orders, {flow.source.alias}.{flow.source.alias}.orders...); MM2 stops a cycle "
+            "only when every remote name carries its source alias: use DefaultReplicationPolicy on every flow of "
+            "the cycle, or disable one of them", key)
+
+
+def _from_target(name: str, target: str, sep: str) -> bool:
+    """MM2's cycle detection under the default policy: the name came, over any hops, from ``target``."""
+    while True:
+        source, found, rest = name.partition(sep)
+        if not found:
+            return False
+        if source == target:
+            return True
+        name = rest
+
+
+def _check_cycle_maps(cycle: list[FlowConfig]) -> None:
+    """A topic.map entry bypasses the policy (a mapped topic is always replicated, under the given
+    name), so entries can carry a topic round a cycle of default-policy flows: follow each one."""
+    size = len(cycle)
+    for start, first in enumerate(cycle):
+        for mapped in first.topic_map:
+            name, hops = mapped, 0
+            while hops < _LAPS * size:
+                flow = cycle[(start + hops) % size]
+                if name in flow.topic_map:
+                    name = flow.topic_map[name]
+                elif _from_target(name, flow.target.alias, separator(flow)):
+                    break
+                else:
+                    name = f"{flow.source.alias}{separator(flow)}{name}"
+                hops += 1
+            else:
+                raise ConfigError(
+                    f"{first.where('topic.map')} maps {mapped} to {first.topic_map[mapped]}, and the flows "
+                    f"{_names(cycle[start:] + cycle[:start])} carry it back under a name their policy does not "
+                    "recognise as their own: records would loop between the clusters forever; remove the entry or "
+                    "the one that sends it back", first.where("topic.map"))
+
+
+def _accepts(flow: FlowConfig, topic: str) -> bool:
+    """The flow's ``topics`` / ``topics.exclude`` would select ``topic`` (regexes checked already)."""
+    include = "|".join(f"(?:{p})" for p in flow.topics) or "(?!)"
+    exclude = "|".join(f"(?:{p})" for p in flow.topics_exclude) or "(?!)"
+    return bool(re.fullmatch(include, topic)) and not re.fullmatch(exclude, topic)
+
+
+def _check_map_collisions(flows: list[FlowConfig]) -> None:
+    """Two map entries onto one remote topic (in one flow or in two flows with the same target), or a
+    map entry onto the name a default-policy flow of the same target gives one of its topics."""
+    claimed: dict[tuple[str, str], tuple[FlowConfig, str]] = {}
+    for flow in flows:
+        for source_topic, remote in flow.topic_map.items():
+            other = claimed.get((flow.target.alias, remote))
+            if other is not None:
+                key = flow.where("topic.map")
+                raise ConfigError(
+                    f"{key}: {flow.name} maps {source_topic} to {remote!r} and {other[0].name} maps {other[1]} to "
+                    f"it too: two sources would write one remote topic on {flow.target.alias}; give one of them "
+                    "another name", key)
+            claimed[(flow.target.alias, remote)] = (flow, source_topic)
+    for flow in flows:
+        for source_topic, remote in flow.topic_map.items():
+            for other in flows:
+                if other.target.alias != flow.target.alias or policy_kind(other) != "default":
+                    continue
+                prefix = f"{other.source.alias}{separator(other)}"
+                rest = remote[len(prefix):] if remote.startswith(prefix) else ""
+                if not rest or rest in other.topic_map or not _accepts(other, rest):
+                    continue
+                key = flow.where("topic.map")
+                raise ConfigError(
+                    f"{key}: {flow.name} maps {source_topic} to {remote!r}, the name {other.name}'s "
+                    f"replication policy gives its topic {rest!r} (selected by {other.where('topics')}): two "
+                    f"sources would write one remote topic on {flow.target.alias}; map to a name that does not "
+                    f"start with {prefix!r}, or exclude {rest!r}", key)

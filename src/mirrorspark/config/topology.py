@@ -12,6 +12,7 @@ that depend on which topics exist are caught when the runner plans remote names
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -21,6 +22,7 @@ from mirrorspark.config.model import FlowConfig, default
 
 POLICY_KEY = "replication.policy.class"
 _LAPS = 3  # a mapped name still travelling after this many laps round a cycle travels forever
+_MAX_CYCLES = 1000  # cycles followed per flow with a topic.map (a full mesh of many clusters has millions)
 
 
 def policy_kind(flow: FlowConfig) -> str:
@@ -36,50 +38,59 @@ def separator(flow: FlowConfig) -> str:
 def check_topology(flows: list[FlowConfig]) -> None:
     """Refuse unsafe cycles and static remote-name collisions among the enabled ``flows``."""
     enabled = [f for f in flows if f.enabled]
-    for cycle in _cycles(enabled):
-        _check_cycle_policies(cycle)
-        _check_cycle_maps(cycle)
+    for flow in enabled:
+        if policy_kind(flow) != "default":
+            back = next(_paths_back(enabled, flow), None)
+            if back is not None:
+                _refuse_policy_cycle([flow, *back], flow)
+    for flow in enabled:
+        if flow.topic_map:
+            for back in itertools.islice(_paths_back(enabled, flow), _MAX_CYCLES):
+                _check_cycle_maps([flow, *back])
     _check_map_collisions(enabled)
 
 
-def _cycles(flows: list[FlowConfig]) -> Iterator[list[FlowConfig]]:
-    """Every elementary cycle of the flow graph, each once, starting at its smallest alias."""
+def _paths_back(flows: list[FlowConfig], first: FlowConfig) -> Iterator[list[FlowConfig]]:
+    """Every elementary path of flows from ``first``'s target back to its source: with ``first``, a cycle."""
     out: dict[str, list[FlowConfig]] = {}
     for flow in flows:
         out.setdefault(flow.source.alias, []).append(flow)
-    nodes = sorted(out)
+    goal = first.source.alias
 
-    def walk(start: str, node: str, path: list[FlowConfig], seen: set[str]) -> Iterator[list[FlowConfig]]:
+    def walk(node: str, path: list[FlowConfig], seen: set[str]) -> Iterator[list[FlowConfig]]:
         for flow in out.get(node, []):
             nxt = flow.target.alias
-            if nxt == start:
+            if nxt == goal:
                 yield [*path, flow]
-            elif nxt > start and nxt not in seen:
-                yield from walk(start, nxt, [*path, flow], seen | {nxt})
+            elif nxt not in seen:
+                yield from walk(nxt, [*path, flow], seen | {nxt})
 
-    for start in nodes:
-        yield from walk(start, start, [], {start})
+    yield from walk(first.target.alias, [], {goal, first.target.alias})
 
 
 def _names(cycle: list[FlowConfig]) -> str:
     return ", ".join(f.name for f in cycle)
 
 
-def _check_cycle_policies(cycle: list[FlowConfig]) -> None:
-    for flow in cycle:
-        kind = policy_kind(flow)
-        if kind == "default":
-            continue
-        key = flow.where(POLICY_KEY)
-        name = (flow.get(POLICY_KEY) or "").strip()
-        why = ("IdentityReplicationPolicy keeps topic names" if kind == "identity" else
-               f"the custom policy {name!r} cannot be checked for cycle safety without importing it")
-        raise ConfigError(
-            f"{key}: the enabled flows {_names(cycle)} form a cycle and {flow.name} does not use "
-            f"DefaultReplicationPolicy ({why}), so records would be replicated forever (orders, "
-            f"{flow.source.alias}.orders, {flow.source.alias}.{flow.source.alias}.orders...); MM2 stops a cycle "
-            "only when every remote name carries its source alias: use DefaultReplicationPolicy on every flow of "
-            "the cycle, or disable one of them", key)
+def _refuse_policy_cycle(cycle: list[FlowConfig], flow: FlowConfig) -> None:
+    key = flow.where(POLICY_KEY)
+    name = (flow.get(POLICY_KEY) or "").strip()
+    why = ("IdentityReplicationPolicy keeps topic names" if policy_kind(flow) == "identity" else
+           f"the custom policy {name!r} cannot be checked for cycle safety without importing it")
+    renaming = next((f for f in cycle if policy_kind(f) == "default"), None)
+    if renaming is None:
+        example = " (the same topics copied round and round)"
+    elif len(cycle) == 2:
+        alias = renaming.source.alias
+        example = f" (orders, {alias}.orders, {alias}.{alias}.orders...)"
+    else:
+        example = ""
+    raise ConfigError(
+        f"{key}: the enabled flows {_names(cycle)} form a cycle and {flow.name} does not use "
+        f"DefaultReplicationPolicy ({why}), so records can come back to the cluster they came from and be copied "
+        f"again, possibly forever{example}; MM2 stops a cycle "
+        "only when every remote name carries its source alias: use DefaultReplicationPolicy on every flow of "
+        "the cycle, or disable one of them", key)
 
 
 def _from_target(name: str, target: str, sep: str) -> bool:
@@ -95,26 +106,25 @@ def _from_target(name: str, target: str, sep: str) -> bool:
 
 def _check_cycle_maps(cycle: list[FlowConfig]) -> None:
     """A topic.map entry bypasses the policy (a mapped topic is always replicated, under the given
-    name), so entries can carry a topic round a cycle of default-policy flows: follow each one."""
-    size = len(cycle)
-    for start, first in enumerate(cycle):
-        for mapped in first.topic_map:
-            name, hops = mapped, 0
-            while hops < _LAPS * size:
-                flow = cycle[(start + hops) % size]
-                if name in flow.topic_map:
-                    name = flow.topic_map[name]
-                elif _from_target(name, flow.target.alias, separator(flow)):
-                    break
-                else:
-                    name = f"{flow.source.alias}{separator(flow)}{name}"
-                hops += 1
+    name), so entries can carry a topic round a cycle of default-policy flows: follow each entry of
+    the cycle's first flow for a few laps."""
+    first = cycle[0]
+    for mapped in first.topic_map:
+        name = mapped
+        for hop in range(_LAPS * len(cycle)):
+            flow = cycle[hop % len(cycle)]
+            if name in flow.topic_map:
+                name = flow.topic_map[name]
+            elif _from_target(name, flow.target.alias, separator(flow)):
+                break  # MM2's cycle detection stops it here
             else:
-                raise ConfigError(
-                    f"{first.where('topic.map')} maps {mapped} to {first.topic_map[mapped]}, and the flows "
-                    f"{_names(cycle[start:] + cycle[:start])} carry it back under a name their policy does not "
-                    "recognise as their own: records would loop between the clusters forever; remove the entry or "
-                    "the one that sends it back", first.where("topic.map"))
+                name = f"{flow.source.alias}{separator(flow)}{name}"
+        else:
+            key = first.where("topic.map")
+            raise ConfigError(
+                f"{key} maps {mapped} to {first.topic_map[mapped]}, and the flows {_names(cycle)} carry it back "
+                "under names their policy does not recognise as their own: records would loop between the clusters "
+                "forever; remove the entry or the one that sends it back", key)
 
 
 def _accepts(flow: FlowConfig, topic: str) -> bool:

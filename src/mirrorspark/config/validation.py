@@ -32,7 +32,8 @@ def check_value(key: Key, value: str, where: str) -> None:
     if key.choices and text.upper() not in (c.upper() for c in key.choices):
         raise ConfigError(f"{where} must be one of {', '.join(key.choices)}, got {value!r}", where)
     if key.not_empty and not text:
-        raise ConfigError(f"{where} must not be empty: {key.doc}", where)
+        raise ConfigError(f"{where} must not be empty: a remote name must keep the source alias apart from the "
+                          "topic name (A.orders), or neither cycles nor a topic's origin can be recognised", where)
     if key.regex:
         check_regexes(text, where)
 

@@ -149,3 +149,24 @@ def test_a_map_onto_a_replicated_topic_of_the_same_flow_is_refused_at_plan_time(
     with pytest.raises(ConfigError) as err:
         names.claim(flow, {"x": "y", "y": "y"})
     assert err.value.key == "A->B.topic.map" and "x" in str(err.value) and "y" in str(err.value)
+
+
+def test_a_full_mesh_of_default_policy_flows_is_accepted_quickly():
+    import time
+
+    aliases = [f"C{i}" for i in range(10)]
+    text = (f"clusters = {', '.join(aliases)}\n" + "".join(f"{a}.bootstrap.servers = 127.0.0.1:1\n" for a in aliases)
+            + "".join(f"{a}->{b}.enabled = true\n" for a in aliases for b in aliases if a != b)
+            + "C0->C1.topic.map = orders:orders-from-c0\n")
+    started = time.monotonic()
+    preflight(parse_config(parse_properties(text)))
+    assert time.monotonic() - started < 5
+
+
+def test_maps_chained_round_three_clusters_are_refused():
+    text = ("clusters = A, B, C\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nC.bootstrap.servers = c:1\n"
+            "A->B.enabled = true\nB->C.enabled = true\nC->A.enabled = true\n"
+            "A->B.topic.map = x:y\nB->C.topic.map = y:z\nC->A.topic.map = z:x\n")
+    with pytest.raises(ConfigError, match="loop") as err:
+        parse_config(parse_properties(text))
+    assert err.value.key == "A->B.topic.map"

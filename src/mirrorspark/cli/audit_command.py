@@ -75,6 +75,9 @@ def audit(
     setup_logging(verbose)
     mirror = load_config(config)
     scrub_secrets(mirror.secret_values())
+    from mirrorspark.control.client_settings import use_state_dir
+
+    use_state_dir((state_dir or default_state_dir()).resolve())  # converted key material kept there, private
     for warning in mirror.warnings:
         logging.getLogger("mirrorspark.config").warning("%s", warning)
     try:

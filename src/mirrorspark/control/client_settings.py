@@ -16,12 +16,12 @@ naming the key and saying what to provide instead.
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
@@ -145,17 +145,35 @@ def _tls(props: Mapping[str, str], where: str) -> dict[str, str]:
     return conf
 
 
+CONVERTED = "converted-keys"  # under <state-dir>/private/
+
+
 class _ConvertedStores:
-    """JKS/PKCS12 stores converted once per process into a private temporary folder."""
+    """JKS/PKCS12 stores converted once per process into ``<state-dir>/private/converted-keys/<pid>``.
+
+    Not the system temp folder: a crash there leaves key material where other users' tools look
+    and nobody cleans. Under the state dir the folders are 0700, removed at exit, and a later
+    process removes what a dead one left."""
 
     def __init__(self) -> None:
+        self._state_dir: Path | None = None
         self._folder: Path | None = None
         self._done: dict[tuple[str, float, str], Path] = {}
         self._lock = threading.Lock()
 
+    def use_state_dir(self, state_dir: Path) -> None:
+        with self._lock:
+            if self._folder is None:
+                self._state_dir = state_dir
+
     def _dir(self) -> Path:
         if self._folder is None:
-            self._folder = Path(tempfile.mkdtemp(prefix="mirrorspark-tls-"))
+            from mirrorspark.paths import default_state_dir
+            from mirrorspark.private_files import private_dir
+
+            root = private_dir(private_dir((self._state_dir or default_state_dir()).resolve() / "private") / CONVERTED)
+            remove_stale(root)
+            self._folder = private_dir(root / str(os.getpid()))
             atexit.register(shutil.rmtree, self._folder, True)
         return self._folder
 
@@ -166,10 +184,10 @@ class _ConvertedStores:
     def keystore_p12(self, location: str, password: str | None, key: str) -> Path:
         return self._convert(location, "p12", key, lambda out: _keytool(
             key, "-importkeystore", "-noprompt", "-srckeystore", location, "-srcstoretype", "JKS",
-            "-srcstorepass", password or "", "-destkeystore", str(out), "-deststoretype", "PKCS12",
-            "-deststorepass", password or ""))
+            "-destkeystore", str(out), "-deststoretype", "PKCS12",
+            passwords={"-srcstorepass": password or "", "-deststorepass": password or ""}))
 
-    def _convert(self, location: str, kind: str, key: str, make) -> Path:
+    def _convert(self, location: str, kind: str, key: str, make: Callable[[Path], None]) -> Path:
         path = Path(location)
         if not path.is_file():
             raise ConfigError(f"{key}={location} does not exist or is not a file", key)
@@ -177,7 +195,7 @@ class _ConvertedStores:
         with self._lock:
             if ident not in self._done:
                 out = self._dir() / f"{len(self._done)}.{kind}"
-                make(out)
+                make(out)  # inside a 0700 folder, so private from creation
                 out.chmod(0o600)
                 self._done[ident] = out
             return self._done[ident]
@@ -185,21 +203,46 @@ class _ConvertedStores:
     @staticmethod
     def _export_pem(location: str, password: str | None, store_type: str, key: str, out: Path) -> None:
         args = ["-list", "-rfc", "-keystore", location, "-storetype", store_type]
-        listing = _keytool(key, *args, *(["-storepass", password] if password else []), stdin=b"\n")
+        listing = _keytool(key, *args, passwords={"-storepass": password} if password else {}, stdin=b"\n")
         pems = re.findall(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", listing, re.DOTALL)
         if not pems:
             raise ConfigError(f"{key}={location} holds no certificates", key)
-        out.write_bytes(b"\n".join(pems) + b"\n")
+        from mirrorspark.private_files import write_private
+
+        write_private(out, b"\n".join(pems) + b"\n")
 
 
-def _keytool(key: str, *args: str, stdin: bytes | None = None) -> bytes:
-    from mirrorspark.local.security import SecurityError, keytool
+def remove_stale(root: Path) -> None:
+    """Remove the converted material of processes that are gone (a crash, a kill -9)."""
+    for folder in root.iterdir():
+        pid = int(folder.name) if folder.name.isdigit() else None
+        if pid != os.getpid() and not (pid is not None and _alive(pid)):
+            shutil.rmtree(folder, ignore_errors=True) if folder.is_dir() else folder.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def use_state_dir(state_dir: Path) -> None:
+    """Where converted key material goes (``<state-dir>/private/``); the default state dir otherwise."""
+    _STORES.use_state_dir(state_dir)
+
+
+def _keytool(key: str, *args: str, passwords: Mapping[str, str] | None = None, stdin: bytes | None = None) -> bytes:
+    from mirrorspark.local.security import SecurityError, keytool_command
 
     try:
-        tool = keytool()
+        argv, env = keytool_command(list(args), passwords or {})
     except SecurityError as exc:
         raise ConfigError(f"{key}: converting a Java keystore needs the JDK's keytool: {exc}", key) from None
-    done = subprocess.run([tool, "-J-Xmx64m", *args], input=stdin, capture_output=True)
+    done = subprocess.run(argv, input=stdin, capture_output=True, env=env)
     if done.returncode != 0:
         reason = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()
         raise ConfigError(f"{key}: keytool could not read the store ({reason[-1] if reason else 'no output'}); "

@@ -22,7 +22,8 @@ from pathlib import Path
 from mirrorspark import paths
 from mirrorspark.local import server_properties
 from mirrorspark.local.security import Secrets, SecurityError, SecurityOptions, broker_properties, \
-    client_properties, scram_format_args
+    client_properties, create_scram_user, uses_scram
+from mirrorspark.private_files import write_private
 
 DEFAULT_JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -183,7 +184,18 @@ class LocalClusters:
             result.append(cluster)
         for cluster, proc in started:
             self._await_ready(cluster, proc, timeout)
+            self._create_users(cluster, timeout)
         return result
+
+    def _create_users(self, cluster: RunningCluster, timeout: float) -> None:
+        """The SCRAM client user, once the broker answers (never on a command line)."""
+        if not uses_scram(cluster.security):
+            return
+        try:
+            create_scram_user(cluster.security, self.folder(cluster.name), cluster.plain_bootstrap, cluster.bootstrap,
+                              Secrets.load_or_create(self.folder(cluster.name)), timeout)
+        except SecurityError as exc:
+            raise LocalClusterError(f"cluster {cluster.name!r}: {exc}") from None
 
     def _running(self, name: str) -> RunningCluster | None:
         cluster = self.load(name)
@@ -244,16 +256,14 @@ class LocalClusters:
             extra = broker_properties(sec, folder, port, internal_port or 0, controller_port, secret)
         except SecurityError as exc:
             raise LocalClusterError(f"cluster {spec.name!r}: {exc}") from None
-        (folder / "server.properties").write_text(
-            server_properties.render(port, controller_port, folder / "data", extra)
-        )
-        (folder / "server.properties").chmod(0o600)
+        # Holds keystore passwords and JAAS entries: private from creation.
+        write_private(folder / "server.properties", server_properties.render(port, controller_port, folder / "data",
+                                                                             extra))
         (folder / "log4j2.properties").write_text(server_properties.LOG4J2)
         if sec.secured:
-            client = folder / "client.properties"
-            client.write_text("".join(f"{k}={v}\n" for k, v in self.client_settings(spec.name).items()))
-            client.chmod(0o600)
-        self._format(cluster, java, scram_format_args(sec, secret))
+            write_private(folder / "client.properties",
+                          "".join(f"{k}={v}\n" for k, v in self.client_settings(spec.name).items()))
+        self._format(cluster, java)
         return cluster
 
     def _classpath_args(self, name: str) -> list[str]:
@@ -264,13 +274,13 @@ class LocalClusters:
             f"-Dkafka.logs.dir={folder / 'logs'}",
         ]
 
-    def _format(self, cluster: RunningCluster, java: str, extra_args: list[str]) -> None:
+    def _format(self, cluster: RunningCluster, java: str) -> None:
         folder = self.folder(cluster.name)
         cmd = [
             java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             *self._classpath_args(cluster.name),
             "kafka.tools.StorageTool", "format", "--config", str(folder / "server.properties"),
-            f"--cluster-id={cluster.cluster_id}", "--standalone", "--ignore-formatted", *extra_args,
+            f"--cluster-id={cluster.cluster_id}", "--standalone", "--ignore-formatted",
         ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:

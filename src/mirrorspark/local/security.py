@@ -13,8 +13,12 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from mirrorspark.private_files import private_dir, write_private
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -71,8 +75,7 @@ class Secrets:
         if path.is_file():
             return cls(**json.loads(path.read_text()))
         made = cls(secrets.token_urlsafe(18), secrets.token_urlsafe(18))
-        path.write_text(json.dumps(asdict(made)))
-        path.chmod(0o600)
+        write_private(path, json.dumps(asdict(made)))
         return made
 
 
@@ -85,8 +88,21 @@ def keytool() -> str:
     return found
 
 
-def _keytool(*args: str, stdin: bytes | None = None) -> bytes:
-    done = subprocess.run([keytool(), "-J-Xmx64m", *args], input=stdin, capture_output=True)
+def keytool_command(args: list[str], passwords: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """keytool's argv and environment with each password passed as ``-storepass:env NAME`` (or
+    ``-keypass``, ``-srcstorepass``, ``-deststorepass``): never on the command line, where any
+    local user reads it from ``/proc/<pid>/cmdline`` or ``ps``."""
+    argv, env = [keytool(), "-J-Xmx64m", *args], dict(os.environ)
+    for option, password in passwords.items():
+        name = f"MIRRORSPARK_KEYTOOL_{option.lstrip('-').upper()}"
+        argv += [f"{option}:env", name]
+        env[name] = password
+    return argv, env
+
+
+def _keytool(*args: str, passwords: Mapping[str, str], stdin: bytes | None = None) -> bytes:
+    argv, env = keytool_command(list(args), passwords)
+    done = subprocess.run(argv, input=stdin, capture_output=True, env=env)
     if done.returncode != 0:
         raise SecurityError(f"keytool {args[0]} failed: {(done.stderr or done.stdout).decode(errors='replace')[-800:]}")
     return done.stdout
@@ -96,33 +112,36 @@ def ensure_certificates(folder: Path, password: str) -> None:
     """A local CA, a broker key pair signed by it for 127.0.0.1/localhost, and a JKS truststore.
 
     Files: ``tls/broker.p12`` (broker keystore), ``tls/truststore.jks`` (what MM2 users usually
-    hold), ``tls/ca.pem``. Made once; later starts reuse them.
+    hold), ``tls/ca.pem``. Made once; later starts reuse them. ``tls/`` is created 0700, so the
+    stores keytool writes are private from the start.
     """
     tls = folder / "tls"
     if (tls / "truststore.jks").is_file() and (tls / "broker.p12").is_file():
         return
-    tls.mkdir(parents=True, exist_ok=True)
+    private_dir(tls)
     ca, broker = str(tls / "ca.p12"), str(tls / "broker.p12")
     san = "SAN=ip:127.0.0.1,dns:localhost"
-    common = ["-storepass", password, "-keypass", password, "-storetype", "PKCS12"]
+    store = {"-storepass": password}
+    both = {"-storepass": password, "-keypass": password}
     _keytool("-genkeypair", "-alias", "ca", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
-             "-dname", "CN=mirrorspark local CA", "-ext", "bc:c", "-keystore", ca, *common)
-    ca_pem = _keytool("-exportcert", "-rfc", "-alias", "ca", "-keystore", ca, "-storepass", password)
-    (tls / "ca.pem").write_bytes(ca_pem)
+             "-dname", "CN=mirrorspark local CA", "-ext", "bc:c", "-keystore", ca, "-storetype", "PKCS12",
+             passwords=both)
+    ca_pem = _keytool("-exportcert", "-rfc", "-alias", "ca", "-keystore", ca, passwords=store)
+    write_private(tls / "ca.pem", ca_pem)
     _keytool("-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
-             "-dname", "CN=localhost", "-ext", san, "-keystore", broker, *common)
-    request = _keytool("-certreq", "-alias", "broker", "-keystore", broker, "-storepass", password)
-    signed = _keytool("-gencert", "-alias", "ca", "-keystore", ca, "-storepass", password, "-rfc",
-                      "-validity", "3650", "-ext", san, stdin=request)
-    _keytool("-importcert", "-noprompt", "-alias", "ca", "-keystore", broker, "-storepass", password,
-             "-file", str(tls / "ca.pem"))
-    (tls / "broker.pem").write_bytes(signed)
-    _keytool("-importcert", "-noprompt", "-alias", "broker", "-keystore", broker, "-storepass", password,
-             "-file", str(tls / "broker.pem"))
+             "-dname", "CN=localhost", "-ext", san, "-keystore", broker, "-storetype", "PKCS12", passwords=both)
+    request = _keytool("-certreq", "-alias", "broker", "-keystore", broker, passwords=store)
+    signed = _keytool("-gencert", "-alias", "ca", "-keystore", ca, "-rfc", "-validity", "3650", "-ext", san,
+                      stdin=request, passwords=store)
+    _keytool("-importcert", "-noprompt", "-alias", "ca", "-keystore", broker, "-file", str(tls / "ca.pem"),
+             passwords=store)
+    write_private(tls / "broker.pem", signed)
+    _keytool("-importcert", "-noprompt", "-alias", "broker", "-keystore", broker, "-file", str(tls / "broker.pem"),
+             passwords=store)
     _keytool("-importcert", "-noprompt", "-alias", "ca", "-keystore", str(tls / "truststore.jks"),
-             "-storetype", "JKS", "-storepass", password, "-file", str(tls / "ca.pem"))
+             "-storetype", "JKS", "-file", str(tls / "ca.pem"), passwords=store)
     for path in tls.iterdir():
-        path.chmod(0o600)
+        path.chmod(0o600)  # the folder is already private; this only tidies keytool's own modes
 
 
 def listener_name(options: SecurityOptions) -> str:
@@ -167,11 +186,44 @@ def broker_properties(options: SecurityOptions, folder: Path, client_port: int, 
     return props
 
 
-def scram_format_args(options: SecurityOptions, secret: Secrets) -> list[str]:
-    """``kafka-storage format --add-scram`` arguments creating the client user (SCRAM only)."""
-    if not (options.uses_sasl and options.sasl_mechanism.startswith("SCRAM")):
-        return []
-    return ["--add-scram", f"{options.sasl_mechanism}=[name={CLIENT_USER},password={secret.client_password}]"]
+def uses_scram(options: SecurityOptions) -> bool:
+    return options.uses_sasl and options.sasl_mechanism.startswith("SCRAM")
+
+
+def create_scram_user(options: SecurityOptions, folder: Path, plain_bootstrap: str, client_bootstrap: str,
+                      secret: Secrets, timeout: float = 60.0) -> None:
+    """Create (or reset) the client user's SCRAM credential through the broker's PLAINTEXT internal
+    listener, then wait until it logs in on the client listener.
+
+    ``kafka-storage format --add-scram`` would take the password on its command line (visible in
+    ``ps``), and its parser reads no ``@file`` arguments; the Admin API keeps it off every argv.
+    """
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    from mirrorspark.control.admin import admin_client
+
+    mechanism = ScramMechanism.SCRAM_SHA_256 if options.sasl_mechanism == "SCRAM-SHA-256" \
+        else ScramMechanism.SCRAM_SHA_512
+    upsert = UserScramCredentialUpsertion(CLIENT_USER, ScramCredentialInfo(mechanism, 8192),
+                                          secret.client_password.encode())
+    admin = admin_client({"bootstrap.servers": plain_bootstrap})
+    for future in admin.alter_user_scram_credentials([upsert], request_timeout=timeout).values():
+        future.result(timeout)
+    login = {"bootstrap.servers": client_bootstrap, "security.protocol": options.protocol,
+             "sasl.mechanisms": options.sasl_mechanism, "sasl.username": CLIENT_USER,
+             "sasl.password": secret.client_password}
+    if options.uses_tls:
+        login["ssl.ca.location"] = str(folder / "tls" / "ca.pem")
+    deadline, last = time.monotonic() + timeout, "no attempt"
+    while time.monotonic() < deadline:  # the credential reaches the broker's cache through metadata
+        try:
+            admin_client(login).list_topics(timeout=3)
+            return
+        except Exception as exc:  # noqa: BLE001 - retried until the deadline, then reported
+            last = str(exc)
+            time.sleep(0.3)
+    raise SecurityError(f"SCRAM user {CLIENT_USER!r} could not log in on {client_bootstrap} within {timeout:.0f} s: "
+                        f"{last}")
 
 
 def client_properties(options: SecurityOptions, folder: Path, secret: Secrets) -> dict[str, str]:

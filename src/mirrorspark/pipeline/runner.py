@@ -15,7 +15,7 @@ from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig, default
 from mirrorspark.control.acl_sync import AclSync
 from mirrorspark.control.admin import admin_client, broker_count, partition_offsets
-from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.control.client_settings import librdkafka_admin, use_state_dir
 from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
 from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
@@ -70,6 +70,7 @@ class Replicator:
     def __init__(self, config: MirrorConfig, state_dir: Path) -> None:
         self.config = config
         self.state_dir = state_dir
+        use_state_dir(state_dir)  # converted key material under <state-dir>/private/, not /tmp
         self.flows: list[FlowQuery] = []
         self.supervisors: dict[str, FlowSupervisor] = {}
         self.offsets: list[FlowOffsets] = []

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import math
-import os
 import secrets
 import socket
 import threading
@@ -29,6 +28,8 @@ from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
+
+from mirrorspark.private_files import write_private  # noqa: F401  (re-exported: the token file)
 
 TOKEN_FILE = "rest.token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain", "ip6-localhost"})
@@ -44,16 +45,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 def generate_token() -> str:
     return secrets.token_urlsafe(32)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Create ``path`` with mode 0600 from the start (never write-then-chmod: no window where
-    another user could open it), replacing an older file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
 
 
 def read_token(path: Path) -> str | None:

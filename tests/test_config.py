@@ -93,3 +93,29 @@ def test_errors_name_the_key(text, key):
 def test_unknown_cluster_in_clusters_flag():
     with pytest.raises(ConfigError, match="--clusters names C"):
         config(BASE, clusters=["C"])
+
+
+@pytest.mark.parametrize("only", [["A"], ["B"]])
+def test_a_cycle_is_refused_even_when_clusters_runs_one_direction(only):
+    """MM2's multi-DC deployment runs one process per target (--clusters): each sees one flow of the
+    active/active pair, and the Identity loop must still be refused."""
+    text = BASE + ("A->B.enabled = true\nB->A.enabled = true\n"
+                   "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
+    with pytest.raises(ConfigError, match="replication.policy.class"):
+        config(text, only)
+
+
+def test_a_built_in_policy_in_module_colon_class_form_is_the_built_in_one():
+    text = BASE + ("A->B.enabled = true\nB->A.enabled = true\n"
+                   "replication.policy.class = mirrorspark.policy.default:DefaultReplicationPolicy\n")
+    assert len(config(text).enabled_flows) == 2  # a safe cycle: the default policy renames
+
+
+def test_an_interval_of_a_task_switched_off_is_not_range_checked():
+    text = BASE + "A->B.enabled = true\nemit.heartbeats.enabled = false\nemit.heartbeats.interval.seconds = -1\n"
+    assert config(text).enabled_flows
+    with pytest.raises(ConfigError, match="emit.heartbeats.interval.seconds"):
+        config(BASE + "A->B.enabled = true\nemit.heartbeats.interval.seconds = -1\n")
+    with pytest.raises(ConfigError, match="A->B.emit.checkpoints.interval.seconds"):  # switched on again per flow
+        config(BASE + "A->B.enabled = true\nemit.checkpoints.enabled = false\nA->B.emit.checkpoints.enabled = true\n"
+               "A->B.emit.checkpoints.interval.seconds = 0\n")

@@ -207,6 +207,7 @@ def test_invalid_utf8_in_an_internal_record_is_a_format_error_and_is_skipped_cou
     from mirrorspark.offsets.checkpoint_store import decode_checkpoints
 
     found, skipped = decode_checkpoints("A.checkpoints.internal", [(bad_key, good.value_bytes(), 0, 7, 1),
-                                                                   (good.key_bytes(), good.value_bytes(), 0, 8, 2)])
-    assert found == [(good, 2)] and skipped == 1
+                                                                   (good.key_bytes(), good.value_bytes(), 0, 8, 2),
+                                                                   (good.key_bytes(), None, 0, 9, 3)])
+    assert found == [(good, 2)] and skipped == 1  # the tombstone (offset 9) is not malformed
     assert "A.checkpoints.internal[0] offset 7 is not a checkpoint" in caplog.text

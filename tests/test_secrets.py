@@ -220,3 +220,42 @@ def test_storage_format_gets_no_scram_password(tmp_path, monkeypatch):
     assert all(client_password not in " ".join(argv) for argv in seen)
     for name in ("server.properties", "client.properties", "secrets.json"):
         assert stat.S_IMODE((tmp_path / "local" / "s" / name).stat().st_mode) == 0o600
+
+
+def test_cloud_storage_credentials_are_secrets():
+    """A state location on Azure, S3 or GCS carries its credentials as spark.hadoop.* keys."""
+    from mirrorspark.config.redaction import is_secret
+
+    for key in ("spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net",
+                "spark.hadoop.fs.azure.sas.container.acct.blob.core.windows.net",
+                "spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key"):
+        assert is_secret(key), key
+    assert not any(is_secret(k) for k in ("spark.master", "bootstrap.servers", "ssl.keystore.location"))
+
+
+def test_validate_offline_opens_java_stores_but_keeps_no_copy(tmp_path, monkeypatch):
+    """validate checks that the stores open with their passwords, and writes nothing (no ./state)."""
+    from typer.testing import CliRunner
+
+    from mirrorspark.cli.app import app
+
+    keystore, truststore = make_jks(tmp_path, PASSWORD)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("MIRRORSPARK_STATE_DIR", raising=False)
+    base = ("clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:1\n"
+            "A->B.enabled = true\nB.security.protocol = SSL\n"
+            f"B.ssl.keystore.location = {keystore}\nB.ssl.keystore.password = {PASSWORD}\n"
+            f"B.ssl.truststore.location = {truststore}\n")
+    good = work / "good.properties"
+    good.write_text(base + f"B.ssl.truststore.password = {PASSWORD}\n")
+    done = CliRunner().invoke(app, ["validate", "--offline", str(good)])
+    assert done.exit_code == 0, done.output
+    assert not (work / "state").exists()
+    wrong = work / "wrong.properties"
+    wrong.write_text(base.replace(f"keystore.password = {PASSWORD}", "keystore.password = not-it")
+                     + f"B.ssl.truststore.password = {PASSWORD}\n")
+    refused = CliRunner().invoke(app, ["validate", "--offline", str(wrong)])
+    assert refused.exit_code == 2 and "B.ssl.keystore.location" in refused.output
+    assert "Traceback" not in refused.output and not (work / "state").exists()

@@ -124,3 +124,20 @@ def test_failover_refuses_a_checkpoint_past_the_log_end_and_commits_nothing():
     with pytest.raises(CheckpointAhead, match=r"A\.t\[0\] checkpoint 900 > end 300"):
         execute_failover(None, plan)  # refused before any client is built
     assert rows[0].as_dict()["past_end"] and not rows[1].as_dict()["past_end"]
+
+
+def test_failover_leaves_out_checkpoints_of_remote_partitions_that_are_gone(monkeypatch):
+    import mirrorspark.offsets.failover as failover
+
+    rows = [PartitionPlan("A.gone", 0, "gone", 5, 5, end=None), PartitionPlan("A.t", 0, "t", 7, 7, end=10)]
+    plan = FailoverPlan("g", "A", "B", "EMPTY", rows, source_reachable=False)
+    committed: dict = {}
+
+    class Config:
+        clusters = {"B": None}
+    monkeypatch.setattr(failover, "_connection", lambda config, alias: {})
+    monkeypatch.setattr(failover, "admin_client", lambda conf: None)
+    monkeypatch.setattr(failover, "group_state", lambda admin, group: failover.ConsumerGroupState.EMPTY)
+    monkeypatch.setattr(failover, "commit_offsets", lambda admin, group, offsets: committed.update(offsets))
+    assert execute_failover(Config(), plan) == {("A.t", 0): 7}
+    assert committed == {("A.t", 0): (7, "")} and rows[0].as_dict()["missing"]

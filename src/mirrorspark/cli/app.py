@@ -81,8 +81,14 @@ def validate(
     from mirrorspark.config import load_config
     from mirrorspark.pipeline.preflight import preflight
 
+    from mirrorspark.control.client_settings import check_stores_only
+
     mirror = load_config(config, _clusters_list(clusters))
-    preflight(mirror)  # the very checks run makes before it touches a cluster
+    check_stores_only(True)  # keystores are opened with their passwords, and no converted copy is kept
+    try:
+        preflight(mirror)  # the very checks run makes before it touches a cluster
+    finally:
+        check_stores_only(False)
     describe(mirror, typer.echo, probe=not offline)
 
 

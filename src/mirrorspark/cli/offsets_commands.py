@@ -87,3 +87,7 @@ def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
         {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(written.items())]})
     if not as_json:
         typer.echo(f"committed {len(written)} offset(s) for group {group!r} on {target!r}")
+    missing = [f"{r.topic}[{r.partition}]" for r in plan.partitions if r.missing]
+    if missing:
+        typer.echo(f"not committed: {', '.join(missing)} (no such partition on {target!r} any more; its checkpoint "
+                   "is stale)", err=True)

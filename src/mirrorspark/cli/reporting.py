@@ -42,5 +42,8 @@ def reported(func: Callable) -> Callable:
             fail(str(exc), EXIT_RUNTIME)
         except KafkaException as exc:
             fail(f"Kafka request failed: {exc.args[0].str() if exc.args else exc}", EXIT_RUNTIME)
+        except OSError as exc:  # a file or folder the command needs: say which, no traceback
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            fail(f"{exc.strerror or exc}{where}", EXIT_RUNTIME)
 
     return wrapper

@@ -53,7 +53,7 @@ class Key:
 
 # Kafka's replication factors are Java shorts; -1 asks the broker for its default (KIP-464).
 _RF = {"low": 1, "high": 32767, "also": ("-1",)}
-# MM2's intervals are whole seconds: Java refuses a 0 period and MM2 silently skips a task whose interval is
+# MM2's intervals are whole seconds: 0 would run a task without pause and MM2 silently skips a task whose interval is
 # negative; the documented way to turn a task off is its ``*.enabled`` key.
 _INTERVAL = {"low": 1}
 
@@ -122,8 +122,7 @@ KEYS: tuple[Key, ...] = (
     Key("sync.group.offsets.interval.seconds", Type.LONG, "60", "Group offset sync interval.", **_INTERVAL),
     Key("refresh.groups.enabled", Type.BOOLEAN, "true",
         "MM2's group refresh; mirrorspark lists groups at every checkpoint round instead.", used=False),
-    Key("refresh.groups.interval.seconds", Type.LONG, "600", "See `refresh.groups.enabled`.", used=False,
-        **_INTERVAL),
+    Key("refresh.groups.interval.seconds", Type.LONG, "600", "See `refresh.groups.enabled`.", used=False),
     Key("admin.timeout.ms", Type.LONG, "60000", "Timeout of admin calls.", used=False),
     Key("consumer.poll.timeout.ms", Type.LONG, "1000", "MM2 consumer poll timeout.", used=False),
     Key("tasks.max", Type.INT, "1", "Connect tasks per connector; Spark parallelism replaces it.", used=False,
@@ -246,6 +245,13 @@ BUILTIN_POLICIES: dict[str, str] = {
     "mirrorspark.policy.IdentityReplicationPolicy": "identity",
     "mirrorspark.policy.identity.IdentityReplicationPolicy": "identity",
 }
+
+
+def builtin_policy(name: str) -> str | None:
+    """``default`` or ``identity`` for MM2's and mirrorspark's built-in policies in any accepted form
+    (``module.Class`` or ``module:Class``), else None."""
+    name = name.strip()
+    return BUILTIN_POLICIES.get(name) or BUILTIN_POLICIES.get(name.replace(":", "."))
 
 
 def unsupported(name: str, value: str) -> Unsupported | None:

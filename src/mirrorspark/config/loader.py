@@ -76,25 +76,29 @@ def parse_config(
             raise ConfigError(f"--clusters names {', '.join(unknown)}, not in clusters ({', '.join(aliases)})",
                               "--clusters")
 
-    flows: list[FlowConfig] = []
+    every_flow: list[FlowConfig] = []
     for source in aliases:
         for target in aliases:
-            if source == target or (clusters and target not in clusters):
+            if source == target:
                 continue
+            here = not clusters or target in clusters
             own = flow_keys.get((source, target), {})
             settings = {k: v for k, v in top.items() if not k.startswith("spark.")}
             settings.update(own)
             enabled_key = f"{source}->{target}.enabled"
             enabled = parse_bool(own["enabled"], enabled_key) if "enabled" in own else False
             flow = FlowConfig(cluster_configs[source], cluster_configs[target], enabled, settings, own)
-            if enabled:
+            if enabled and here:
                 flow.source.bootstrap_servers  # raises ConfigError naming the missing key
                 flow.target.bootstrap_servers
                 flow.replication_factor
                 flow.topic_map
-            flows.append(flow)
+            every_flow.append(flow)
 
-    check_topology(flows)
+    # The whole file's topology, not only the flows this process runs: with --clusters each
+    # process of an active/active pair sees one direction, and a cycle must still be refused.
+    check_topology(every_flow)
+    flows = [f for f in every_flow if not clusters or f.target.alias in clusters]
     for flow in flows:
         if flow.enabled:
             check_offset_sync_keys(flow)

@@ -17,7 +17,8 @@ HIDDEN = "[hidden]"
 
 # Key names whose values are secrets (Kafka, Schema Registry, Spark/Hadoop credential settings).
 SECRET = re.compile(r"(password|passwd|secret|jaas\.config|credentials?|token|basic\.auth\.user\.info|"
-                    r"ssl\.key(store\.key|\.pem|\.password)?$|\.key$|private)", re.IGNORECASE)
+                    r"ssl\.key(store\.key|\.pem|\.password)?$|\.key$|private|"
+                    r"account\.key|\.sas\.|sas\.token|keyfile|access\.key|oauth2\.client\.secret)", re.IGNORECASE)
 
 # ``name=value`` / ``name: value`` fragments whose name says "secret", e.g.
 # ``-Djavax.net.ssl.keyStorePassword=abc`` or ``password="abc"`` inside a JAAS entry.

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.keys import BUILTIN_POLICIES
+from mirrorspark.config.keys import builtin_policy
 from mirrorspark.config.model import FlowConfig, default
 
 POLICY_KEY = "replication.policy.class"
@@ -28,7 +28,7 @@ _MAX_CYCLES = 1000  # cycles followed per flow with a topic.map (a full mesh of 
 def policy_kind(flow: FlowConfig) -> str:
     """``default``, ``identity`` or ``custom``: what the flow's policy is, read without importing it."""
     name = (flow.get(POLICY_KEY, default(POLICY_KEY)) or default(POLICY_KEY)).strip()
-    return BUILTIN_POLICIES.get(name, "custom")
+    return builtin_policy(name) or "custom"
 
 
 def separator(flow: FlowConfig) -> str:

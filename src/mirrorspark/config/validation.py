@@ -65,8 +65,8 @@ def _range_hint(key: Key, number: float) -> str:
     if key.name.endswith(".interval.seconds"):
         enabled = key.name.replace(".interval.seconds", ".enabled")
         off = f"; to turn the task off set {enabled} = false" if enabled in BY_NAME else ""
-        return (f" (seconds between runs; MM2 silently skips a task whose interval is negative and Java refuses 0, "
-                f"so mirrorspark refuses both{off})")
+        return (f" (seconds between runs: MM2 silently skips a task whose interval is negative, and 0 would run "
+                f"it without pause, so mirrorspark refuses both{off})")
     if key.name.endswith("replication.factor"):
         return " (a Kafka replication factor is a short; -1 asks the broker for its default)"
     return ""
@@ -100,7 +100,8 @@ def _passthrough(name: str) -> bool:
     return name.startswith(PASSTHROUGH_PREFIXES) or is_connection_key(name)
 
 
-def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], top_level: bool) -> None:
+def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], top_level: bool,
+                      disabled: frozenset[str] = frozenset()) -> None:
     _refuse_unsupported(name, value, where)
     key = BY_NAME.get(name)
     if key is not None:
@@ -108,7 +109,8 @@ def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], to
             raise ConfigError(f"{where}: '{name}' can only be set at top level", where)
         if key.scope is Scope.CLUSTER and not top_level:
             raise ConfigError(f"{where}: '{name}' is a cluster setting; write it as <alias>.{name}", where)
-        check_value(key, value, where)
+        if name.removesuffix(INTERVAL_SUFFIX) not in disabled:  # an interval of a task switched off is unused
+            check_value(key, value, where)
         if key.deprecated_by:
             warnings.append(f"{where} is deprecated; use {key.deprecated_by}")
         elif not key.used:
@@ -139,17 +141,33 @@ def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> Non
     warnings.append(f"{where} is not a cluster setting mirrorspark uses and is ignored{_suggest(name)}")
 
 
+INTERVAL_SUFFIX = ".interval.seconds"
+
+
+def _disabled_tasks(*levels: Mapping[str, str]) -> frozenset[str]:
+    """Task prefixes (``emit.heartbeats``...) whose ``.enabled`` is false; later levels win."""
+    off: set[str] = set()
+    for level in levels:
+        for name, value in level.items():
+            prefix = name.removesuffix(".enabled")
+            if prefix != name and prefix + INTERVAL_SUFFIX in BY_NAME:
+                (off.add if value.strip().lower() == "false" else off.discard)(prefix)
+    return frozenset(off)
+
+
 def check_all(top: Mapping[str, str], clusters: Mapping[str, Mapping[str, str]],
               flows: Mapping[tuple[str, str], Mapping[str, str]]) -> list[str]:
     warnings: list[str] = []
+    top_off = _disabled_tasks(top)
     for name, value in top.items():
-        check_flow_or_top(name, value, name, warnings, top_level=True)
+        check_flow_or_top(name, value, name, warnings, top_level=True, disabled=top_off)
     for alias, settings in clusters.items():
         for name, value in settings.items():
             check_cluster(alias, name, value, warnings)
     for (source, target), settings in flows.items():
         for name, value in settings.items():
-            check_flow_or_top(name, value, f"{source}->{target}.{name}", warnings, top_level=False)
+            check_flow_or_top(name, value, f"{source}->{target}.{name}", warnings, top_level=False,
+                              disabled=_disabled_tasks(top, settings))
     for old, new in (("topics.blacklist", "topics.exclude"), ("groups.blacklist", "groups.exclude"),
                      ("config.properties.blacklist", "config.properties.exclude")):
         if old in top and new in top:

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -160,6 +161,7 @@ class _ConvertedStores:
         self._folder: Path | None = None
         self._done: dict[tuple[str, float, str], Path] = {}
         self._lock = threading.Lock()
+        self.check_only = False  # set by validate's preflight: convert into a scratch folder, keep nothing
 
     def use_state_dir(self, state_dir: Path) -> None:
         with self._lock:
@@ -171,9 +173,14 @@ class _ConvertedStores:
             from mirrorspark.paths import default_state_dir
             from mirrorspark.private_files import private_dir
 
-            root = private_dir(private_dir((self._state_dir or default_state_dir()).resolve() / "private") / CONVERTED)
-            remove_stale(root)
-            self._folder = private_dir(root / str(os.getpid()))
+            base = (self._state_dir or default_state_dir()).resolve() / "private"
+            try:
+                root = private_dir(private_dir(base) / CONVERTED)
+                remove_stale(root)
+                self._folder = private_dir(root / str(os.getpid()))
+            except OSError as exc:
+                raise ConfigError(f"cannot keep converted key material under {base}: {exc.strerror or exc}; choose "
+                                  "a writable state dir (--state-dir or MIRRORSPARK_STATE_DIR)", "--state-dir") from None
             atexit.register(shutil.rmtree, self._folder, True)
         return self._folder
 
@@ -191,6 +198,10 @@ class _ConvertedStores:
         path = Path(location)
         if not path.is_file():
             raise ConfigError(f"{key}={location} does not exist or is not a file", key)
+        if self.check_only:  # validate: the store must open with its password; nothing is written
+            with tempfile.TemporaryDirectory(prefix="mirrorspark-check-") as scratch:
+                make(Path(scratch) / f"check.{kind}")
+            return path
         ident = (str(path.resolve()), path.stat().st_mtime, kind)
         with self._lock:
             if ident not in self._done:
@@ -228,6 +239,11 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def check_stores_only(enabled: bool = True) -> None:
+    """For ``validate``: keystores are opened (password checked) but no converted copy is kept."""
+    _converted().check_only = enabled
 
 
 def use_state_dir(state_dir: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -55,6 +56,7 @@ class TopicIdentity:
         self.spark_log = spark_log
         self.mapping = mapping
         self.rewinds: dict[str, dict[int, int]] = {}  # source topic -> new start, applied while stopped
+        self._lock = threading.RLock()  # the refresh, the checkpoint round and a query restart all check
         try:
             saved = json.loads(files.read(FILE) or "{}")
         except ValueError:
@@ -70,7 +72,12 @@ class TopicIdentity:
     def check(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> bool:
         """Compare the planned topics (source -> remote name, source -> partition count) with the
         ids seen last; True when a source topic was re-created and the query must be restarted
-        (``apply_rewinds`` runs while it is stopped)."""
+        (``apply_rewinds`` runs while it is stopped). One check at a time: each change is
+        reported once."""
+        with self._lock:
+            return self._check(remote, partitions)
+
+    def _check(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> bool:
         sources = sorted(remote)
         now = topic_ids(self.source, sources)
         for topic, topic_id in now.items():
@@ -78,7 +85,7 @@ class TopicIdentity:
             if old is not None and old != topic_id:
                 self._source_recreated(topic, old, topic_id, partitions.get(topic, 0))
         self.source_ids.update(now)
-        self._check_remote(remote)
+        self._check_remote(remote, partitions)
         self._bind(remote, partitions)
         ends = partition_offsets(self.source, [(t, p) for t in now for p in range(partitions.get(t, 0))])
         for (topic, partition), end in ends.items():
@@ -102,14 +109,14 @@ class TopicIdentity:
         log.warning("flow %s: source topic %s was re-created (topic id %s -> %s); it is replicated again from "
                     "its beginning", self.flow_name, topic, old, new)
 
-    def _check_remote(self, remote: Mapping[str, str]) -> None:
+    def _check_remote(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> None:
         names = {name: source for source, name in remote.items()}
         written = {name: self.marks.written_to(name) for name in names}  # read before the ends: they only grow
         now = topic_ids(self.target, sorted(names))
         for name, source in names.items():
             old, new = self.remote_ids.get(name), now.get(name)
             if old is not None and new != old:
-                self._remote_recreated(name, source, old, new, written[name])
+                self._remote_recreated(name, source, old, new, written[name], partitions.get(source, 0))
         unchanged = [(n, p) for n in names if n in now and now[n] == self.remote_ids.get(n) for p in written[n]]
         for (name, partition), end in partition_offsets(self.target, unchanged).items():
             mark = written[name][partition]
@@ -124,7 +131,11 @@ class TopicIdentity:
                 self.remote_ids.pop(name, None)
         self.remote_ids.update(now)
 
-    def _remote_recreated(self, name: str, source: str, old: str, new: str | None, written: dict[int, int]) -> None:
+    def _remote_recreated(self, name: str, source: str, old: str, new: str | None, written: dict[int, int],
+                          partition_count: int) -> None:
+        # Runs kept by an earlier version carry no binding: they belong to the old topic, so that
+        # the binding below starts a new mapping instead of adopting them for the new one.
+        self.mapping.bind_remote(source, f"{name}@{old}", partition_count, dict)
         for partition, count in sorted(written.items()):
             if count > 0:
                 self.loss.report(source, partition, -1, -1,

@@ -63,9 +63,11 @@ def decode_checkpoints(topic: str, records: Iterable[Record]) -> tuple[list[tupl
     out: list[tuple[Checkpoint, int]] = []
     skipped = 0
     for key, value, partition, offset, ts in records:
+        if key is not None and value is None:
+            continue  # a tombstone: a deleted key of the compacted topic, not a malformed record
         try:
-            if key is None or value is None:
-                raise RecordFormatError("no key or no value")
+            if key is None:
+                raise RecordFormatError("no key")
             out.append((Checkpoint.from_record(bytes(key), bytes(value)), int(ts)))
         except RecordFormatError as exc:
             skipped += 1

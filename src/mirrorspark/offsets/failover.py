@@ -55,12 +55,17 @@ class PartitionPlan:
 
     @property
     def past_end(self) -> bool:
-        """The translated offset is beyond the remote partition's end (or the partition is missing)."""
-        return self.end is None or self.translated > self.end
+        """The translated offset is beyond the end of the remote partition (which exists)."""
+        return self.end is not None and self.translated > self.end
+
+    @property
+    def missing(self) -> bool:
+        """The remote partition does not exist (any more): nothing to commit for it."""
+        return self.end is None
 
     def as_dict(self) -> dict:
         return {**asdict(self), "behind_checkpoint": self.behind_checkpoint, "not_replicated": self.not_replicated,
-                "past_end": self.past_end}
+                "past_end": self.past_end, "missing": self.missing}
 
 
 @dataclass
@@ -122,12 +127,12 @@ def execute_failover(config: MirrorConfig, plan: FailoverPlan) -> dict[tuple[str
     """Commit the plan's offsets for the group on the new cluster; never moves a partition backwards.
 
     Raises GroupActive when consumers of the group are connected there, and CheckpointAhead (nothing
-    committed) when a translated offset is past its remote partition's end.
+    committed) when a translated offset is past its remote partition's end. Checkpoints of remote
+    partitions that no longer exist are left out (the CLI lists them).
     """
     ahead = [row for row in plan.partitions if row.past_end]
     if ahead:
-        listed = ", ".join(f"{r.topic}[{r.partition}] checkpoint {r.translated} > end "
-                           f"{'missing' if r.end is None else r.end}" for r in ahead)
+        listed = ", ".join(f"{r.topic}[{r.partition}] checkpoint {r.translated} > end {r.end}" for r in ahead)
         raise CheckpointAhead(f"refusing to fail group {plan.group!r} over: {listed}. The checkpoints were written for "
                               "records that are not on the target (a remote topic deleted or re-created?); wait for "
                               f"the flow {plan.source}->{plan.target} to write new checkpoints, then run it again")
@@ -137,7 +142,7 @@ def execute_failover(config: MirrorConfig, plan: FailoverPlan) -> dict[tuple[str
         raise GroupActive(f"group {plan.group!r} has active members on cluster {plan.target!r} (state {state.name}); "
                           "stop its consumers there first, then run the command again")
     wanted = {(row.topic, row.partition): (row.translated, "") for row in plan.partitions
-              if row.current is None or row.current < row.translated}
+              if not row.missing and (row.current is None or row.current < row.translated)}
     if wanted:
         commit_offsets(target_admin, plan.group, wanted)
     return {key: offset for key, (offset, _) in wanted.items()}

@@ -182,11 +182,19 @@ class FlowOffsets:
             return
         self.writer.on_batch(runs, {remote: src for src, remote in remote_topics.items()})
 
-    def schedule(self, scheduler) -> None:
+    def schedule(self, scheduler, check_topics: Callable[[], object] | None = None) -> None:
+        """Checkpoints and group sync on the control thread; ``check_topics`` (the flow's topic
+        identity check) runs before each checkpoint round, so a remote topic re-created since the
+        last topic refresh is re-bound, and its old checkpoints replaced, in that same round."""
         if self.checkpoints is not None:
             interval = self.flow.interval("emit.checkpoints")
-            scheduler.every(f"flow {self.flow.name}: checkpoints", interval, self.checkpoints.run_once,
-                            initial_delay=min(interval, 5.0))
+            task = self.checkpoints
+
+            def round_() -> None:
+                if check_topics is not None:
+                    check_topics()
+                task.run_once()
+            scheduler.every(f"flow {self.flow.name}: checkpoints", interval, round_, initial_delay=min(interval, 5.0))
         if self.group_sync is not None:
             interval = self.flow.interval("sync.group.offsets")
             scheduler.every(f"flow {self.flow.name}: group offset sync", interval, self.group_sync.run_once,

@@ -71,9 +71,9 @@ def preflight(config: MirrorConfig) -> None:
     listener = top.get(REST_LISTENER)
     if listener is not None or parse_bool(top.get("mirrorspark.rest.enabled", default("mirrorspark.rest.enabled")),
                                           "mirrorspark.rest.enabled"):
-        from mirrorspark.rest.server import parse_listener
+        from mirrorspark.rest.server import RestSettings
 
-        parse_listener(listener if listener is not None else default(REST_LISTENER), REST_LISTENER)
+        RestSettings.from_config(top)  # listener, auth and token together, as run resolves them
     from mirrorspark.paths import default_state_dir
     from mirrorspark.state.location import KEY as STATE_KEY, StateLocation
 

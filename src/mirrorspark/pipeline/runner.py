@@ -160,10 +160,13 @@ class Replicator:
         supervisor: list[FlowSupervisor] = []  # filled below, once the query exists
         figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias)
 
+        def check_identity() -> None:
+            if identity.check(remote.plan.remote, remote.plan.partitions) and supervisor:
+                supervisor[0].restart_requested = "a source topic was re-created"
+
         def refresh_topics() -> None:
             plan = remote.refresh(force_target_check=True)
-            if identity.check(plan.remote, plan.partitions) and supervisor:
-                supervisor[0].restart_requested = "a source topic was re-created"
+            check_identity()
             figures.forget_topics(set(plan.remote.values()), set(plan.remote))
         identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
         self.scheduler.every(f"flow {flow.name}: topic refresh", refresh_interval, refresh_topics,
@@ -178,7 +181,7 @@ class Replicator:
         if offsets.checkpoints is not None:
             offsets.checkpoints.metrics = self.metrics
         offsets.start()
-        offsets.schedule(self.scheduler)
+        offsets.schedule(self.scheduler, check_identity)
         self.offsets.append(offsets)
         loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
         guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.keys import BUILTIN_POLICIES
+from mirrorspark.config.keys import builtin_policy
 from mirrorspark.config.model import parse_bool
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
@@ -48,7 +48,7 @@ def check_policy_class(settings: Mapping[str, str], where: str = POLICY_KEY) -> 
     """The policy's kind (``default``, ``identity``, ``custom``), checked without importing anything:
     the form, and that the top-level package of a custom policy can be found."""
     name = policy_name(settings)
-    kind = BUILTIN_POLICIES.get(name)
+    kind = builtin_policy(name)
     if kind is not None:
         return kind
     module, _ = split_class_path(name, where)
@@ -65,7 +65,7 @@ def check_policy_class(settings: Mapping[str, str], where: str = POLICY_KEY) -> 
 
 def policy_label(settings: Mapping[str, str]) -> str:
     """How ``validate`` names the policy without importing it."""
-    kind = BUILTIN_POLICIES.get(policy_name(settings))
+    kind = builtin_policy(policy_name(settings))
     if kind == "default":
         return "DefaultReplicationPolicy"
     if kind == "identity":

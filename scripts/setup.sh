@@ -63,7 +63,32 @@ jvm_jar() {
   jar cf "$BUILD/mirrorspark-jvm/mirrorspark.jar" -C "$out" .
 }
 
+browser() {
+  # Headless Chromium for tests/test_api_docs.py, which renders /docs with no network. Optional: a
+  # machine without apt-get (or without root / passwordless sudo) gets a hint and the test skips.
+  local b
+  for b in chromium chromium-browser google-chrome; do command -v "$b" >/dev/null 2>&1 && return 0; done
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(false); fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1 || [[ ${sudo[0]:-} == false ]]; then
+    echo "setup: no chromium and no way to install it (apt-get as root); the browser check of /docs will be skipped"
+    return 0
+  fi
+  echo "setup: chromium (apt-get) ..."
+  local log=$BUILD/chromium-apt.log
+  local install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-liberation)
+  if ! "${install[@]}" >"$log" 2>&1; then
+    # An empty or stale package list: refresh it once and try again.
+    "${sudo[@]}" apt-get update -q >>"$log" 2>&1 && "${install[@]}" >>"$log" 2>&1 ||
+      { echo "setup: could not install chromium (see $log); the browser check of /docs will be skipped"; return 0; }
+  fi
+  echo "setup: chromium done"
+}
+
 step venv pyproject.toml -- venv
+browser
 step kafka-libs jvm/kafka-libs.pom.xml -- kafka_libs
 step spark-kafka-jars jvm/spark-kafka.pom.xml -- spark_kafka_jars
 step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml $(find jvm/mirrorspark/src -name '*.java' | sort) -- jvm_jar

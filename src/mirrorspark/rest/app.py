@@ -1,7 +1,9 @@
 """The REST API: flows and their state, progress and lag, pause / resume / restart, offset
 translation, and Prometheus metrics. ``RequestGuard`` (rest/security.py) checks Host, Origin and
 the token before any route; output never carries a secret (the config view is redacted), and
-errors are JSON with a message, never a traceback."""
+errors are JSON with a message, never a traceback. ``/docs`` (Swagger UI) and ``/redoc`` load their
+JavaScript and CSS from this server (``fastapi-offline``'s copies of swagger-ui-dist and redoc, under
+``DOCS_ASSETS``), never from a CDN, so they work on a site without internet."""
 from __future__ import annotations
 
 import logging
@@ -11,13 +13,14 @@ from confluent_kafka import KafkaException
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.redaction import current as redactor
 from mirrorspark.rest.controller import Controller, UnknownFlow
-from mirrorspark.rest.security import AllowedHosts, RequestGuard, TokenBucket, token_matches
+from mirrorspark.rest.security import DOCS_ASSETS, AllowedHosts, RequestGuard, TokenBucket, token_matches
 
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False)
@@ -39,8 +42,10 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
                hosts: AllowedHosts | None = None, translate_limit: TokenBucket | None = None) -> FastAPI:
     """``token``: required on every route but ``OPEN_PATHS`` (None: no authentication);
     ``hosts``: accepted ``Host`` names (default: loopback only)."""
-    app = FastAPI(title="mirrorspark", version="1",
-                  description="Control and observe a running mirrorspark replicator.")
+    # FastAPIOffline: a FastAPI app whose /docs and /redoc (get_swagger_ui_html / get_redoc_html, no
+    # Google fonts) point at its bundled assets, mounted with StaticFiles at DOCS_ASSETS.
+    app = FastAPIOffline(title="mirrorspark", version="1", static_url=DOCS_ASSETS,
+                         description="Control and observe a running mirrorspark replicator.")
     app.add_middleware(RequestGuard, token=token, hosts=hosts or AllowedHosts.for_listener("127.0.0.1"))
     limit = translate_limit or TokenBucket(TRANSLATE_RATE, TRANSLATE_BURST)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import math
+import posixpath
 import secrets
 import socket
 import threading
@@ -36,6 +37,8 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdom
 WILDCARDS = frozenset({"", "0.0.0.0", "::", "*"})
 # Readable without a token: liveness, Prometheus (no secrets, no control) and the API's own schema.
 OPEN_PATHS = frozenset({"/health", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+# The pages' own JavaScript, CSS and icon (rest/app.py mounts them here): also readable without a token.
+DOCS_ASSETS = "/static"
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -85,6 +88,18 @@ def _is_ip(name: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def is_open(path: str) -> bool:
+    """Whether ``path`` (the decoded ``scope["path"]``) is served without a token: ``OPEN_PATHS``, or a
+    file right under ``DOCS_ASSETS``. The prefix is only trusted for a path already in normal form:
+    ``/static/../flows``, ``/static//x``, ``/static/./x`` or a backslash could otherwise lead a later
+    normalisation (a proxy, a future route) out of the asset folder with no token asked."""
+    if path in OPEN_PATHS:
+        return True
+    name = path[len(DOCS_ASSETS) + 1:]
+    return (path.startswith(DOCS_ASSETS + "/") and name != "" and "/" not in name and name not in (".", "..")
+            and "\\" not in name and "\x00" not in name and posixpath.normpath(path) == path)
 
 
 class AllowedHosts:
@@ -141,7 +156,7 @@ class RequestGuard:
             if own is None or origin.rstrip("/").lower() != own.lower():
                 return JSONResponse({"detail": "cross-origin requests are refused: the REST API is not for web "
                                                "pages of other origins"}, status_code=403)
-        if self.token is not None and scope.get("path", "") not in OPEN_PATHS:
+        if self.token is not None and not is_open(scope.get("path", "")):
             if not token_matches(self.token, headers.get("authorization")):
                 return JSONResponse(
                     {"detail": "missing or wrong token: send 'Authorization: Bearer <token>' (mirrorspark.rest.token, "

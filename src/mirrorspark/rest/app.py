@@ -40,7 +40,7 @@ class FlowAction(BaseModel):
 
 def create_app(controller: Controller, registry: CollectorRegistry, token: str | None,
                hosts: AllowedHosts | None = None, translate_limit: TokenBucket | None = None) -> FastAPI:
-    """``token``: required on every route but ``OPEN_PATHS`` (None: no authentication);
+    """``token``: required on every route but the open ones (``security.is_open``; None: no authentication);
     ``hosts``: accepted ``Host`` names (default: loopback only)."""
     # FastAPIOffline: a FastAPI app whose /docs and /redoc (get_swagger_ui_html / get_redoc_html, no
     # Google fonts) point at its bundled assets, mounted with StaticFiles at DOCS_ASSETS.

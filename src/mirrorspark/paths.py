@@ -1,12 +1,44 @@
-"""Where mirrorspark finds the jars that scripts/setup.sh resolved and where it keeps state."""
+"""Where mirrorspark finds its jars and keeps state, in a source checkout and in an installed wheel.
+
+A checkout has everything under build/ from scripts/setup.sh (Maven) and always uses it. An installed
+wheel has no build/: its own jar is package data (``jars/mirrorspark-jvm.jar``, put there by
+``make dist``), Spark's Kafka connector is resolved by Spark itself (``spark.jars.packages``, cached in
+Spark's Ivy cache), and the Kafka jars for ``mirrorspark local`` are fetched into a per-user cache on
+first use (kafka_jars.py).
+"""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+PACKAGED_JAR = Path(__file__).with_name("jars") / "mirrorspark-jvm.jar"
+# What the connector needs beyond pyspark's own jars: the same four jars scripts/setup.sh copies
+# (connector, token provider, kafka-clients, commons-pool2). Its other dependencies are already in
+# pyspark/jars (hadoop-client-* alone would add 50 MB of duplicates), so Ivy is told to leave them out.
+CONNECTOR_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+CONNECTOR_EXCLUDES = (
+    "org.apache.hadoop:hadoop-client-runtime", "org.apache.hadoop:hadoop-client-api",
+    "org.scala-lang:scala-library", "org.scala-lang.modules:scala-parallel-collections_2.13",
+    "org.apache.spark:spark-tags_2.13", "com.google.code.findbugs:jsr305",
+    "at.yawk.lz4:lz4-java", "org.lz4:lz4-java", "org.xerial.snappy:snappy-java", "org.slf4j:slf4j-api",
+    "com.github.luben:zstd-jni",
+)
 
 
 class SetupMissing(RuntimeError):
-    """A jar folder that scripts/setup.sh should have produced is absent."""
+    """A jar that setup (checkout) or the wheel (install) should have provided is absent."""
+
+
+@dataclass(frozen=True)
+class SparkJars:
+    """What Spark needs for Kafka: local jars for ``spark.jars``, and Maven coordinates (with excludes)
+    for ``spark.jars.packages`` when no local copy of the connector exists."""
+
+    jars: tuple[Path, ...]
+    packages: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
 
 
 def project_root() -> Path:
@@ -15,29 +47,67 @@ def project_root() -> Path:
 
 
 def build_dir() -> Path:
-    """Jar cache; ``MIRRORSPARK_BUILD_DIR`` overrides it for non-editable installs."""
+    """Jar folder of a checkout; ``MIRRORSPARK_BUILD_DIR`` overrides it (may not exist in a wheel)."""
     return Path(os.environ.get("MIRRORSPARK_BUILD_DIR") or project_root() / "build")
+
+
+def _local_jars(name: str) -> list[Path]:
+    folder = build_dir() / name
+    return sorted(folder.glob("*.jar")) if folder.is_dir() else []
 
 
 def _jar_folder(name: str) -> Path:
     folder = build_dir() / name
-    if not folder.is_dir() or not any(folder.glob("*.jar")):
+    if not _local_jars(name):
         raise SetupMissing(
             f"{folder} holds no jars; run `make setup` (scripts/setup.sh) to resolve them from Maven Central"
         )
     return folder
 
 
+def mirrorspark_jar() -> Path:
+    """mirrorspark's own JVM code: the checkout's fresh build first, else the copy inside the wheel."""
+    built = _local_jars("mirrorspark-jvm")
+    if built:
+        return built[0]
+    if PACKAGED_JAR.is_file():
+        return PACKAGED_JAR
+    raise SetupMissing(
+        f"mirrorspark's jar is missing: neither {build_dir() / 'mirrorspark-jvm'} (a checkout: run `make setup`) "
+        f"nor {PACKAGED_JAR} (an install: use a wheel built by `make dist`) exists"
+    )
+
+
 def kafka_libs() -> Path:
-    """Broker (and MM2/perf-tool) classpath folder."""
-    return _jar_folder("kafka-libs")
+    """Broker (and MM2/perf-tool) classpath folder: the checkout's build/kafka-libs, else the per-user
+    cache, filled from Maven Central on first use."""
+    if _local_jars("kafka-libs"):
+        return build_dir() / "kafka-libs"
+    from mirrorspark import kafka_jars
+
+    try:
+        return kafka_jars.ensure()
+    except kafka_jars.KafkaJarsUnavailable as exc:
+        raise SetupMissing(str(exc)) from None
 
 
 def spark_jars() -> list[Path]:
-    """Jars Spark needs for Kafka: the connector, its Kafka client, and our interceptor."""
-    return sorted(_jar_folder("spark-kafka-jars").glob("*.jar")) + sorted(
-        _jar_folder("mirrorspark-jvm").glob("*.jar")
-    )
+    """Local jars only (checkout): the connector, its Kafka client, and our interceptor; for tools that
+    build a plain JVM classpath (bench/)."""
+    return sorted(_jar_folder("spark-kafka-jars").glob("*.jar")) + [mirrorspark_jar()]
+
+
+def spark_dependencies() -> SparkJars:
+    """The connector from build/spark-kafka-jars when present (development, CI), else by coordinates
+    for Spark's own resolver, at the installed pyspark's version (they must match)."""
+    local = _local_jars("spark-kafka-jars")
+    if local:
+        return SparkJars((*local, mirrorspark_jar()))
+    try:
+        spark_version = version("pyspark")
+    except PackageNotFoundError:
+        raise SetupMissing("pyspark is not installed; `pip install mirrorspark` installs it") from None
+    return SparkJars((mirrorspark_jar(),), (f"{CONNECTOR_ARTIFACT}:{spark_version}",), CONNECTOR_EXCLUDES)
 
 
 def default_state_dir() -> Path:

@@ -165,6 +165,10 @@ class LocalClusters:
     def up(self, specs: list[ClusterSpec], timeout: float = 90.0) -> list[RunningCluster]:
         """Start each cluster not already running; return when every broker answers an admin call."""
         java = java_executable()
+        try:  # an installed wheel fetches them on first use: before any folder is prepared
+            paths.kafka_libs()
+        except paths.SetupMissing as exc:
+            raise LocalClusterError(str(exc)) from None
         started: list[tuple[RunningCluster, subprocess.Popen[bytes]]] = []
         result: list[RunningCluster] = []
         for spec in specs:

@@ -56,21 +56,27 @@ def check_master(master: str, timeout: float = 5.0) -> None:
 
 
 def spark_conf(user: Mapping[str, str], files: Sequence[Path] = ()) -> dict[str, str]:
-    """Defaults, then the user's ``spark.*`` keys; our jars are always appended to ``spark.jars``
-    and the client files executors need (``executors.files_to_ship``) to ``spark.files``."""
+    """Defaults, then the user's ``spark.*`` keys; our jars are always appended to ``spark.jars`` (in a
+    wheel install the connector goes to ``spark.jars.packages`` instead, see paths) and the client files
+    executors need (``executors.files_to_ship``) to ``spark.files``."""
     log_config = Path(__file__).with_name("spark-log4j2.properties")
     # ParallelGC: the producer's 512 KiB batches and fetch buffers are G1 "humongous" objects at a
     # 1 GiB heap, which kept G1 in back-to-back concurrent cycles (JFR); measured in ADR 0003.
     java_opts = f"-XX:+UseParallelGC -Dlog4j2.configurationFile={log_config.as_uri()}"
     conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts,
             "spark.executor.extraJavaOptions": java_opts, **user}
-    jars = [str(p) for p in paths.spark_jars()]
-    if conf.get("spark.jars"):
-        jars = [conf["spark.jars"], *jars]
-    conf["spark.jars"] = ",".join(jars)
-    if files:
-        conf["spark.files"] = ",".join([*filter(None, [conf.get("spark.files")]), *(str(f) for f in files)])
+    deps = paths.spark_dependencies()
+    _append(conf, "spark.jars", [str(p) for p in deps.jars])
+    _append(conf, "spark.jars.packages", deps.packages)
+    _append(conf, "spark.jars.excludes", deps.excludes)
+    _append(conf, "spark.files", [str(f) for f in files])
     return conf
+
+
+def _append(conf: dict[str, str], key: str, values: Sequence[str]) -> None:
+    """Ours after the user's own comma-separated entries, if any."""
+    if values:
+        conf[key] = ",".join([*filter(None, [conf.get(key)]), *values])
 
 
 def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> pyspark.sql.SparkSession
@@ -81,10 +87,20 @@ def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> py
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers (if any) must use this interpreter and its packages, not whatever python3 is first.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.errors import PySparkRuntimeError
+
     builder = SparkSession.builder
-    for key, value in spark_conf(user, files).items():
+    conf = spark_conf(user, files)
+    for key, value in conf.items():
         builder = builder.config(key, value)
-    session = _start_jvm_ignoring_sigterm(builder)
+    try:
+        session = _start_jvm_ignoring_sigterm(builder)
+    except PySparkRuntimeError as exc:  # the JVM exited before it answered: its own lines are above
+        hint = ""
+        if conf.get("spark.jars.packages"):
+            hint = (f"; it resolves spark.jars.packages ({conf['spark.jars.packages']}) through Ivy on first use, so "
+                    "Maven Central must be reachable (or those jars already in Spark's Ivy cache, ~/.ivy2.5.2)")
+        raise SparkUnavailable(f"the Spark JVM did not start: {exc}{hint}") from None
     session.sparkContext.setLogLevel("WARN")
     return session
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Build the mirrorspark wheel (``make dist``) with mirrorspark's JVM jar inside it.
+
+The jar is a build output of scripts/setup.sh (build/mirrorspark-jvm/mirrorspark.jar), so it is not
+committed: the sources are staged in a temporary folder, the jar is copied in as package data
+(mirrorspark/jars/mirrorspark-jvm.jar) and pip builds the wheel from there. Staging also keeps
+setuptools' own build/lib away from the checkout's build/ folder, where stale files could slip in.
+Usage: build_wheel.py OUTPUT_DIR
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JAR = ROOT / "build" / "mirrorspark-jvm" / "mirrorspark.jar"
+REQUIRED = ("mirrorspark/jars/mirrorspark-jvm.jar", "mirrorspark/jars/kafka-jars.tsv")
+
+
+def build(out: Path) -> Path:
+    """Stage, build, check that the jar and the Kafka jar list are in the wheel; return its path."""
+    if not JAR.is_file():
+        sys.exit(f"build_wheel: {JAR} is missing; run `make setup` first")
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mirrorspark-wheel-") as tmp:
+        stage = Path(tmp)
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(ROOT / name, stage / name)
+        shutil.copytree(ROOT / "src", stage / "src",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.jar"))
+        shutil.copy2(JAR, stage / "src" / "mirrorspark" / "jars" / "mirrorspark-jvm.jar")
+        built = Path(tmp) / "wheel"
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
+                        "-w", str(built), str(stage)], check=True)
+        wheel = next(built.glob("mirrorspark-*.whl"))
+        names = set(zipfile.ZipFile(wheel).namelist())
+        missing = [n for n in REQUIRED if n not in names]
+        if missing:
+            sys.exit(f"build_wheel: {wheel.name} lacks {', '.join(missing)}")
+        target = out / wheel.name
+        shutil.copy2(wheel, target)
+    return target
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit("usage: build_wheel.py OUTPUT_DIR")
+    started = time.monotonic()
+    wheel = build(Path(sys.argv[1]))
+    print(f"build_wheel: {wheel} ({wheel.stat().st_size / 1e3:.0f} kB) in {time.monotonic() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

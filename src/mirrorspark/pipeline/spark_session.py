@@ -100,7 +100,8 @@ def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> py
         if conf.get("spark.jars.packages"):
             hint = (f"; it resolves spark.jars.packages ({conf['spark.jars.packages']}) through Ivy on first use, so "
                     "Maven Central must be reachable (or those jars already in Spark's Ivy cache, ~/.ivy2.5.2)")
-        raise SparkUnavailable(f"the Spark JVM did not start: {str(exc).rstrip(".")}{hint}") from None
+        reason = str(exc).rstrip(".")
+        raise SparkUnavailable(f"the Spark JVM did not start: {reason}{hint}") from None
     session.sparkContext.setLogLevel("WARN")
     return session
 

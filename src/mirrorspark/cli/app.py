@@ -8,13 +8,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from mirrorspark.cli import audit_command, local_commands, offsets_commands, status_command
+from mirrorspark.cli import audit_command, local_commands, migrate_command, offsets_commands, status_command
 from mirrorspark.cli.reporting import EXIT_RUNTIME, fail, reported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Kafka cross-cluster replication, MirrorMaker 2 compatible, on Apache Spark.")
 app.add_typer(local_commands.app, name="local")
 app.add_typer(offsets_commands.app, name="offsets")
+app.add_typer(migrate_command.app, name="migrate")
 
 def _setup_logging(verbose: bool, json_lines: bool = False) -> None:
     from mirrorspark.cli.logging_setup import setup_logging
@@ -108,6 +109,7 @@ app.command()(reported(offsets_commands.failover))
 app.command()(reported(status_command.status))
 app.command()(reported(audit_command.audit))
 offsets_commands.app.command()(reported(offsets_commands.translate))
+migrate_command.app.command("from-mm2")(reported(migrate_command.from_mm2))
 
 
 def _normalise_clusters_flag(argv: list[str]) -> list[str]:

@@ -29,6 +29,7 @@ def reported(func: Callable) -> Callable:
     from mirrorspark.pipeline.runner import ClusterUnreachable
     from mirrorspark.pipeline.spark_session import SparkUnavailable
     from mirrorspark.state.files import StateError
+    from mirrorspark.takeover.mm2_state import TakeoverRefused
     from confluent_kafka import KafkaException
 
     @wraps(func)
@@ -38,7 +39,7 @@ def reported(func: Callable) -> Callable:
         except ConfigError as exc:
             fail(str(exc), EXIT_CONFIG)
         except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError, SparkUnavailable,
-                ExecutorSetupError, StateError) as exc:
+                ExecutorSetupError, StateError, TakeoverRefused) as exc:
             fail(str(exc), EXIT_RUNTIME)
         except KafkaException as exc:
             fail(f"Kafka request failed: {exc.args[0].str() if exc.args else exc}", EXIT_RUNTIME)

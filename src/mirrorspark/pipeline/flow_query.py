@@ -7,11 +7,12 @@ back to the driver before the batch is committed.
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics
@@ -107,7 +108,8 @@ class FlowQuery:
                  checkpoint: StateFiles, guard: BatchGuard,
                  on_written: Callable[[list[ReportedRun], dict[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None, ship_files: bool = False,
-                 before_start: Callable[[], None] | None = None) -> None:
+                 before_start: Callable[[], None] | None = None,
+                 takeover: Mapping[tuple[str, int], int] | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
@@ -116,6 +118,7 @@ class FlowQuery:
         self.guard = guard
         self._rerun: int | None = None  # the batch a crash interrupted, run again first
         self.before_start = before_start  # e.g. move the checkpoint back for a re-created topic
+        self.takeover = dict(takeover or {})  # where MM2 stopped: the first start's positions (migrate from-mm2)
         self.batches_written = 0
         self.loss_stop: str | None = None  # set when mirrorspark.data.loss = fail stopped the flow
         self.query = None
@@ -140,7 +143,13 @@ class FlowQuery:
             self.before_start()
         self._rerun = self.spark_log.pending()
         reader = spark.readStream.format("kafka")
-        for key, value in source_options(self.flow, self.subscribe_pattern(), self._ship_files).items():
+        options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
+        if self.takeover and self.spark_log.last_committed() is None and self._rerun is None:
+            # Spark wants an offset for every partition its pattern assigns: the first start reads
+            # exactly the planned topics; later starts use the usual pattern (new topics from earliest).
+            options["subscribePattern"] = self.selection.exact_pattern(set(self.remote_topics.plan.partitions))
+            options["startingOffsets"] = self._takeover_offsets(options["startingOffsets"])
+        for key, value in options.items():
             reader = reader.option(key, value)
         # Each flow's jobs run in a scheduler pool of its own: flows share the executors fairly.
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)
@@ -151,6 +160,17 @@ class FlowQuery:
             .foreachBatch(self._write_batch)
             .start()
         )
+
+    def _takeover_offsets(self, reset: str) -> str:
+        """Spark's startingOffsets for the first start after MM2: its positions where it has them, the
+        flow's auto.offset.reset elsewhere (Spark wants every partition the pattern assigns)."""
+        default = -2 if reset == "earliest" else -1
+        plan = self.remote_topics.plan.partitions
+        offsets = {topic: {str(p): self.takeover.get((topic, p), default) for p in range(count)}
+                   for topic, count in sorted(plan.items())}
+        log.info("flow %s: first start after MirrorMaker 2: %d partition(s) resume where MM2 stopped", self.flow.name,
+                 sum(1 for key in self.takeover if key[0] in plan))
+        return json.dumps(offsets)
 
     def subscribe_pattern(self) -> str:
         fixed = self.remote_topics.fixed_topics
@@ -165,7 +185,8 @@ class FlowQuery:
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
             planned, ends = self.spark_log.entry(batch_id)
-            starts = self.spark_log.entry(batch_id - 1)[1] if batch_id > 0 else {}
+            # Batch 0 starts where MM2 stopped after a takeover: a gap there (retention) is reported too.
+            starts = self.spark_log.entry(batch_id - 1)[1] if batch_id > 0 else dict(self.takeover)
             try:
                 resume = self.guard.before_write(batch_id, planned, starts, ends, plan.remote,
                                                  batch_id == self._rerun)

@@ -35,6 +35,7 @@ from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_lo
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
 from mirrorspark.pipeline.state_identity import check_state_identity
 from mirrorspark.pipeline.supervision import FlowSupervisor
+from mirrorspark.takeover.plan import load_positions
 from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY
@@ -192,7 +193,8 @@ class Replicator:
             identity.check(plan.remote, plan.partitions)  # ... and its offset mapping bound to the new one
             identity.apply_rewinds()
         query = FlowQuery(flow, selection, remote, checkpoint, guard,
-                          offsets.on_written if offsets.enabled else None, figures, self.ship_files, before_start)
+                          offsets.on_written if offsets.enabled else None, figures, self.ship_files, before_start,
+                          load_positions(folder))  # where MM2 stopped, after `migrate from-mm2 --execute`
         self.flows.append(query)
         supervisor.append(FlowSupervisor(query, loss, self.metrics))
         self.supervisors[flow.name] = supervisor[0]

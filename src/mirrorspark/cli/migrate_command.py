@@ -1,0 +1,68 @@
+"""``mirrorspark migrate from-mm2``: continue where a stopped MirrorMaker 2 left off."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="Take flows over from another replicator.")
+
+_COLUMNS = (("topic", "topic"), ("partition", "part"), ("remote", "remote topic"),
+            ("mm2_committed", "MM2 committed"), ("target_end", "target end"), ("resume", "resume at"),
+            ("written_after_commit", "MM2 wrote after commit"), ("copied_twice", "copied twice"),
+            ("method", "how"))
+
+
+def _table(rows: list[dict]) -> str:
+    header = [title for _, title in _COLUMNS]
+    body = [["?" if row.get(k) is None else str(row.get(k)) for k, _ in _COLUMNS] for row in rows]
+    widths = [max(len(cell) for cell in col) for col in zip(header, *body)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *body])
+
+
+def from_mm2(
+    config: Annotated[Path, typer.Option("--config", "-c", help="The mm2.properties MM2 ran with.")],
+    execute: Annotated[bool, typer.Option("--execute", help="Write the positions (default: dry run).")] = False,
+    clusters: Annotated[Optional[list[str]], typer.Option("--clusters", help="As for run.")] = None,
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="As for run (default ./state).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    wait: Annotated[float, typer.Option(help="Seconds to watch for heartbeats of a still running MM2.")] = 3.0,
+) -> None:
+    """Plan (and with --execute, prepare) each enabled flow's first start just after the last record
+    the stopped MM2 wrote: nothing lost, nothing copied twice where MM2's offset syncs anchor it.
+    Refuses while MM2 runs, or when its remote topics are not where this file's policy writes."""
+    from mirrorspark.config import load_config
+    from mirrorspark.paths import default_state_dir
+    from mirrorspark.state import StateLocation
+    from mirrorspark.state.location import KEY as STATE_KEY
+    from mirrorspark.takeover.plan import execute as carry_out, plan_flow
+
+    mirror = load_config(config, list(clusters) if clusters else None)
+    from mirrorspark.pipeline.preflight import preflight
+
+    preflight(mirror)
+    plans = [(flow, plan_flow(flow, wait)) for flow in mirror.enabled_flows]  # all planned before any is written
+    if execute:
+        location = StateLocation.parse(mirror.top_level.get(STATE_KEY), (state_dir or default_state_dir()).resolve())
+        if location.needs_spark:
+            from mirrorspark.takeover.mm2_state import TakeoverRefused
+
+            raise TakeoverRefused(f"{STATE_KEY} is {location.describe()}: run the migration with the state on a local "
+                                  "path, then copy it there")
+        state = location.open()
+        for flow, plan in plans:
+            carry_out(flow, plan, state.child(flow.source.alias).child(flow.target.alias))
+    if as_json:
+        typer.echo(json.dumps({"executed": execute, "flows": [p.as_dict() for _, p in plans]}, indent=2))
+        return
+    for flow, plan in plans:
+        body = plan.as_dict()
+        twice = body["copied_twice"]
+        typer.echo(f"flow {flow.name} (from {plan.offsets_topic}; {plan.skipped_records} unreadable record(s) skipped)")
+        typer.echo(_table(body["partitions"]))
+        typer.echo(f"records copied twice: {'unknown (no offset sync anchored some partitions)' if twice is None else twice}"
+                   "; records lost: 0\n")
+    typer.echo("written: start `mirrorspark run` with the same config and state dir" if execute
+               else "dry run: add --execute to write these positions")

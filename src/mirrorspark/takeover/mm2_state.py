@@ -1,0 +1,141 @@
+"""What a stopped MirrorMaker 2 (dedicated mode) left on the clusters, read without MM2.
+
+- Its Connect offsets topic ``mm2-offsets.<source>.internal`` on the target (or ``<target>.offset.storage.topic``):
+  JSON keys ``["MirrorSourceConnector", {"cluster": S, "topic": t, "partition": p}]`` and values
+  ``{"offset": N}``, N being the last source offset MM2 committed as replicated.
+- Its offset syncs (``mm2-offset-syncs.<other>.internal``): source offset u was written at target offset d.
+- Its Connect worker group (``<source>-mm2`` or ``<target>.group.id``) on the target: members while MM2 runs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.control.admin import consumer
+from mirrorspark.offsets.formats import OffsetSync, RecordFormatError
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]  # source topic, partition
+SOURCE_CONNECTOR = "MirrorSourceConnector"
+
+
+class TakeoverRefused(RuntimeError):
+    """MM2's state cannot be taken over as it is (the message says what was expected)."""
+
+
+@dataclass
+class ConnectOffsets:
+    """MM2's committed source positions of one flow (last replicated offset per source partition)."""
+
+    topic: str
+    committed: dict[Key, int] = field(default_factory=dict)
+    records: int = 0
+    skipped: int = 0  # records that are not MirrorSourceConnector offsets of this source (named in warnings)
+
+
+def read_all(conf: dict[str, Any], topic: str, timeout: float = 60.0) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
+    """(partition, offset, key, value) of every partition of ``topic`` up to its end at call time, in offset
+    order per partition. Raises TakeoverRefused when the topic does not exist."""
+    reader = consumer({**conf, "group.id": "mirrorspark-takeover-reader", "enable.auto.commit": False,
+                       "enable.partition.eof": True})
+    try:
+        metadata = reader.list_topics(topic, timeout=timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            raise TakeoverRefused(f"topic {topic} does not exist")
+        ends: dict[int, int] = {}
+        starts: list[TopicPartition] = []
+        for partition in sorted(metadata.partitions):
+            low, high = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            if high > low:
+                ends[partition] = high
+                starts.append(TopicPartition(topic, partition, low))
+        if not starts:
+            return
+        reader.assign(starts)
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            msg = reader.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    ends.pop(msg.partition(), None)
+                    continue
+                raise KafkaException(msg.error())
+            yield msg.partition(), msg.offset(), msg.key(), msg.value()
+            if msg.offset() >= ends.get(msg.partition(), 0) - 1:
+                ends.pop(msg.partition(), None)
+        if ends:
+            raise TakeoverRefused(f"topic {topic} could not be read to its end within {timeout:.0f} s")
+    finally:
+        reader.close()
+
+
+def parse_source_offset(key: bytes | None, value: bytes | None, source_alias: str) -> tuple[Key, int | None] | None:
+    """((topic, partition), last offset or None for a tombstone) of a MirrorSourceConnector record of
+    ``source_alias``; None for records of the other connectors. Raises ValueError when malformed."""
+    connector, partition_map = json.loads((key or b"").decode("utf-8"))
+    if connector != SOURCE_CONNECTOR:
+        return None
+    if partition_map.get("cluster") != source_alias:
+        raise ValueError(f"cluster {partition_map.get('cluster')!r}, not {source_alias!r}")
+    tp = (str(partition_map["topic"]), int(partition_map["partition"]))
+    if value is None:
+        return tp, None
+    return tp, int(json.loads(value.decode("utf-8"))["offset"])
+
+
+def read_connect_offsets(conf: dict[str, Any], topic: str, source_alias: str) -> ConnectOffsets:
+    found = ConnectOffsets(topic)
+    for partition, offset, key, value in read_all(conf, topic):
+        found.records += 1
+        try:
+            parsed = parse_source_offset(key, value, source_alias)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            found.skipped += 1
+            if found.skipped <= 5:
+                log.warning("%s[%d] offset %d is not an MM2 source offset of %s and is skipped: %s", topic, partition,
+                            offset, source_alias, exc)
+            continue
+        if parsed is None:
+            continue
+        tp, last = parsed
+        if last is None:
+            found.committed.pop(tp, None)
+        else:
+            found.committed[tp] = last
+    return found
+
+
+def read_offset_syncs(conf: dict[str, Any], topic: str) -> dict[Key, list[tuple[int, int]]]:
+    """Every (upstream, downstream) MM2 recorded per source partition, oldest first; {} without the topic."""
+    out: dict[Key, list[tuple[int, int]]] = {}
+    try:
+        for _, _, key, value in read_all(conf, topic):
+            try:
+                sync = OffsetSync.from_record(key or b"", value or b"")
+            except RecordFormatError:
+                continue
+            out.setdefault((sync.topic, sync.partition), []).append((sync.upstream, sync.downstream))
+    except TakeoverRefused:
+        return {}
+    return out
+
+
+def worker_group_state(admin: AdminClient, group: str) -> ConsumerGroupState:
+    """The state of MM2's Connect worker group: STABLE or rebalancing while MM2 runs (DEAD when
+    there is no such group). Listed, not described: a Connect group is not a consumer group to
+    the describe call of Kafka 4."""
+    listed = admin.list_consumer_groups(request_timeout=30).result()
+    for found in listed.valid:
+        if found.group_id == group:
+            return found.state
+    return ConsumerGroupState.DEAD

@@ -1,0 +1,210 @@
+"""``mirrorspark migrate from-mm2``: the takeover plan of each flow, and carrying it out.
+
+The plan reads what MM2 left (``mm2_state``), refuses while MM2 still runs or when its remote
+topics are not where mirrorspark's policy would write, and finds per source partition where the
+first start resumes (``positions``). Carrying it out writes ``takeover.json`` in the flow's state
+folder (read by the flow's first start, see ``pipeline.flow_query``) and the exact offset mapping
+of MM2's last records, so checkpoints translate them exactly too. Nothing is written on refusal.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from confluent_kafka import ConsumerGroupState, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.control.admin import admin_client, consumer, partition_offsets, topic_ids, topic_partitions
+from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.offsets.formats import Heartbeat, RecordFormatError
+from mirrorspark.offsets.range_log import RangeLog
+from mirrorspark.policy import policy_for_flow
+from mirrorspark.state.files import StateFiles
+from mirrorspark.takeover.mm2_state import (ConnectOffsets, TakeoverRefused, read_connect_offsets,
+                                            read_offset_syncs, worker_group_state)
+from mirrorspark.takeover.positions import PartitionTakeover, locate, starting_offsets
+
+log = logging.getLogger(__name__)
+
+FILE = "takeover.json"
+_RUNNING = {ConsumerGroupState.STABLE, ConsumerGroupState.PREPARING_REBALANCING,
+            ConsumerGroupState.COMPLETING_REBALANCING}
+
+
+@dataclass
+class FlowTakeover:
+    flow: str
+    offsets_topic: str
+    partitions: list[PartitionTakeover] = field(default_factory=list)
+    skipped_records: int = 0
+
+    def as_dict(self) -> dict:
+        rows = [p.as_dict() for p in self.partitions]
+        known = [p.copied_twice for p in self.partitions]
+        return {"flow": self.flow, "offsets_topic": self.offsets_topic, "skipped_records": self.skipped_records,
+                "copied_twice": None if None in known else sum(known),  # type: ignore[arg-type]
+                "partitions": rows}
+
+
+def _conf(cluster) -> dict[str, str]:
+    return librdkafka_admin({**cluster.connection(), **cluster.role_overrides("admin")}, f"{cluster.alias}.")
+
+
+def offsets_topic(flow: FlowConfig) -> str:
+    """MM2's Connect offsets topic of the flow's herder (dedicated mode), on the target."""
+    return (flow.target.settings.get("offset.storage.topic") or f"mm2-offsets.{flow.source.alias}.internal").strip()
+
+
+def worker_group(flow: FlowConfig) -> str:
+    return (flow.target.settings.get("group.id") or f"{flow.source.alias}-mm2").strip()
+
+
+def refuse_if_running(flow: FlowConfig, target: AdminClient, target_conf: dict[str, str], wait: float) -> None:
+    """MM2 must be stopped: its Connect worker group has no members, and no heartbeat of the pair
+    arrives on the target within ``wait`` seconds (nothing else replicates the pair either)."""
+    group = worker_group(flow)
+    state = worker_group_state(target, group)
+    if state in _RUNNING:
+        raise TakeoverRefused(f"MirrorMaker 2 still runs for {flow.name}: its Connect worker group {group!r} on "
+                              f"{flow.target.alias!r} is {state.name}; stop MM2 first (all its processes)")
+    beats = _heartbeats_during(target_conf, flow.source.alias, flow.target.alias, wait)
+    if beats:
+        raise TakeoverRefused(f"a replicator still runs for {flow.name}: {beats} heartbeat(s) {flow.source.alias}->"
+                              f"{flow.target.alias} arrived on {flow.target.alias!r} in the last {wait:.0f} s; stop "
+                              "MM2 (and any mirrorspark running this flow) first")
+
+
+def _heartbeats_during(conf: dict[str, str], source: str, target: str, wait: float) -> int:
+    topic = "heartbeats"
+    reader = consumer({**conf, "group.id": "mirrorspark-takeover-reader", "enable.auto.commit": False})
+    try:
+        if topic not in reader.list_topics(topic, timeout=15).topics or \
+                reader.list_topics(topic, timeout=15).topics[topic].error is not None:
+            return 0
+        _, before = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
+        time.sleep(wait)
+        _, after = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
+        if after <= before:
+            return 0
+        reader.assign([TopicPartition(topic, 0, before)])
+        seen, read = 0, 0
+        deadline = time.monotonic() + 30
+        while read < after - before and time.monotonic() < deadline:
+            msg = reader.poll(1.0)
+            if msg is None or msg.error():
+                continue
+            read += 1
+            try:
+                beat = Heartbeat.from_record(msg.key() or b"", msg.value() or b"")
+            except RecordFormatError:
+                continue
+            seen += beat.source == source and beat.target == target
+        return seen
+    finally:
+        reader.close()
+
+
+def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
+    """The takeover plan of one flow; raises TakeoverRefused (nothing written) when it cannot be done."""
+    source_conf, target_conf = _conf(flow.source), _conf(flow.target)
+    source, target = admin_client(source_conf), admin_client(target_conf)
+    refuse_if_running(flow, target, target_conf, running_wait)
+    topic = offsets_topic(flow)
+    try:
+        mm2: ConnectOffsets = read_connect_offsets(target_conf, topic, flow.source.alias)
+    except TakeoverRefused as exc:
+        raise TakeoverRefused(f"{exc} on cluster {flow.target.alias!r}: expected MM2's Connect offsets topic of flow "
+                              f"{flow.name} (dedicated mode keeps {topic} on the target; set "
+                              f"{flow.target.alias}.offset.storage.topic if MM2 used another name)") from None
+    if not mm2.committed:
+        raise TakeoverRefused(f"{topic} on {flow.target.alias!r} holds no MirrorSourceConnector offsets of "
+                              f"{flow.source.alias!r} ({mm2.records} record(s), {mm2.skipped} unreadable): nothing to "
+                              "take over from")
+    policy = policy_for_flow(flow.settings, flow.source.alias, flow.where("replication.policy.class"))
+    from mirrorspark.pipeline.topic_selection import TopicSelection
+
+    selection = TopicSelection(flow, policy)
+    on_target = topic_partitions(target)
+    on_source = topic_partitions(source)
+    remote = {t: selection.remote_name(t) for t in sorted({t for t, _ in mm2.committed})}
+    missing = {t: r for t, r in remote.items() if r not in on_target}
+    if missing:
+        t, r = next(iter(sorted(missing.items())))
+        hint = next((c for c in (t, f"{flow.source.alias}.{t}") if c in on_target and c != r), None)
+        why = f"; MM2 wrote {hint!r}, so its policy differs" if hint else ""
+        raise TakeoverRefused(f"MM2 replicated {t} but {r!r}, where mirrorspark's policy "
+                              f"({flow.where('replication.policy.class')}) writes it, is not on {flow.target.alias!r}"
+                              f"{why}: use the same replication.policy.class (and separator, topic.map) as MM2")
+    gone = sorted(t for t in remote if t not in on_source)
+    if gone:
+        log.warning("flow %s: %s no longer exist(s) on %s; skipped", flow.name, ", ".join(gone), flow.source.alias)
+    keys = [(t, p) for t in remote if t in on_source for p in range(on_source[t])]
+    syncs = read_offset_syncs(source_conf if _syncs_on_source(flow) else target_conf,
+                              policy.offset_syncs_topic(flow.target.alias if _syncs_on_source(flow)
+                                                        else flow.source.alias))
+    remote_keys = [(remote[t], p) for t, p in keys]
+    t_start = partition_offsets(target, remote_keys, earliest=True)
+    t_end = partition_offsets(target, remote_keys)
+    s_start = partition_offsets(source, keys, earliest=True)
+    out = FlowTakeover(flow.name, topic, skipped_records=mm2.skipped)
+    consumer_conf = {**source_conf, **{k: v for k, v in flow.source_consumer().items() if k == "isolation.level"}}
+    for t, p in keys:
+        r = remote[t]
+        out.partitions.append(locate(consumer_conf, target_conf, t, p, r, mm2.committed.get((t, p)),
+                                     syncs.get((t, p), []), t_start.get((r, p), 0), t_end.get((r, p), 0),
+                                     s_start.get((t, p), 0)))
+    return out
+
+
+def _syncs_on_source(flow: FlowConfig) -> bool:
+    return (flow.get("offset-syncs.topic.location") or "source").strip().lower() != "target"
+
+
+def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
+    """Write the positions for the flow's first start and the mapping of MM2's last records."""
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+
+    if SparkOffsetLog(folder.child("checkpoint")).last_committed() is not None or \
+            SparkOffsetLog(folder.child("checkpoint")).pending() is not None:
+        raise TakeoverRefused(f"mirrorspark already replicated {flow.name} from {folder.uri()}: a takeover applies "
+                              "to a flow's first start only (remove that folder to start the flow over)")
+    target = admin_client(_conf(flow.target))
+    ids = topic_ids(target, sorted({p.remote for p in plan.partitions}))
+    if flow.flag("emit.offset-syncs.enabled"):
+        log_ = RangeLog(folder.child("offset-ranges"))
+        ranges = log_.load()
+        touched = []
+        for row in plan.partitions:
+            if row.remote in ids:
+                ranges.bind(row.topic, row.partition, f"{row.remote}@{ids[row.remote]}", 0)
+            if row.runs:
+                ranges.add(row.topic, row.partition, row.runs, contiguous_with_previous=False)
+            touched.append((row.topic, row.partition))
+        log_.save(ranges, touched)
+    positions = {(p.topic, p.partition): p.resume for p in plan.partitions}
+    folder.write(FILE, json.dumps({
+        "flow": flow.name, "from": plan.offsets_topic, "created": datetime.now(timezone.utc).isoformat(),
+        "positions": starting_offsets(positions)}, indent=1))
+
+
+def load_positions(folder: StateFiles) -> dict[tuple[str, int], int]:
+    """The takeover positions of a flow (empty without a takeover)."""
+    text = folder.read(FILE)
+    if not text:
+        return {}
+    try:
+        body = json.loads(text)
+        return {(t, int(p)): int(o) for t, parts in body["positions"].items() for p, o in parts.items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise TakeoverRefused(f"{folder.uri()}/{FILE} is damaged ({exc}); run `mirrorspark migrate from-mm2 "
+                              "--execute` again or remove the file") from None
+
+
+def plan_all(config: MirrorConfig, running_wait: float = 3.0) -> list[FlowTakeover]:
+    return [plan_flow(flow, running_wait) for flow in config.enabled_flows]
+
+

@@ -1,0 +1,44 @@
+"""Units of the MM2 takeover that need no broker: MM2's Connect offset records, runs of MM2's last writes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mirrorspark.offsets.ranges import Run
+from mirrorspark.takeover.mm2_state import parse_source_offset
+from mirrorspark.takeover.plan import load_positions
+from mirrorspark.takeover.mm2_state import TakeoverRefused
+from mirrorspark.takeover.positions import runs_of, starting_offsets
+from mirrorspark.state.files import LocalFiles
+
+
+def key(connector: str, **partition) -> bytes:
+    return json.dumps([connector, partition]).encode()
+
+
+def test_mm2_source_connector_offsets_are_read_and_others_ignored():
+    k = key("MirrorSourceConnector", cluster="A", topic="t", partition=2)
+    assert parse_source_offset(k, b'{"offset":41}', "A") == (("t", 2), 41)
+    assert parse_source_offset(k, None, "A") == (("t", 2), None)  # a tombstone
+    assert parse_source_offset(key("MirrorCheckpointConnector", group="g", topic="A.t", partition=0),
+                               b'{"offset":0}', "A") is None
+    for bad_key, value in ((b"\xff", b"{}"), (b"[]", b"{}"), (k, b"not json"), (k, b'{"other":1}'),
+                           (key("MirrorSourceConnector", cluster="B", topic="t", partition=0), b'{"offset":1}')):
+        with pytest.raises((ValueError, KeyError, TypeError)):
+            parse_source_offset(bad_key, value, "A")
+
+
+def test_runs_of_mm2s_last_writes_follow_source_gaps():
+    assert runs_of([10, 11, 12, 15, 16], downstream=100) == [Run(10, 100, 3), Run(15, 103, 2)]
+    assert runs_of([], 0) == []
+
+
+def test_takeover_positions_round_trip_and_a_damaged_file_is_refused(tmp_path):
+    folder = LocalFiles(tmp_path)
+    assert load_positions(folder) == {}
+    folder.write("takeover.json", json.dumps({"positions": starting_offsets({("t", 0): 5, ("t", 1): 7})}))
+    assert load_positions(folder) == {("t", 0): 5, ("t", 1): 7}
+    folder.write("takeover.json", "{broken")
+    with pytest.raises(TakeoverRefused, match="takeover.json is damaged"):
+        load_positions(folder)

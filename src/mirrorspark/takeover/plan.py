@@ -181,8 +181,8 @@ def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
         for row in plan.partitions:
             if row.remote in ids:
                 ranges.bind(row.topic, row.partition, f"{row.remote}@{ids[row.remote]}", 0)
-            if row.runs:
-                ranges.add(row.topic, row.partition, row.runs, contiguous_with_previous=False)
+            for run, continues in row.runs:
+                ranges.add(row.topic, row.partition, [run], contiguous_with_previous=continues)
             touched.append((row.topic, row.partition))
         log_.save(ranges, touched)
     positions = {(p.topic, p.partition): p.resume for p in plan.partitions}

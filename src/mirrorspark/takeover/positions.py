@@ -36,7 +36,8 @@ class PartitionTakeover:
     method: str                     # how ``resume`` was found
     written_after_commit: int | None = 0  # records MM2 wrote past its commit (None: not known)
     copied_twice: int | None = 0          # of those, the ones mirrorspark will copy again (None: not known)
-    runs: list[Run] = field(default_factory=list)  # exact source -> target mapping of MM2's last records
+    # Source -> target mapping of MM2's copy: (run, continues the previous run exactly)
+    runs: list[tuple[Run, bool]] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         row = asdict(self)
@@ -88,6 +89,26 @@ def runs_of(offsets: list[int], downstream: int) -> list[Run]:
     return runs
 
 
+def history(syncs: list[tuple[int, int]], anchor: tuple[int, int], target_start: int
+            ) -> tuple[list[tuple[Run, bool]], bool]:
+    """Runs from MM2's offset syncs up to ``anchor``: between two syncs whose source and target
+    distances agree every record in between was copied one for one (an exact run); elsewhere only
+    the synced record is known, and the gap after it translates to one past it (never ahead)."""
+    points = sorted({(u, d) for u, d in syncs if target_start <= d and u <= anchor[0] and d <= anchor[1]})
+    if not points or points[-1] != anchor:
+        points.append(anchor)
+    out: list[tuple[Run, bool]] = []
+    exact = False
+    for (u1, d1), (u2, d2) in zip(points, points[1:]):
+        if u2 > u1 and u2 - u1 == d2 - d1:
+            out.append((Run(u1, d1, u2 - u1), exact))
+            exact = True
+        else:
+            out.append((Run(u1, d1, 1), exact))
+            exact = False
+    return out, exact
+
+
 def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int, remote: str,
            mm2_committed: int | None, syncs: list[tuple[int, int]], target_start: int, target_end: int,
            source_start: int) -> PartitionTakeover:
@@ -104,9 +125,12 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
                 if len(target) == written and same(source[0], target[0]) and same(source[-1], target[-1]):
                     offsets = [r[0] for r in source]
                     after = sum(1 for o in offsets if mm2_committed is None or o > mm2_committed)
+                    before, exact = history(syncs, (upstream, downstream), target_start)
+                    tail = runs_of(offsets, downstream)
+                    runs = before + [(run, exact if i == 0 else True) for i, run in enumerate(tail)]
                     return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, offsets[-1] + 1,
                                              f"offset sync {upstream}->{downstream} and {written} record(s) compared",
-                                             after, 0, runs_of(offsets, downstream))
+                                             after, 0, runs)
     method = ("MM2's committed offset (no offset sync to anchor its last writes)" if mm2_committed is not None
               else "source log start (MM2 committed nothing for this partition)")
     return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, max(fallback, source_start),

@@ -152,3 +152,41 @@ def failover(config: Path, group: str, *extra: str) -> dict:
                    "--json", *extra)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def mm2_offset_record(alias: str, topic: str, partition: int, offset: int) -> tuple[bytes, bytes]:
+    key = json.dumps(["MirrorSourceConnector", {"cluster": alias, "partition": partition, "topic": topic}])
+    return key.encode(), json.dumps({"offset": offset}).encode()
+
+
+def bad_input_setup(clusters: dict[str, str], tmp_path: Path, alias: str, topic: str) -> Path:
+    config = tmp_path / "mm2.properties"
+    config.write_text(config_text(clusters, topic).replace("north", alias))
+    return config
+
+
+@pytest.mark.parametrize("case", ["missing", "unreadable", "other-policy"])
+def test_takeover_refuses_what_it_cannot_trust_and_writes_nothing(clusters, unique, tmp_path, case):
+    alias = f"m{unique[:6]}{case[0]}"
+    topic = f"tkbad-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    config = bad_input_setup(clusters, tmp_path, alias, topic)
+    offsets_topic = f"mm2-offsets.{alias}.internal"
+    if case != "missing":
+        create_topic(clusters["backup"], offsets_topic, 1)
+        producer = Producer({"bootstrap.servers": clusters["backup"]})
+        if case == "unreadable":
+            producer.produce(offsets_topic, b"{not json", b"\xff\xfe", partition=0)
+        else:
+            key, value = mm2_offset_record(alias, topic, 0, 10)
+            producer.produce(offsets_topic, value, key, partition=0)
+            create_topic(clusters["backup"], topic, 1)  # MM2 ran with IdentityReplicationPolicy: `topic`, not `alias.topic`
+        assert producer.flush(10) == 0
+    state = tmp_path / "state"
+    done = migrate(config, state, "--execute", "--wait", "1")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    expected = {"missing": f"{offsets_topic} does not exist on cluster 'south'",
+                "unreadable": "holds no MirrorSourceConnector offsets",
+                "other-policy": "so its policy differs"}[case]
+    assert expected in done.stderr, done.stderr
+    assert not list(state.rglob("takeover.json")) and not list(state.rglob("offset-ranges"))

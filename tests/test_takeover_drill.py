@@ -108,6 +108,7 @@ def test_takeover_after_mm2_is_killed_mid_copy_loses_nothing_and_copies_nothing_
     plan = json.loads(done.stdout)["flows"][0]
     rows = [r for r in plan["partitions"] if r["topic"] == topic]
     assert len(rows) == PARTITIONS and plan["copied_twice"] == 0
+    assert all("record(s) compared" in r["method"] and r["lost"] == 0 for r in rows), rows
     uncommitted = sum(r["written_after_commit"] for r in rows)
     assert sum(r["target_end"] for r in rows) == copied_by_mm2
     print(f"takeover: MM2 copied {copied_by_mm2} records, {uncommitted} of them after its last offset commit; "

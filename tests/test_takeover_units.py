@@ -44,15 +44,16 @@ def test_takeover_positions_round_trip_and_a_damaged_file_is_refused(tmp_path):
         load_positions(folder)
 
 
-def test_offset_syncs_become_exact_runs_only_where_source_and_target_distances_agree():
+def test_offset_syncs_before_the_compared_tail_map_only_the_synced_records():
+    """Surviving syncs of a compacted topic prove no one-for-one copy in between: as MM2 does, a
+    committed offset between two syncs translates to one past the earlier one (never ahead)."""
     from mirrorspark.offsets.ranges import OffsetRanges
     from mirrorspark.takeover.positions import history
 
-    syncs = [(0, 0), (100, 100), (250, 200), (300, 250)]  # 100..250 lost 50 records' worth (compaction)
-    runs, exact = history(syncs, (300, 250), target_start=0)
-    assert runs == [(Run(0, 0, 100), False), (Run(100, 100, 1), True), (Run(250, 200, 50), False)] and exact
+    syncs = [(0, 0), (100, 100), (250, 200), (300, 250), (400, 350)]
+    runs = history(syncs, (300, 250), target_start=0)
+    assert runs == [(Run(0, 0, 1), False), (Run(100, 100, 1), False), (Run(250, 200, 1), False)]
     ranges = OffsetRanges()
-    for run, continues in runs + [(Run(300, 250, 10), exact)]:
+    for run, continues in runs + [(Run(300, 250, 10), False)]:
         ranges.add("t", 0, [run], contiguous_with_previous=continues)
-    assert ranges.translate("t", 0, 50) == 50 and ranges.translate("t", 0, 305) == 255
-    assert ranges.translate("t", 0, 180) == 101  # inside the unknown gap: one past the last known record
+    assert ranges.translate("t", 0, 180) == 101 and ranges.translate("t", 0, 305) == 255

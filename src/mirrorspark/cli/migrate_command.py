@@ -11,7 +11,7 @@ app = typer.Typer(no_args_is_help=True, help="Take flows over from another repli
 
 _COLUMNS = (("topic", "topic"), ("partition", "part"), ("remote", "remote topic"),
             ("mm2_committed", "MM2 committed"), ("target_end", "target end"), ("resume", "resume at"),
-            ("written_after_commit", "MM2 wrote after commit"), ("copied_twice", "copied twice"),
+            ("written_after_commit", "MM2 wrote after commit"), ("copied_twice", "copied twice"), ("lost", "lost"),
             ("method", "how"))
 
 
@@ -37,7 +37,7 @@ def from_mm2(
     from mirrorspark.paths import default_state_dir
     from mirrorspark.state import StateLocation
     from mirrorspark.state.location import KEY as STATE_KEY
-    from mirrorspark.takeover.plan import execute as carry_out, plan_flow
+    from mirrorspark.takeover.plan import check_first_start, execute as carry_out, plan_flow
 
     mirror = load_config(config, list(clusters) if clusters else None)
     from mirrorspark.pipeline.preflight import preflight
@@ -52,8 +52,11 @@ def from_mm2(
             raise TakeoverRefused(f"{STATE_KEY} is {location.describe()}: run the migration with the state on a local "
                                   "path, then copy it there")
         state = location.open()
-        for flow, plan in plans:
-            carry_out(flow, plan, state.child(flow.source.alias).child(flow.target.alias))
+        folders = [state.child(flow.source.alias).child(flow.target.alias) for flow, _ in plans]
+        for (flow, _), folder in zip(plans, folders):
+            check_first_start(flow, folder)  # every flow before anything is written
+        for (flow, plan), folder in zip(plans, folders):
+            carry_out(flow, plan, folder)
     if as_json:
         typer.echo(json.dumps({"executed": execute, "flows": [p.as_dict() for _, p in plans]}, indent=2))
         return
@@ -62,7 +65,8 @@ def from_mm2(
         twice = body["copied_twice"]
         typer.echo(f"flow {flow.name} (from {plan.offsets_topic}; {plan.skipped_records} unreadable record(s) skipped)")
         typer.echo(_table(body["partitions"]))
+        lost = sum(p.lost for p in plan.partitions)
         typer.echo(f"records copied twice: {'unknown (no offset sync anchored some partitions)' if twice is None else twice}"
-                   "; records lost: 0\n")
+                   f"; records lost: {lost}{' (deleted by retention before anyone copied them; reported again at start)' if lost else ''}\n")
     typer.echo("written: start `mirrorspark run` with the same config and state dir" if execute
                else "dry run: add --execute to write these positions")

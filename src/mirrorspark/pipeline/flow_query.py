@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.admin import topic_partitions
 from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
@@ -145,10 +146,8 @@ class FlowQuery:
         reader = spark.readStream.format("kafka")
         options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
         if self.takeover and self.spark_log.last_committed() is None and self._rerun is None:
-            # Spark wants an offset for every partition its pattern assigns: the first start reads
-            # exactly the planned topics; later starts use the usual pattern (new topics from earliest).
-            options["subscribePattern"] = self.selection.exact_pattern(set(self.remote_topics.plan.partitions))
-            options["startingOffsets"] = self._takeover_offsets(options["startingOffsets"])
+            options["startingOffsets"] = self._takeover_offsets(options["startingOffsets"],
+                                                                options["subscribePattern"])
         for key, value in options.items():
             reader = reader.option(key, value)
         # Each flow's jobs run in a scheduler pool of its own: flows share the executors fairly.
@@ -161,13 +160,19 @@ class FlowQuery:
             .start()
         )
 
-    def _takeover_offsets(self, reset: str) -> str:
+    def _takeover_offsets(self, reset: str, pattern: str) -> str:
         """Spark's startingOffsets for the first start after MM2: its positions where it has them, the
-        flow's auto.offset.reset elsewhere (Spark wants every partition the pattern assigns)."""
+        flow's auto.offset.reset elsewhere. Spark wants an offset for every partition its pattern
+        assigns, so every source topic the pattern matches is listed (the pattern is valid Python
+        too; a topic created meanwhile fails the start, and the restart lists it)."""
         default = -2 if reset == "earliest" else -1
         plan = self.remote_topics.plan.partitions
+        try:
+            matched = {t: n for t, n in topic_partitions(self.remote_topics.source).items() if re.search(pattern, t)}
+        except re.error:  # a Java-only construct in the flow's topics: the planned topics are the best guess
+            matched = dict(plan)
         offsets = {topic: {str(p): self.takeover.get((topic, p), default) for p in range(count)}
-                   for topic, count in sorted(plan.items())}
+                   for topic, count in sorted(matched.items())}
         log.info("flow %s: first start after MirrorMaker 2: %d partition(s) resume where MM2 stopped", self.flow.name,
                  sum(1 for key in self.takeover if key[0] in plan))
         return json.dumps(offsets)

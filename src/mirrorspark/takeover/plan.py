@@ -130,8 +130,15 @@ def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
     selection = TopicSelection(flow, policy)
     on_target = topic_partitions(target)
     on_source = topic_partitions(source)
+    syncs = read_offset_syncs(source_conf if _syncs_on_source(flow) else target_conf,
+                              policy.offset_syncs_topic(flow.target.alias if _syncs_on_source(flow)
+                                                        else flow.source.alias))
     remote = {t: selection.remote_name(t) for t in sorted({t for t, _ in mm2.committed})}
-    missing = {t: r for t, r in remote.items() if r not in on_target}
+    # Topics MM2 copied but never committed (stopped within offset.flush.interval.ms of starting them).
+    for t in sorted({t for t, _ in syncs} - set(remote)):
+        if selection.should_replicate(t) and selection.remote_name(t) in on_target:
+            remote[t] = selection.remote_name(t)
+    missing = {t: r for t, r in remote.items() if r not in on_target and any(k[0] == t for k in mm2.committed)}
     if missing:
         t, r = next(iter(sorted(missing.items())))
         hint = next((c for c in (t, f"{flow.source.alias}.{t}") if c in on_target and c != r), None)
@@ -143,15 +150,13 @@ def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
     if gone:
         log.warning("flow %s: %s no longer exist(s) on %s; skipped", flow.name, ", ".join(gone), flow.source.alias)
     keys = [(t, p) for t in remote if t in on_source for p in range(on_source[t])]
-    syncs = read_offset_syncs(source_conf if _syncs_on_source(flow) else target_conf,
-                              policy.offset_syncs_topic(flow.target.alias if _syncs_on_source(flow)
-                                                        else flow.source.alias))
     remote_keys = [(remote[t], p) for t, p in keys]
     t_start = partition_offsets(target, remote_keys, earliest=True)
     t_end = partition_offsets(target, remote_keys)
     s_start = partition_offsets(source, keys, earliest=True)
     out = FlowTakeover(flow.name, topic, skipped_records=mm2.skipped)
-    consumer_conf = {**source_conf, **{k: v for k, v in flow.source_consumer().items() if k == "isolation.level"}}
+    # MM2's consumer reads uncommitted records unless told otherwise: compare what it copied.
+    consumer_conf = {**source_conf, "isolation.level": flow.source_consumer().get("isolation.level", "read_uncommitted")}
     for t, p in keys:
         r = remote[t]
         out.partitions.append(locate(consumer_conf, target_conf, t, p, r, mm2.committed.get((t, p)),
@@ -164,15 +169,25 @@ def _syncs_on_source(flow: FlowConfig) -> bool:
     return (flow.get("offset-syncs.topic.location") or "source").strip().lower() != "target"
 
 
-def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
-    """Write the positions for the flow's first start and the mapping of MM2's last records."""
+def check_first_start(flow: FlowConfig, folder: StateFiles) -> None:
+    """A takeover applies to a flow mirrorspark never ran (checked for every flow before any write)."""
     from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 
-    if SparkOffsetLog(folder.child("checkpoint")).last_committed() is not None or \
-            SparkOffsetLog(folder.child("checkpoint")).pending() is not None:
+    log_ = SparkOffsetLog(folder.child("checkpoint"))
+    if log_.last_committed() is not None or log_.pending() is not None:
         raise TakeoverRefused(f"mirrorspark already replicated {flow.name} from {folder.uri()}: a takeover applies "
                               "to a flow's first start only (remove that folder to start the flow over)")
+
+
+def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
+    """Write the positions for the flow's first start and the mapping of MM2's last records."""
+    from mirrorspark.pipeline.state_identity import check_state_identity
+
+    check_first_start(flow, folder)
     target = admin_client(_conf(flow.target))
+    # The clusters' ids go with the positions: `run` against other clusters refuses this state.
+    check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, admin_client(_conf(flow.source)),
+                         target)
     ids = topic_ids(target, sorted({p.remote for p in plan.partitions}))
     if flow.flag("emit.offset-syncs.enabled"):
         log_ = RangeLog(folder.child("offset-ranges"))

@@ -3,11 +3,14 @@
 MM2 commits its source positions every ``offset.flush.interval.ms``; records written after the last
 commit are on the target but not in its offsets topic, and resuming at the committed position would
 copy them twice. Its offset syncs say exactly where some source offset u landed on the target (d).
-From the newest sync whose target record still exists, the target records d..end-1 are MM2's
-copies, in order, of the source records from u on: the k-th of those source records is the last
-one MM2 wrote. Both ends are compared (key, value, headers) before it is trusted; otherwise the
-flow resumes after MM2's committed offset and the records MM2 wrote after it are counted as
-copied twice.
+From a sync whose target record still exists, the target records d..end-1 are MM2's copies, in
+order, of the source records from u on, if every pair compares equal (key, value, headers, and
+timestamps where the target keeps the producer's): then the last of those source records is the
+last one MM2 wrote, and the pairs are the exact mapping of that part of MM2's copy. The oldest
+sync within the last ``WINDOW`` target records is tried first (a longer exact mapping), then the
+newest. Otherwise the flow resumes after MM2's committed offset, and the records MM2 wrote after it
+are counted as possibly copied twice. Between older syncs the mapping is what MM2 itself knows:
+the synced record, and one past it for the records after (never ahead).
 """
 from __future__ import annotations
 
@@ -15,14 +18,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
 
 from mirrorspark.control.admin import consumer
 from mirrorspark.offsets.ranges import Run
+from mirrorspark.takeover.mm2_state import TakeoverRefused
 
-MAX_TAIL = 1_000_000  # records read from the source after a sync; beyond, the committed offset is used
+WINDOW = 100_000  # target records compared first: MM2's last records are mapped exactly this far back
+MAX_TAIL = 1_000_000  # records read after the newest sync; beyond, the committed offset is used
 
-Record = tuple[int, bytes | None, bytes | None, tuple]  # offset, key, value, headers
+Record = tuple[int, bytes | None, bytes | None, tuple, int | None]  # offset, key, value, headers, CreateTime
 
 
 @dataclass
@@ -34,6 +39,7 @@ class PartitionTakeover:
     target_end: int
     resume: int                     # first source offset mirrorspark copies
     method: str                     # how ``resume`` was found
+    lost: int = 0                   # source records gone (retention) before ``resume`` was reached
     written_after_commit: int | None = 0  # records MM2 wrote past its commit (None: not known)
     copied_twice: int | None = 0          # of those, the ones mirrorspark will copy again (None: not known)
     # Source -> target mapping of MM2's copy: (run, continues the previous run exactly)
@@ -63,8 +69,10 @@ def read_from(conf: dict[str, Any], topic: str, partition: int, start: int, coun
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         return out
-                    raise RuntimeError(f"reading {topic}[{partition}] failed: {msg.error().str()}")
-                out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ())))
+                    raise TakeoverRefused(f"reading {topic}[{partition}] failed: {msg.error().str()}")
+                kind, ts = msg.timestamp()
+                out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()),
+                            ts if kind == TIMESTAMP_CREATE_TIME else None))
                 if len(out) >= count:
                     break
     finally:
@@ -73,8 +81,9 @@ def read_from(conf: dict[str, Any], topic: str, partition: int, start: int, coun
 
 
 def same(a: Record, b: Record) -> bool:
-    """The same record content (MM2 copies key, value and headers unchanged)."""
-    return a[1:] == b[1:]
+    """The same record (MM2 copies key, value, headers and the timestamp unchanged; a target with
+    LogAppendTime sets its own timestamps, which are then not compared)."""
+    return a[1:4] == b[1:4] and (a[4] is None or b[4] is None or a[4] == b[4])
 
 
 def runs_of(offsets: list[int], downstream: int) -> list[Run]:
@@ -89,52 +98,55 @@ def runs_of(offsets: list[int], downstream: int) -> list[Run]:
     return runs
 
 
-def history(syncs: list[tuple[int, int]], anchor: tuple[int, int], target_start: int
-            ) -> tuple[list[tuple[Run, bool]], bool]:
-    """Runs from MM2's offset syncs up to ``anchor``: between two syncs whose source and target
-    distances agree every record in between was copied one for one (an exact run); elsewhere only
-    the synced record is known, and the gap after it translates to one past it (never ahead)."""
-    points = sorted({(u, d) for u, d in syncs if target_start <= d and u <= anchor[0] and d <= anchor[1]})
-    if not points or points[-1] != anchor:
-        points.append(anchor)
-    out: list[tuple[Run, bool]] = []
-    exact = False
-    for (u1, d1), (u2, d2) in zip(points, points[1:]):
-        if u2 > u1 and u2 - u1 == d2 - d1:
-            out.append((Run(u1, d1, u2 - u1), exact))
-            exact = True
-        else:
-            out.append((Run(u1, d1, 1), exact))
-            exact = False
-    return out, exact
+def history(syncs: list[tuple[int, int]], before: tuple[int, int], target_start: int) -> list[tuple[Run, bool]]:
+    """What MM2's own syncs say about its copy before ``before``: each synced record, with an unknown
+    gap after it (translated to one past it, as MM2 does: the records in between were not
+    compared, and surviving syncs of a compacted topic prove no one-for-one copy)."""
+    points = sorted({(u, d) for u, d in syncs if target_start <= d < before[1] and u < before[0]})
+    return [(Run(u, d, 1), False) for u, d in points]
+
+
+def _compared(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int, remote: str,
+              anchor: tuple[int, int], target_end: int) -> list[int] | None:
+    """Source offsets of MM2's copies at anchor's target offset..end-1, if every pair compares equal."""
+    upstream, downstream = anchor
+    written = target_end - downstream
+    source = read_from(source_conf, topic, partition, upstream, written)
+    if len(source) != written or not source or source[0][0] != upstream:
+        return None
+    target = read_from(target_conf, remote, partition, downstream, written)
+    if len(target) != written or not all(same(a, b) for a, b in zip(source, target)):
+        return None
+    return [r[0] for r in source]
 
 
 def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int, remote: str,
            mm2_committed: int | None, syncs: list[tuple[int, int]], target_start: int, target_end: int,
            source_start: int) -> PartitionTakeover:
     """The resume position of one source partition."""
-    fallback = (mm2_committed + 1) if mm2_committed is not None else source_start
-    anchors = sorted((u, d) for u, d in syncs if target_start <= d < target_end)
-    if anchors:
-        upstream, downstream = anchors[-1]
-        written = target_end - downstream
-        if written <= MAX_TAIL:
-            source = read_from(source_conf, topic, partition, upstream, written)
-            if len(source) == written and source[0][0] == upstream:
-                target = read_from(target_conf, remote, partition, downstream, written)
-                if len(target) == written and same(source[0], target[0]) and same(source[-1], target[-1]):
-                    offsets = [r[0] for r in source]
-                    after = sum(1 for o in offsets if mm2_committed is None or o > mm2_committed)
-                    before, exact = history(syncs, (upstream, downstream), target_start)
-                    tail = runs_of(offsets, downstream)
-                    runs = before + [(run, exact if i == 0 else True) for i, run in enumerate(tail)]
-                    return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, offsets[-1] + 1,
-                                             f"offset sync {upstream}->{downstream} and {written} record(s) compared",
-                                             after, 0, runs)
-    method = ("MM2's committed offset (no offset sync to anchor its last writes)" if mm2_committed is not None
+    usable = sorted({(d, u) for u, d in syncs if target_start <= d < target_end})
+    candidates: list[tuple[int, int]] = []
+    in_window = [(u, d) for d, u in usable if target_end - d <= WINDOW]
+    if in_window:
+        candidates.append(in_window[0])  # the oldest within the window: the longest exact mapping
+    if usable and target_end - usable[-1][0] <= MAX_TAIL:
+        candidates.append((usable[-1][1], usable[-1][0]))  # the newest: the fewest records to compare
+    for anchor in dict.fromkeys(candidates):
+        offsets = _compared(source_conf, target_conf, topic, partition, remote, anchor, target_end)
+        if offsets is None:
+            continue
+        after = sum(1 for o in offsets if mm2_committed is None or o > mm2_committed)
+        runs = history(syncs, anchor, target_start) + [(run, i > 0) for i, run in enumerate(runs_of(offsets, anchor[1]))]
+        return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, offsets[-1] + 1,
+                                 f"offset sync {anchor[0]}->{anchor[1]} and {len(offsets)} record(s) compared",
+                                 written_after_commit=after, copied_twice=0, runs=runs)
+    resume = (mm2_committed + 1) if mm2_committed is not None else source_start
+    method = ("MM2's committed offset (no offset sync anchors its last writes)" if mm2_committed is not None
               else "source log start (MM2 committed nothing for this partition)")
-    return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, max(fallback, source_start),
-                             method, None, None)
+    unknown = target_end > target_start  # MM2 wrote something: how much of it after its commit is unknown
+    return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, resume, method,
+                             lost=max(0, source_start - resume), written_after_commit=None if unknown else 0,
+                             copied_twice=None if unknown else 0, runs=history(syncs, (resume, target_end), target_start))
 
 
 def starting_offsets(positions: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:

@@ -12,11 +12,11 @@ import json
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from conftest import run_cli, running_mirrorspark
 from kafka_tools import create_topic, lost_and_duplicated, produce, wait_for_count
 from test_integrity_drills import detail, numbered, rest
-from test_offsets_e2e import commit_on
+from test_offsets_e2e import commit_on, read_from
 from test_operations import metric
 from test_spark_cluster import seqs
 from test_topologies_and_topics import wait_until
@@ -36,25 +36,6 @@ def failover_json(config, group: str, *extra: str) -> dict:
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     return json.loads(done.stdout)
-
-
-def read_seqs_from(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> list[int]:
-    """What the failed-over consumer reads: every record from its committed offsets to the end."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                       "enable.partition.eof": True})
-    reader.assign([TopicPartition(t, p, o) for (t, p), o in offsets.items()])
-    out, eof = [], set()
-    deadline = time.monotonic() + 60
-    while len(eof) < len(offsets) and time.monotonic() < deadline:
-        msg = reader.poll(1.0)
-        if msg is None:
-            continue
-        if msg.error():
-            eof.add((msg.topic(), msg.partition()))
-            continue
-        out.append(int(dict(msg.headers())["seq"]))
-    reader.close()
-    return out
 
 
 def test_remote_topic_recreated_under_a_checkpointed_group_skips_nothing_after_failover(clusters, unique, tmp_path):
@@ -106,7 +87,7 @@ def test_remote_topic_recreated_under_a_checkpointed_group_skips_nothing_after_f
 
     committed = {(c["topic"], c["partition"]): c["offset"] for c in done["committed"]}
     assert committed == {(remote, 0): 0, (remote, 1): 0}
-    read = read_seqs_from(clusters["backup"], group, committed)
+    read = [int(key) for key in read_from(clusters["backup"], group, committed)]  # numbered(): key = seq
     new = range(2 * PER_PARTITION, 4 * PER_PARTITION)
     skipped_records, duplicated = lost_and_duplicated(new, read)
     print(f"translation drill: skipped {len(skipped_records)}, duplicated {duplicated}, read {len(read)}, "

@@ -67,7 +67,8 @@ browser() {
   # Headless Chromium for tests/test_api_docs.py, which renders /docs with no network. Optional: a
   # machine without apt-get (or without root / passwordless sudo) gets a hint and the test skips.
   local b
-  for b in chromium chromium-browser google-chrome; do command -v "$b" >/dev/null 2>&1 && return 0; done
+  # A browser that answers --version (a snap stub in a container does not) counts as installed.
+  for b in chromium chromium-browser google-chrome; do command -v "$b" >/dev/null 2>&1 && "$b" --version >/dev/null 2>&1 && return 0; done
   local sudo=()
   if [[ $(id -u) -ne 0 ]]; then
     if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(false); fi

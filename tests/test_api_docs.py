@@ -119,7 +119,12 @@ def test_real_server_keeps_traversal_behind_the_token(server):
 
 
 def browser() -> str | None:
-    return next((found for name in BROWSERS if (found := shutil.which(name))), None)
+    """The first Chromium on PATH that runs (a snap stub in a container answers nothing)."""
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found and subprocess.run([found, "--version"], capture_output=True, timeout=60).returncode == 0:
+            return found
+    return None
 
 
 def chromium(binary: str, url: str, *extra: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,6 @@ record planted in the checkpoints topic beforehand is skipped, counted and named
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from confluent_kafka import Producer

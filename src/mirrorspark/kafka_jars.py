@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import sys
 import threading
@@ -74,10 +75,15 @@ def load_list(path: Path = LIST_FILE) -> JarList:
         if not line.strip() or line.startswith("#"):
             continue
         group, artifact, art_version, size, sha1, sha256 = line.split("\t")
+        if not all(_SAFE.fullmatch(field) for field in (group, artifact, art_version, sha1, sha256)):
+            raise KafkaJarsUnavailable(f"{path}: {line!r} is not a plain Maven coordinate with checksums")
         artifacts.append(Artifact(group, artifact, art_version, int(size), sha1, sha256))
     if not version or not artifacts:
         raise KafkaJarsUnavailable(f"{path} is not a Kafka jar list (no kafka.version or no jars)")
     return JarList(version, tuple(artifacts))
+
+
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # no "/" or "..": names stay inside the cache folder
 
 
 def cache_root() -> Path:
@@ -127,6 +133,10 @@ def _download_into(target: Path, jars: JarList) -> None:
             shutil.move(str(jar), partial / jar.name)
         shutil.rmtree(target)
     partial.mkdir(exist_ok=True)
+    listed = {a.file_name for a in jars.artifacts}
+    for stray in partial.glob("*.jar"):  # only listed, verified jars go on the brokers' classpath
+        if stray.name not in listed:
+            stray.unlink()
     missing = [a for a in jars.artifacts if not _verified(partial / a.file_name, a)]
     progress = _Progress(sum(a.size for a in missing), len(missing), jars, repository, target)
     if missing:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -171,3 +173,45 @@ def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> d
             if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 raise
     return out
+
+
+class TopicMissing(LookupError):
+    """The topic to read does not exist."""
+
+
+def read_to_end(conf: dict[str, Any], topic: str, timeout: float = 60.0, partitions: list[int] | None = None
+                ) -> Iterator[tuple[bytes | None, bytes | None, int, int, int]]:
+    """(key, value, partition, offset, timestamp ms) of every record of ``topic`` (or of ``partitions``)
+    up to the end offsets at call time, in offset order per partition. Internal topics (checkpoints,
+    MM2's Connect offsets and syncs) are read this way. Raises TopicMissing."""
+    reader = consumer({**conf, "group.id": "mirrorspark-internal-reader", "enable.auto.commit": False,
+                       "enable.partition.eof": True})
+    try:
+        metadata = reader.list_topics(topic, timeout=timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            raise TopicMissing(f"topic {topic} does not exist")
+        ends: dict[int, int] = {}
+        starts: list[TopicPartition] = []
+        for partition in sorted(metadata.partitions if partitions is None else partitions):
+            low, high = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            if high > low:
+                ends[partition] = high
+                starts.append(TopicPartition(topic, partition, low))
+        if not starts:
+            return
+        reader.assign(starts)
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            msg = reader.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    ends.pop(msg.partition(), None)
+                    continue
+                raise KafkaException(msg.error())
+            yield msg.key(), msg.value(), msg.partition(), msg.offset(), msg.timestamp()[1]
+            if msg.offset() >= ends.get(msg.partition(), 0) - 1:
+                ends.pop(msg.partition(), None)
+    finally:
+        reader.close()

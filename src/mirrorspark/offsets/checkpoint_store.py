@@ -6,13 +6,11 @@ mirrorspark does the same and applies MM2's "emit only if newer" rule against it
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirrorspark.control.admin import consumer
+from mirrorspark.control.admin import TopicMissing, read_to_end
 
 from mirrorspark.offsets.formats import Checkpoint, RecordFormatError
 
@@ -27,33 +25,11 @@ Record = tuple["bytes | None", "bytes | None", int, int, int]  # key, value, par
 
 
 def read_compacted_topic(conf: dict[str, Any], topic: str, timeout: float = 30.0) -> list[Record]:
-    """Every record of partition 0 of ``topic`` up to its end offset at call time."""
-    reader = consumer({**conf, "group.id": "mirrorspark-internal-reader", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+    """Every record of partition 0 of ``topic`` up to its end offset at call time ([] without the topic)."""
     try:
-        metadata = reader.list_topics(topic, timeout=timeout).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            return []
-        low, high = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout)
-        if high <= low:
-            return []
-        reader.assign([TopicPartition(topic, 0, low)])
-        out: list[Record] = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg = reader.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    break
-                raise KafkaException(msg.error())
-            out.append((msg.key(), msg.value(), msg.partition(), msg.offset(), msg.timestamp()[1]))
-            if msg.offset() >= high - 1:
-                break
-        return out
-    finally:
-        reader.close()
+        return list(read_to_end(conf, topic, timeout, partitions=[0]))
+    except TopicMissing:
+        return []
 
 
 def decode_checkpoints(topic: str, records: Iterable[Record]) -> tuple[list[tuple[Checkpoint, int]], int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
@@ -139,10 +139,11 @@ class CheckpointTask:
                     out.append(Checkpoint(group, remote, partition, old.upstream, downstream, old.metadata))
         return out
 
-    def run_once(self) -> int:
-        """One round over all groups; returns checkpoints written."""
+    def run_once(self, remote_ids: Mapping[str, str] | None = None) -> int:
+        """One round over all groups; returns checkpoints written. ``remote_ids`` (remote topic ->
+        topic id) are the ids the identity check just read: no second describe call for them."""
         assert self._producer is not None, "start() first"
-        self._remote_ids = {}
+        self._remote_ids = dict(remote_ids or {})
         resets = self.pending_resets()
         written: list[Checkpoint] = []
         groups = self.source_groups()

@@ -10,7 +10,7 @@ checkpoints off), ``offset-syncs.topic.location`` (source|target),
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -182,18 +182,17 @@ class FlowOffsets:
             return
         self.writer.on_batch(runs, {remote: src for src, remote in remote_topics.items()})
 
-    def schedule(self, scheduler, check_topics: Callable[[], object] | None = None) -> None:
+    def schedule(self, scheduler, check_topics: Callable[[], Mapping[str, str]] | None = None) -> None:
         """Checkpoints and group sync on the control thread; ``check_topics`` (the flow's topic
-        identity check) runs before each checkpoint round, so a remote topic re-created since the
-        last topic refresh is re-bound, and its old checkpoints replaced, in that same round."""
+        identity check, returning the remote topics' ids) runs before each checkpoint round, so a
+        remote topic re-created since the last topic refresh is re-bound, and its old checkpoints
+        replaced, in that same round."""
         if self.checkpoints is not None:
             interval = self.flow.interval("emit.checkpoints")
             task = self.checkpoints
 
             def round_() -> None:
-                if check_topics is not None:
-                    check_topics()
-                task.run_once()
+                task.run_once(check_topics() if check_topics is not None else None)
             scheduler.every(f"flow {self.flow.name}: checkpoints", interval, round_, initial_delay=min(interval, 5.0))
         if self.group_sync is not None:
             interval = self.flow.interval("sync.group.offsets")

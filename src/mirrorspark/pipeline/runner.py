@@ -161,9 +161,11 @@ class Replicator:
         supervisor: list[FlowSupervisor] = []  # filled below, once the query exists
         figures = FlowMetrics(self.metrics, flow.source.alias, flow.target.alias)
 
-        def check_identity() -> None:
+        def check_identity() -> dict[str, str]:
+            """The identity check; returns the remote topics' ids it read (the checkpoint round uses them)."""
             if identity.check(remote.plan.remote, remote.plan.partitions) and supervisor:
                 supervisor[0].restart_requested = "a source topic was re-created"
+            return dict(identity.remote_ids)
 
         def refresh_topics() -> None:
             plan = remote.refresh(force_target_check=True)

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import consumer
+from mirrorspark.control.admin import TopicMissing, read_to_end
 from mirrorspark.offsets.formats import OffsetSync, RecordFormatError
 
 log = logging.getLogger(__name__)
@@ -42,41 +41,13 @@ class ConnectOffsets:
 
 
 def read_all(conf: dict[str, Any], topic: str, timeout: float = 60.0) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
-    """(partition, offset, key, value) of every partition of ``topic`` up to its end at call time, in offset
-    order per partition. Raises TakeoverRefused when the topic does not exist."""
-    reader = consumer({**conf, "group.id": "mirrorspark-takeover-reader", "enable.auto.commit": False,
-                       "enable.partition.eof": True})
+    """(partition, offset, key, value) of every partition of ``topic`` up to its end at call time.
+    Raises TakeoverRefused when the topic does not exist."""
     try:
-        metadata = reader.list_topics(topic, timeout=timeout).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            raise TakeoverRefused(f"topic {topic} does not exist")
-        ends: dict[int, int] = {}
-        starts: list[TopicPartition] = []
-        for partition in sorted(metadata.partitions):
-            low, high = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
-            if high > low:
-                ends[partition] = high
-                starts.append(TopicPartition(topic, partition, low))
-        if not starts:
-            return
-        reader.assign(starts)
-        deadline = time.monotonic() + timeout
-        while ends and time.monotonic() < deadline:
-            msg = reader.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ends.pop(msg.partition(), None)
-                    continue
-                raise KafkaException(msg.error())
-            yield msg.partition(), msg.offset(), msg.key(), msg.value()
-            if msg.offset() >= ends.get(msg.partition(), 0) - 1:
-                ends.pop(msg.partition(), None)
-        if ends:
-            raise TakeoverRefused(f"topic {topic} could not be read to its end within {timeout:.0f} s")
-    finally:
-        reader.close()
+        for key, value, partition, offset, _ in read_to_end(conf, topic, timeout):
+            yield partition, offset, key, value
+    except TopicMissing:
+        raise TakeoverRefused(f"topic {topic} does not exist") from None
 
 
 def parse_source_offset(key: bytes | None, value: bytes | None, source_alias: str) -> tuple[Key, int | None] | None:

@@ -82,8 +82,8 @@ def _heartbeats_during(conf: dict[str, str], source: str, target: str, wait: flo
     topic = "heartbeats"
     reader = consumer({**conf, "group.id": "mirrorspark-takeover-reader", "enable.auto.commit": False})
     try:
-        if topic not in reader.list_topics(topic, timeout=15).topics or \
-                reader.list_topics(topic, timeout=15).topics[topic].error is not None:
+        found = reader.list_topics(topic, timeout=15).topics.get(topic)
+        if found is None or found.error is not None:
             return 0
         _, before = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
         time.sleep(wait)

@@ -19,12 +19,12 @@ import atexit
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from mirrorspark import jdk
 from mirrorspark.config.errors import ConfigError
 
 # Keys whose name and meaning are the same in the Java client and librdkafka.
@@ -252,13 +252,10 @@ def use_state_dir(state_dir: Path) -> None:
 
 
 def _keytool(key: str, *args: str, passwords: Mapping[str, str] | None = None, stdin: bytes | None = None) -> bytes:
-    from mirrorspark.local.security import SecurityError, keytool_command
-
-    try:
-        argv, env = keytool_command(list(args), passwords or {})
-    except SecurityError as exc:
-        raise ConfigError(f"{key}: converting a Java keystore needs the JDK's keytool: {exc}", key) from None
-    done = subprocess.run(argv, input=stdin, capture_output=True, env=env)
+    keytool = jdk.find_tool("keytool")
+    if not keytool:
+        raise ConfigError(f"{key}: converting a Java keystore needs the JDK's keytool: {jdk.KEYTOOL_MISSING}", key)
+    done = jdk.run_keytool(keytool, list(args), passwords or {}, stdin)
     if done.returncode != 0:
         reason = (done.stdout + done.stderr).decode(errors="replace").strip().splitlines()
         raise ConfigError(f"{key}: keytool could not read the store ({reason[-1] if reason else 'no output'}); "

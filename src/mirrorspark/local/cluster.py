@@ -19,7 +19,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mirrorspark import paths
+from mirrorspark import jdk, paths
 from mirrorspark.local import server_properties
 from mirrorspark.local.security import Secrets, SecurityError, SecurityOptions, broker_properties, \
     client_properties, create_scram_user, uses_scram
@@ -84,12 +84,9 @@ class RunningCluster:
 
 def java_executable() -> str:
     """``$JAVA_HOME/bin/java`` or ``java`` on PATH."""
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").is_file():
-        return str(Path(home) / "bin" / "java")
-    found = shutil.which("java")
+    found = jdk.find_tool("java")
     if not found:
-        raise LocalClusterError("java not found: install Java 17+ and put it on PATH (or set JAVA_HOME)")
+        raise LocalClusterError(jdk.JAVA_MISSING)
     return found
 
 

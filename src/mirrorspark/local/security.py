@@ -9,15 +9,13 @@ working while ACLs on other principals can be created and synced.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import shutil
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from mirrorspark import jdk
 from mirrorspark.private_files import private_dir, write_private
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -80,29 +78,14 @@ class Secrets:
 
 
 def keytool() -> str:
-    home = os.environ.get("JAVA_HOME")
-    candidate = Path(home) / "bin" / "keytool" if home else None
-    found = str(candidate) if candidate and candidate.is_file() else shutil.which("keytool")
+    found = jdk.find_tool("keytool")
     if not found:
-        raise SecurityError("keytool not found: it ships with the JDK; put the JDK's bin on PATH or set JAVA_HOME")
+        raise SecurityError(jdk.KEYTOOL_MISSING)
     return found
 
 
-def keytool_command(args: list[str], passwords: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """keytool's argv and environment with each password passed as ``-storepass:env NAME`` (or
-    ``-keypass``, ``-srcstorepass``, ``-deststorepass``): never on the command line, where any
-    local user reads it from ``/proc/<pid>/cmdline`` or ``ps``."""
-    argv, env = [keytool(), "-J-Xmx64m", *args], dict(os.environ)
-    for option, password in passwords.items():
-        name = f"MIRRORSPARK_KEYTOOL_{option.lstrip('-').upper()}"
-        argv += [f"{option}:env", name]
-        env[name] = password
-    return argv, env
-
-
 def _keytool(*args: str, passwords: Mapping[str, str], stdin: bytes | None = None) -> bytes:
-    argv, env = keytool_command(list(args), passwords)
-    done = subprocess.run(argv, input=stdin, capture_output=True, env=env)
+    done = jdk.run_keytool(keytool(), list(args), passwords, stdin)
     if done.returncode != 0:
         raise SecurityError(f"keytool {args[0]} failed: {(done.stderr or done.stdout).decode(errors='replace')[-800:]}")
     return done.stdout

@@ -1,10 +1,9 @@
-"""Configuration errors: always name the offending key so the user knows what to fix."""
+"""Configuration errors: always name the offending key so the user knows what to fix.
+
+``ConfigError`` belongs to mirrorspark's error family (``mirrorspark.errors``); it is re-exported
+here, where the configuration code has always imported it from."""
 from __future__ import annotations
 
+from mirrorspark.errors import ConfigError
 
-class ConfigError(ValueError):
-    """The configuration cannot be used; ``key`` is the property at fault, if there is one."""
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
+__all__ = ["ConfigError"]

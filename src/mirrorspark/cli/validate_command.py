@@ -17,9 +17,9 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
         raw_echo(redactor.text(line))
 
     from mirrorspark.control.remote_topics import RemoteNames
-    from mirrorspark.pipeline.topic_selection import TopicSelection
     from mirrorspark.policy import policy_for_flow
     from mirrorspark.policy.loading import POLICY_KEY, check_policy_class, policy_label
+    from mirrorspark.policy.topic_selection import TopicSelection
 
     echo(f"config: {config.source_path}")
     for warning in config.warnings:

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import broker_count, topic_partitions
-from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.policy.topic_selection import TopicSelection
 
 if TYPE_CHECKING:
     from mirrorspark.control.topic_configs import TopicConfigs

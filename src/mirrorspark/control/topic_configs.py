@@ -11,7 +11,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 from mirrorspark.config.model import FlowConfig, default, split_list
-from mirrorspark.pipeline.topic_selection import join_patterns
+from mirrorspark.policy.topic_selection import join_patterns
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from mirrorspark.integrity import loss
 from mirrorspark.integrity.failover_verdict import GroupVerdict, assess, read_checkpoints
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.offsets.ranges import OffsetRanges
-from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateError, StateFiles
 
 log = logging.getLogger(__name__)

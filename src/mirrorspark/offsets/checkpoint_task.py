@@ -26,7 +26,7 @@ from mirrorspark.metrics.registry import CHECKPOINT, drop_series
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.offsets.formats import Checkpoint
 from mirrorspark.offsets.group_filter import GroupFilter
-from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.policy.topic_selection import TopicSelection
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from mirrorspark.offsets.group_sync import GroupOffsetSync
 from mirrorspark.offsets.range_log import RangeLog, import_sqlite
 from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter, ReportedRun
-from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import LocalFiles, StateFiles
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.offsets.sync_writer import ReportedRun, parse_drained
 from mirrorspark.pipeline.executors import through_provider
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
-from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)

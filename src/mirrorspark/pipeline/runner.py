@@ -36,7 +36,7 @@ from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, ch
 from mirrorspark.pipeline.state_identity import check_state_identity
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.takeover.plan import load_positions
-from mirrorspark.pipeline.topic_selection import TopicSelection
+from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY
 from mirrorspark.rest.replicator_controller import ReplicatorController

@@ -23,6 +23,7 @@ from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.offsets.formats import Heartbeat, RecordFormatError
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.policy import policy_for_flow
+from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateFiles
 from mirrorspark.takeover.mm2_state import (ConnectOffsets, TakeoverRefused, read_connect_offsets,
                                             read_offset_syncs, worker_group_state)
@@ -125,8 +126,6 @@ def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
                               f"{flow.source.alias!r} ({mm2.records} record(s), {mm2.skipped} unreadable): nothing to "
                               "take over from")
     policy = policy_for_flow(flow.settings, flow.source.alias, flow.where("replication.policy.class"))
-    from mirrorspark.pipeline.topic_selection import TopicSelection
-
     selection = TopicSelection(flow, policy)
     on_target = topic_partitions(target)
     on_source = topic_partitions(source)

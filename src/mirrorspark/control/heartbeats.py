@@ -39,7 +39,6 @@ class HeartbeatEmitter:
         self.replication_factor = replication_factor
         self._producer = producer({**target_conf, "acks": "all"})
         self.enabled = flow.flag("emit.heartbeats.enabled")
-        self.sent = 0
 
     def start(self) -> None:
         if self.enabled and ensure_compacted_topic(self.target, self.topic, self.replication_factor):
@@ -50,4 +49,3 @@ class HeartbeatEmitter:
         heartbeat = Heartbeat(self.flow.source.alias, self.flow.target.alias, now)
         send_all(self._producer, self.topic, [(heartbeat.key_bytes(), heartbeat.value_bytes())],
                  f"heartbeat {self.flow.name}", timestamp=now)
-        self.sent += 1

@@ -62,13 +62,12 @@ class CheckpointStore:
         self.latest: dict[Key, Checkpoint] = {}
         self.skipped = 0
 
-    def load(self, conf: dict[str, Any], topic: str) -> int:
-        """Read ``topic`` fully; malformed records are skipped and counted (``skipped``). Returns records read."""
+    def load(self, conf: dict[str, Any], topic: str) -> None:
+        """Read ``topic`` fully; malformed records are skipped and counted (``skipped``)."""
         records = read_compacted_topic(conf, topic)
         found, self.skipped = decode_checkpoints(topic, records)
         for checkpoint, _ in found:
             self.latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
-        return len(records)
 
     def is_newer(self, checkpoint: Checkpoint) -> bool:
         """MM2's rule: first one, or the upstream group rewound, or the downstream offset advanced."""

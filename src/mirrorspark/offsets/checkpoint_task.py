@@ -59,7 +59,6 @@ class CheckpointTask:
         self.store = CheckpointStore()
         self.translate_back: TranslateBack | None = None  # set when the reverse flow runs in this process
         self._producer: Producer | None = None
-        self.emitted = 0
         self.metrics = None  # MirrorMetrics, set by the runner: checkpoint-latency-ms
 
     def start(self) -> None:
@@ -169,7 +168,6 @@ class CheckpointTask:
         if written:
             for checkpoint in written:
                 self.store.put(checkpoint)
-            self.emitted += len(written)
             log.info("flow %s: wrote %d checkpoint(s) to %s", self.flow_name, len(written), self.topic)
         return len(written)
 

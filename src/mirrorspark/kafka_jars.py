@@ -21,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from mirrorspark.errors import OperationalError
+
 LIST_FILE = Path(__file__).with_name("jars") / "kafka-jars.tsv"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 REPOSITORY_ENV = "MIRRORSPARK_MAVEN_REPOSITORY"
@@ -29,7 +31,7 @@ PARALLEL_DOWNLOADS = 4
 TIMEOUT_S = 60.0
 
 
-class KafkaJarsUnavailable(RuntimeError):
+class KafkaJarsUnavailable(OperationalError):
     """The Kafka jars could not be fetched or verified; the message names the URL and the way out."""
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from mirrorspark.errors import OperationalError
+
 PACKAGED_JAR = Path(__file__).with_name("jars") / "mirrorspark-jvm.jar"
 # What the connector needs beyond pyspark's own jars: the same four jars scripts/setup.sh copies
 # (connector, token provider, kafka-clients, commons-pool2). Its other dependencies are already in
@@ -27,7 +29,7 @@ CONNECTOR_EXCLUDES = (
 )
 
 
-class SetupMissing(RuntimeError):
+class SetupMissing(OperationalError):
     """A jar that setup (checkout) or the wheel (install) should have provided is absent."""
 
 

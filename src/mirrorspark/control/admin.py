@@ -9,6 +9,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.errors import NotFound, OperationalError
+
 _QUIET = logging.getLogger("mirrorspark.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -131,7 +133,7 @@ def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what
     remaining = producer.flush(timeout)
     if remaining or failures:
         reason = failures[0] if failures else f"{remaining} not acknowledged within {timeout:.0f} s"
-        raise RuntimeError(f"writing {len(records)} {what} to {topic} failed: {reason}")
+        raise OperationalError(f"writing {len(records)} {what} to {topic} failed: {reason}")
 
 
 def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], earliest: bool = False,
@@ -175,7 +177,7 @@ def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> d
     return out
 
 
-class TopicMissing(LookupError):
+class TopicMissing(NotFound):
     """The topic to read does not exist."""
 
 

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import broker_count, topic_partitions
+from mirrorspark.errors import OperationalError
 from mirrorspark.policy.topic_selection import TopicSelection
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class RemoteNames:
             self._owners = owners
 
 
-class RemoteTopicsError(RuntimeError):
+class RemoteTopicsError(OperationalError):
     """A remote topic could not be created or grown; replication must not write to it."""
 
 

@@ -28,6 +28,7 @@ from mirrorspark.control.admin import partition_offsets
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.errors import OperationalError
 from mirrorspark.integrity import loss
 from mirrorspark.integrity.failover_verdict import GroupVerdict, assess, read_checkpoints
 from mirrorspark.offsets.range_log import RangeLog
@@ -42,7 +43,7 @@ Bounds = dict[Key, tuple[int, int]]  # (log start, log end) per partition that e
 CHECKSUM_MOD = 1 << 64
 
 
-class AuditError(RuntimeError):
+class AuditError(OperationalError):
     """The audit job could not run (a Spark or Kafka failure); the message says which side."""
 
 

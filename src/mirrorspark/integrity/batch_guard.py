@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
+from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import Positions
 from mirrorspark.integrity.write_marks import WriteMarks
@@ -22,7 +23,7 @@ OffsetsOf = Callable[[list[tuple[str, int]]], dict[tuple[str, int], int]]
 GONE = "no longer on the source (retention or deleteRecords removed them before they were copied)"
 
 
-class DataLossStop(RuntimeError):
+class DataLossStop(OperationalError):
     """``mirrorspark.data.loss = fail`` and the next batch would copy past a gap: the flow stops."""
 
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mirrorspark import jdk, paths
+from mirrorspark.errors import OperationalError
 from mirrorspark.local import server_properties
 from mirrorspark.local.security import Secrets, SecurityError, SecurityOptions, broker_properties, \
     client_properties, create_scram_user, uses_scram
@@ -29,7 +30,7 @@ DEFAULT_JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopA
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class LocalClusterError(RuntimeError):
+class LocalClusterError(OperationalError):
     """A local cluster could not be started, stopped or found; the message says what to do."""
 
 

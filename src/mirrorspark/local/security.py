@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mirrorspark import jdk
+from mirrorspark.errors import OperationalError
 from mirrorspark.private_files import private_dir, write_private
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -29,7 +30,7 @@ _LOGIN_MODULES = {
 }
 
 
-class SecurityError(RuntimeError):
+class SecurityError(OperationalError):
     """Security options that cannot be honoured; the message says which and why."""
 
 

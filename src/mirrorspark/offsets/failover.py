@@ -16,14 +16,15 @@ from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.control.admin import admin_client, end_offsets
 from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.errors import Conflict, OperationalError
 from mirrorspark.offsets.group_sync import commit_offsets, committed_offsets, group_state
 
 
-class GroupActive(RuntimeError):
+class GroupActive(Conflict):
     """The group has members on the cluster it should move to."""
 
 
-class CheckpointAhead(RuntimeError):
+class CheckpointAhead(OperationalError):
     """A checkpoint points past the end of its remote partition (or the partition is gone): it was
     written for data that is not there (a re-created remote topic), and committing it would skip
     records the consumer never read."""

@@ -9,11 +9,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from mirrorspark.errors import OperationalError
+
 HEARTBEATS_TOPIC = "heartbeats"
 VERSION = 0
 
 
-class RecordFormatError(ValueError):
+class RecordFormatError(OperationalError):
     """Bytes that are not a version-0 MM2 record of the expected kind."""
 
 

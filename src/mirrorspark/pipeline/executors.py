@@ -16,12 +16,13 @@ from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.errors import OperationalError
 
 PROVIDER = "mirrorspark-file"
 PROVIDER_CLASS = "io.mirrorspark.kafka.ShippedFileProvider"
 
 
-class ExecutorSetupError(RuntimeError):
+class ExecutorSetupError(OperationalError):
     """An executor lacks a jar or a file; the message names it."""
 
 

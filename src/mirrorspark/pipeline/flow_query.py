@@ -17,6 +17,7 @@ from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import topic_partitions
 from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
@@ -45,7 +46,7 @@ def root_cause(text: str) -> str:
     return (raised[-1] if raised else text.splitlines()[0] if text else "unknown")[:500]
 
 
-class StopRequested(RuntimeError):
+class StopRequested(OperationalError):
     """Raised inside a batch that starts after a stop was requested, so it is never committed."""
 
 
@@ -240,8 +241,8 @@ class FlowQuery:
             plan = self.remote_topics.refresh(force_target_check=True)
             missing -= set(plan.remote)
             if missing:
-                raise RuntimeError(f"flow {self.flow.name}: batch {batch_id} reads {sorted(missing)}, which has no "
-                                   "remote topic yet; the batch is retried on restart")
+                raise OperationalError(f"flow {self.flow.name}: batch {batch_id} reads {sorted(missing)}, which has no "
+                                       "remote topic yet; the batch is retried on restart")
         return plan
 
     def _batch_topics(self, batch_id: int) -> set[str]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mirrorspark import paths
+from mirrorspark.errors import OperationalError
 
 # Defaults sized for one 2-core machine; any spark.* key in mm2.properties overrides them.
 SPARK_DEFAULTS: dict[str, str] = {
@@ -35,7 +36,7 @@ SPARK_DEFAULTS: dict[str, str] = {
 }
 
 
-class SparkUnavailable(RuntimeError):
+class SparkUnavailable(OperationalError):
     """The configured Spark master does not answer; the message names ``spark.master``."""
 
 

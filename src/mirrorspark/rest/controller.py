@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from mirrorspark.errors import NotFound
 
-class UnknownFlow(LookupError):
+
+class UnknownFlow(NotFound):
     """No flow of that name runs in this process."""
 
 

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Protocol
 
+from mirrorspark.errors import OperationalError
+
 
 class StateFiles(Protocol):
     """A folder of the state location."""
@@ -60,7 +62,7 @@ class LocalFiles:
         (self.path / name).unlink(missing_ok=True)
 
 
-class StateError(RuntimeError):
+class StateError(OperationalError):
     """The state location failed a read or a write; the message names the file and the cause."""
 
 

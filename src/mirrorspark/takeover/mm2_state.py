@@ -18,6 +18,7 @@ from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.admin import TopicMissing, read_to_end
+from mirrorspark.errors import OperationalError
 from mirrorspark.offsets.formats import OffsetSync, RecordFormatError
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ Key = tuple[str, int]  # source topic, partition
 SOURCE_CONNECTOR = "MirrorSourceConnector"
 
 
-class TakeoverRefused(RuntimeError):
+class TakeoverRefused(OperationalError):
     """MM2's state cannot be taken over as it is (the message says what was expected)."""
 
 

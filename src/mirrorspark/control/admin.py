@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.errors import NotFound, OperationalError
+from mirrorspark.errors import ConfigError, NotFound, OperationalError
 
 _QUIET = logging.getLogger("mirrorspark.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
@@ -81,6 +81,16 @@ def end_offsets(cluster: str | dict[str, Any], topic: str, timeout: float = 10.0
 
 def broker_count(admin: AdminClient, timeout: float = 10.0) -> int:
     return len(admin.list_topics(timeout=timeout).brokers)
+
+
+def check_replication_factor(admin: AdminClient, rf: int, key: str, cluster: str) -> None:
+    """Refuse replication factor ``rf`` when the cluster behind ``admin`` has fewer brokers, before
+    any data moves. ``key`` is the setting as the user wrote it (``flow.where(...)``), ``cluster``
+    the cluster as the message names it (``cluster 'backup'``, ``target cluster 'backup'``)."""
+    brokers = broker_count(admin)
+    if rf > brokers:
+        raise ConfigError(f"{key}={rf} but {cluster} has only {brokers} broker(s); set {key} to at most {brokers}",
+                          key)
 
 
 def topic_partitions(admin: AdminClient, timeout: float = 10.0) -> dict[str, int]:

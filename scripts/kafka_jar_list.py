@@ -5,7 +5,7 @@ An installed wheel has no Maven: it downloads the Kafka jars for `mirrorspark lo
 (mirrorspark/kafka_jars.py), and this list, shipped in the wheel, says which files and which checksums.
 Maven resolves the list here; each jar's SHA-1 is checked against the .sha1 that Maven stored from
 Maven Central, and the SHA-256 is computed from the same file. Run it after changing the pom; the
-unit test tests/test_kafka_jars.py fails while the list and build/kafka-libs disagree.
+unit test tests/unit/test_kafka_jars.py fails while the list and build/kafka-libs disagree.
 """
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ jvm_jar() {
 }
 
 browser() {
-  # Headless Chromium for tests/test_api_docs.py, which renders /docs with no network. Optional: a
+  # Headless Chromium for tests/unit/rest/test_api_docs.py, which renders /docs with no network. Optional: a
   # machine without apt-get (or without root / passwordless sudo) gets a hint and the test skips.
   local b
   # A browser that answers --version (a snap stub in a container does not) counts as installed.

@@ -7,8 +7,8 @@ import pytest
 
 from mirrorspark.config import ConfigError, parse_config
 from mirrorspark.config.properties_file import parse_properties
-from mirrorspark.pipeline.topic_selection import TopicSelection
 from mirrorspark.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, policy_for_flow
+from mirrorspark.policy.topic_selection import TopicSelection
 
 
 def selection(extra: str = "", source: str = "source", target: str = "target") -> TopicSelection:

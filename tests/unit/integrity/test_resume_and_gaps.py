@@ -1,5 +1,5 @@
 """The pieces of data-integrity handling that need no broker: Spark's offset log, resume marks,
-gap arithmetic and the failure summary."""
+gap arithmetic."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,6 @@ from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
 from mirrorspark.integrity.loss import LossLog, load
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
-from mirrorspark.pipeline.flow_query import root_cause
 from mirrorspark.state.files import LocalFiles
 
 import pytest
@@ -79,12 +78,3 @@ def test_fail_mode_stops_before_writing_past_a_gap(tmp_path):
     with pytest.raises(DataLossStop, match="5 record"):
         guard.before_write(1, "line", {("t", 0): 10}, {("t", 0): 30}, {"t": "r"}, rerun=False)
     assert loss.total() == 5
-
-
-def test_root_cause_finds_the_kafka_or_python_error():
-    spark = ("An exception was raised by the Python Proxy. Return Message: Traceback\n"
-             "py4j.protocol.Py4JJavaError: An error occurred while calling o185.save.\n"
-             "Caused by: java.io.IOException: writing failed\n"
-             "Caused by: org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized\n")
-    assert root_cause(spark) == "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized"
-    assert root_cause("Traceback\n  File x\nRuntimeError: flow a->b: batch 3") == "RuntimeError: flow a->b: batch 3"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mirrorspark.metrics.registry import MirrorMetrics
 
-DOCS = Path(__file__).parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def exported() -> set[str]:

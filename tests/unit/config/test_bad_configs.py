@@ -1,4 +1,4 @@
-"""The bad-input corpus (tests/bad_configs/): every file has one defect, and both ``validate --offline``
+"""The bad-input corpus (tests/unit/config/bad_configs/): every file has one defect, and both ``validate --offline``
 and ``run`` refuse it with exit code 2, a message naming the key, and no traceback, before ``run``
 touches a cluster (every bootstrap server is 127.0.0.1:1, so reaching for one would show as exit 1).
 

@@ -80,7 +80,7 @@ def test_validate_output_hides_secrets():
 
 def test_configuration_doc_is_generated_and_current():
     from pathlib import Path
-    doc = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+    doc = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
     assert doc.read_text() == render(), "run: python -m mirrorspark.config.docs"
     for key in KEYS:
         assert f"`{key.name}`" in doc.read_text()

@@ -12,10 +12,8 @@ from conftest import run_cli, running_mirrorspark
 from kafka_tools import create_topic, produce, read_all, wait_for_count
 from test_topologies_and_topics import records, wait_until
 
-from mirrorspark.config.errors import ConfigError
-from mirrorspark.control.acl_sync import remote_binding
 from mirrorspark.control.admin import admin_client
-from mirrorspark.control.client_settings import librdkafka_admin, parse_jaas
+from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.local.security import SecurityOptions
 
@@ -25,38 +23,6 @@ TOPIC, ALLOW, DENY, LITERAL = ResourceType.TOPIC, AclPermissionType.ALLOW, AclPe
 
 def acl(name: str, principal: str, op: AclOperation, perm=ALLOW, pattern=LITERAL) -> AclBinding:
     return AclBinding(TOPIC, name, pattern, principal, "*", op, perm)
-
-
-# -- rules, no broker ---------------------------------------------------------------------------
-def test_acl_rules_follow_mm2():
-    remote = {"t": "A.t"}
-    assert remote_binding(acl("t", "User:r", AclOperation.READ), remote) == acl("A.t", "User:r", AclOperation.READ)
-    assert remote_binding(acl("t", "User:w", AclOperation.WRITE), remote) is None
-    assert remote_binding(acl("t", "User:a", AclOperation.ALL), remote) == acl("A.t", "User:a", AclOperation.READ)
-    assert remote_binding(acl("t", "User:d", AclOperation.WRITE, DENY), remote) == \
-        acl("A.t", "User:d", AclOperation.WRITE, DENY)
-    assert remote_binding(acl("t", "User:p", AclOperation.READ, pattern=ResourcePatternType.PREFIXED), remote) is None
-    assert remote_binding(acl("other", "User:r", AclOperation.READ), remote) is None
-
-
-def test_jaas_and_truststore_mapping_errors(tmp_path):
-    module, options = parse_jaas('org.apache.kafka.common.security.scram.ScramLoginModule required '
-                                 'username="u" password="p\\"q";', "k")
-    assert module.endswith("ScramLoginModule") and options == {"username": "u", "password": 'p"q'}
-    base = {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
-    with pytest.raises(ConfigError) as err:
-        librdkafka_admin({**base, "sasl.jaas.config": "nonsense"}, "A.")
-    assert err.value.key == "A.sasl.jaas.config" and "nonsense" not in str(err.value)
-    with pytest.raises(ConfigError) as err:
-        librdkafka_admin({**base, "sasl.mechanism": "GSSAPI"}, "A.")
-    assert err.value.key == "A.sasl.mechanism"
-    with pytest.raises(ConfigError) as err:
-        librdkafka_admin({**base, "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
-                                                      'required username="u" password="p";'}, "A.")
-    assert "PlainLoginModule" in str(err.value)
-    with pytest.raises(ConfigError) as err:
-        librdkafka_admin({"security.protocol": "SSL", "ssl.truststore.location": str(tmp_path / "none.jks")}, "B.")
-    assert err.value.key == "B.ssl.truststore.location" and "does not exist" in str(err.value)
 
 
 # -- ACL sync against brokers with StandardAuthorizer ---------------------------------------------

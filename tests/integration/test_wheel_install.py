@@ -18,7 +18,7 @@ from kafka_tools import create_topic, produce, read_all, wait_for_count
 
 pytestmark = pytest.mark.broker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORDS = 500
 
 

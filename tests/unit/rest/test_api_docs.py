@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from mirrorspark.rest.security import DOCS_ASSETS, AllowedHosts, RequestGuard, is_open
 from mirrorspark.rest.server import RestServer, RestSettings
-from test_rest_security import AUTH, TOKEN, FakeController, client
+from unit.rest.test_security import AUTH, TOKEN, FakeController, client
 
 PAGES = ("/docs", "/redoc")
 EXPECTED_TYPES = {".js": "javascript", ".css": "text/css", ".png": "image/png"}

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from mirrorspark.cli import audit_command, local_commands, migrate_command, offsets_commands, status_command
-from mirrorspark.cli.reporting import EXIT_RUNTIME, fail, reported
+from mirrorspark.cli.reporting import reported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Kafka cross-cluster replication, MirrorMaker 2 compatible, on Apache Spark.")
@@ -62,10 +62,8 @@ def run(
     replicator.start()
     typer.echo(f"mirrorspark: replicating {', '.join(f.flow.name for f in replicator.flows)}; "
                "Ctrl-C or SIGTERM stops", err=True)
-    try:
-        replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)
-    except RuntimeError as exc:
-        fail(str(exc), EXIT_RUNTIME)
+    # every flow failed for good: EveryFlowFailed, reported as any operational error (exit 1)
+    replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)
     typer.echo("mirrorspark: stopped", err=True)
 
 

@@ -45,7 +45,7 @@ def from_mm2(
     preflight(mirror)
     plans = [(flow, plan_flow(flow, wait)) for flow in mirror.enabled_flows]  # all planned before any is written
     if execute:
-        location = StateLocation.parse(mirror.top_level.get(STATE_KEY), (state_dir or default_state_dir()).resolve())
+        location = StateLocation.parse(mirror.driver.state_location, (state_dir or default_state_dir()).resolve())
         if location.needs_spark:
             from mirrorspark.takeover.mm2_state import TakeoverRefused
 

@@ -29,9 +29,9 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
         settings = ", ".join(f"{k}={v}" for k, v in sorted(redactor.settings(cluster.settings).items()))
         echo(f"  {alias}: {settings or '(no settings)'}")
     from mirrorspark.paths import default_state_dir
-    from mirrorspark.state.location import KEY as STATE_KEY, StateLocation
+    from mirrorspark.state.location import StateLocation
 
-    location = StateLocation.parse(config.top_level.get(STATE_KEY), default_state_dir())
+    location = StateLocation.parse(config.driver.state_location, default_state_dir())
     echo(f"state location: {location.describe()}")
     echo(f"spark.master: {config.spark.get('spark.master', 'local[*]')}")
     echo("flows:")
@@ -40,11 +40,11 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
         if not flow.enabled:
             continue
         echo(f"  {flow.name}: enabled, policy {policy_label(flow.settings)}, "
-             f"replication.factor {flow.replication_factor}")
-        echo(f"    topics: {', '.join(flow.topics) or '(none)'}")
-        echo(f"    topics.exclude: {', '.join(flow.topics_exclude) or '(none)'}")
-        if flow.topic_map:
-            echo(f"    topic.map: {', '.join(f'{s} -> {t}' for s, t in flow.topic_map.items())}")
+             f"replication.factor {flow.options.replication_factor}")
+        echo(f"    topics: {', '.join(flow.options.topics) or '(none)'}")
+        echo(f"    topics.exclude: {', '.join(flow.options.topics_exclude) or '(none)'}")
+        if flow.options.topic_map:
+            echo(f"    topic.map: {', '.join(f'{s} -> {t}' for s, t in flow.options.topic_map.items())}")
         for key, value in sorted(redactor.settings(flow.flow_settings).items()):
             echo(f"    {flow.name}.{key} = {value}")
         if probe and check_policy_class(flow.settings, flow.where(POLICY_KEY)) == "custom":
@@ -55,11 +55,10 @@ def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> 
 
 def _plan(flow, selection, names, echo: Callable[[str], None]) -> None:
     from mirrorspark.control.admin import topic_partitions
-    from mirrorspark.control.client_settings import librdkafka_admin
-    from mirrorspark.pipeline.runner import ClusterUnreachable, reach
+    from mirrorspark.control.clusters import ClusterUnreachable, admin_settings, reach
 
     try:
-        source = reach(flow.source, librdkafka_admin(flow.admin("source"), f"{flow.source.alias}."), timeout=10)
+        source = reach(flow.source, admin_settings(flow.source), timeout=10)
     except ClusterUnreachable as exc:
         echo(f"    plan: unavailable ({exc})")
         return

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.model import (ClusterConfig, FlowConfig, MirrorConfig, is_connection_key, parse_bool,
-                                     split_list)
+from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
+from mirrorspark.config.values import is_connection_key, parse_bool, split_list
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.config.topology import check_topology
 from mirrorspark.config.validation import check_all
@@ -91,8 +91,7 @@ def parse_config(
             if enabled and here:
                 flow.source.bootstrap_servers  # raises ConfigError naming the missing key
                 flow.target.bootstrap_servers
-                flow.replication_factor
-                flow.topic_map
+                flow.options  # every flow key read once, typed: errors name the key
             every_flow.append(flow)
 
     # The whole file's topology, not only the flows this process runs: with --clusters each
@@ -108,7 +107,7 @@ def parse_config(
 
 def check_offset_sync_keys(flow: FlowConfig) -> None:
     """MM2's validation: offset-sync settings alongside ``emit.offset-syncs.enabled = false``."""
-    if flow.flag("emit.offset-syncs.enabled"):
+    if flow.options.emit_offset_syncs:
         return
     for key in flow.settings:
         if key.startswith("offset-syncs.topic.") or key.startswith("offset-syncs-"):

@@ -1,40 +1,13 @@
 """Resolved configuration objects: what a cluster and a flow mean after MM2's precedence rules."""
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from mirrorspark.config.errors import ConfigError
-
-# MM2's client connection keys (MirrorClientConfig.CLIENT_CONFIG_DEF): these flow from the
-# cluster (or top) level into every client talking to that cluster.
-_CONNECTION_KEY = re.compile(r"^(bootstrap\.servers|security\.protocol|ssl\..+|sasl\..+|client\.dns\.lookup)$")
-
-
-
-def default(key: str) -> str:
-    """The declared default of ``key`` (config/keys.py is the one place defaults live)."""
-    from mirrorspark.config.keys import BY_NAME
-
-    return BY_NAME[key].default or ""
-
-
-def parse_bool(value: str, where: str) -> bool:
-    """MM2 BOOLEAN: true or false, case-insensitive; anything else names the key."""
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ConfigError(f"{where} must be true or false, got {value!r}", where)
-    return lowered == "true"
-
-
-def is_connection_key(key: str) -> bool:
-    return bool(_CONNECTION_KEY.match(key))
-
-
-def split_list(value: str) -> list[str]:
-    """MM2 LIST values: comma separated, trimmed, empty items dropped."""
-    return [item.strip() for item in value.split(",") if item.strip()]
+from mirrorspark.config.settings import DriverSettings, FlowSettings
+from mirrorspark.config.values import is_connection_key
 
 
 @dataclass(frozen=True)
@@ -79,91 +52,17 @@ class FlowConfig:
         return f"{self.source.alias}->{self.target.alias}"
 
     def get(self, key: str, default: str | None = None) -> str | None:
+        """A raw setting (client and Spark pass-through keys); flow keys are read through ``options``."""
         return self.settings.get(key, default)
 
     def where(self, key: str) -> str:
         """The key as the user wrote it: ``A->B.key`` if set for this flow, else the top-level name."""
         return f"{self.name}.{key}" if key in self.flow_settings else key
 
-    def flag(self, key: str) -> bool:
-        """A BOOLEAN setting of this flow, falling back to its declared default."""
-        return parse_bool(self.get(key, default(key)) or default(key), self.where(key))
-
-    def interval(self, prefix: str) -> float:
-        """MM2's ``<prefix>.enabled`` / ``<prefix>.interval.seconds`` pair in seconds; disabled -> infinity."""
-        if not self.flag(f"{prefix}.enabled"):
-            return float("inf")
-        key = f"{prefix}.interval.seconds"
-        raw = self.get(key, default(key)) or default(key)
-        try:
-            return float(raw)
-        except ValueError:
-            raise ConfigError(f"{self.where(key)} must be a number, got {raw!r}", self.where(key)) from None
-
-    @property
-    def topics(self) -> list[str]:
-        return split_list(self.get("topics", default("topics")) or "")
-
-    @property
-    def topics_exclude(self) -> list[str]:
-        value = self.get("topics.exclude")
-        if value is None:
-            value = self.get("topics.blacklist", default("topics.exclude"))
-        return split_list(value or "")
-
-    @property
-    def replication_factor(self) -> int:
-        raw = self.get("replication.factor", default("replication.factor"))
-        key = self.where("replication.factor")
-        try:
-            value = int(str(raw).strip())
-        except ValueError:
-            raise ConfigError(f"{key} must be an integer, got {raw!r}", key) from None
-        if value < 1 and value != -1:
-            raise ConfigError(f"{key} must be >= 1 (or -1 for the broker default), got {value}", key)
-        return value
-
-    def _number(self, key: str, kind: type, low: float) -> int | float:
-        raw = (self.get(key, default(key)) or default(key)).strip()
-        where = self.where(key)
-        try:
-            value = kind(raw)
-        except ValueError:
-            raise ConfigError(f"{where} must be a number, got {raw!r}", where) from None
-        if not (value >= low and value < float("inf")):
-            raise ConfigError(f"{where} must be at least {low} and finite, got {raw!r}", where)
-        return value
-
-    @property
-    def fail_on_data_loss(self) -> bool:
-        raw = (self.get("mirrorspark.data.loss", default("mirrorspark.data.loss")) or "report").strip().lower()
-        if raw not in ("report", "fail"):
-            where = self.where("mirrorspark.data.loss")
-            raise ConfigError(f"{where} must be report or fail, got {raw!r}", where)
-        return raw == "fail"
-
-    @property
-    def batch_max_records(self) -> int:
-        """0: no limit."""
-        return int(self._number("mirrorspark.batch.max.records", int, 0))
-
-    @property
-    def restart_attempts(self) -> int:
-        return int(self._number("mirrorspark.flow.restart.attempts", int, 0))
-
-    @property
-    def restart_backoff(self) -> float:
-        return float(self._number("mirrorspark.flow.restart.backoff.seconds", float, 0.0))
-
-    @property
-    def topic_map(self) -> dict[str, str]:
-        """Explicit source -> remote topic names (mirrorspark extension, seed 000's ask)."""
-        from mirrorspark.config.validation import parse_topic_map
-
-        value = self.get("topic.map")
-        if not value:
-            return {}
-        return parse_topic_map(value, self.where("topic.map"))
+    @cached_property
+    def options(self) -> FlowSettings:
+        """The flow's settings resolved into typed values, once (``config/settings.py``)."""
+        return FlowSettings.resolve(self.name, self.settings, frozenset(self.flow_settings))
 
     def source_consumer(self) -> dict[str, str]:
         """MM2 order: source connection, then ``S->T.consumer.*``, then ``S.consumer.*``."""
@@ -181,13 +80,6 @@ class FlowConfig:
         props.update({k[len(prefix):]: v for k, v in self.flow_settings.items() if k.startswith(prefix)})
         return props
 
-    def admin(self, side: str) -> dict[str, str]:
-        """Admin client settings for ``source`` or ``target``: connection then ``X.admin.*``."""
-        cluster = self.source if side == "source" else self.target
-        props = cluster.connection()
-        props.update(cluster.role_overrides("admin"))
-        return props
-
 
 @dataclass(frozen=True)
 class MirrorConfig:
@@ -199,6 +91,11 @@ class MirrorConfig:
     spark: Mapping[str, str]
     source_path: str | None = None
     warnings: tuple[str, ...] = ()
+
+    @cached_property
+    def driver(self) -> DriverSettings:
+        """The process's own top-level settings, typed."""
+        return DriverSettings.resolve(self.top_level)
 
     @property
     def enabled_flows(self) -> list[FlowConfig]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import builtin_policy
-from mirrorspark.config.model import FlowConfig, default
+from mirrorspark.config.model import FlowConfig
 
 POLICY_KEY = "replication.policy.class"
 _LAPS = 3  # a mapped name still travelling after this many laps round a cycle travels forever
@@ -27,12 +27,11 @@ _MAX_CYCLES = 1000  # cycles followed per flow with a topic.map (a full mesh of 
 
 def policy_kind(flow: FlowConfig) -> str:
     """``default``, ``identity`` or ``custom``: what the flow's policy is, read without importing it."""
-    name = (flow.get(POLICY_KEY, default(POLICY_KEY)) or default(POLICY_KEY)).strip()
-    return builtin_policy(name) or "custom"
+    return builtin_policy(flow.options.policy_class) or "custom"
 
 
 def separator(flow: FlowConfig) -> str:
-    return flow.get("replication.policy.separator", default("replication.policy.separator")) or "."
+    return flow.options.separator or "."
 
 
 def check_topology(flows: list[FlowConfig]) -> None:
@@ -44,7 +43,7 @@ def check_topology(flows: list[FlowConfig]) -> None:
             if back is not None:
                 _refuse_policy_cycle([flow, *back], flow)
     for flow in enabled:
-        if flow.topic_map:
+        if flow.options.topic_map:
             for back in itertools.islice(_paths_back(enabled, flow), _MAX_CYCLES):
                 _check_cycle_maps([flow, *back])
     _check_map_collisions(enabled)
@@ -74,7 +73,7 @@ def _names(cycle: list[FlowConfig]) -> str:
 
 def _refuse_policy_cycle(cycle: list[FlowConfig], flow: FlowConfig) -> None:
     key = flow.where(POLICY_KEY)
-    name = (flow.get(POLICY_KEY) or "").strip()
+    name = flow.options.policy_class
     why = ("IdentityReplicationPolicy keeps topic names" if policy_kind(flow) == "identity" else
            f"the custom policy {name!r} cannot be checked for cycle safety without importing it")
     renaming = next((f for f in cycle if policy_kind(f) == "default"), None)
@@ -109,12 +108,12 @@ def _check_cycle_maps(cycle: list[FlowConfig]) -> None:
     name), so entries can carry a topic round a cycle of default-policy flows: follow each entry of
     the cycle's first flow for a few laps."""
     first = cycle[0]
-    for mapped in first.topic_map:
+    for mapped in first.options.topic_map:
         name = mapped
         for hop in range(_LAPS * len(cycle)):
             flow = cycle[hop % len(cycle)]
-            if name in flow.topic_map:
-                name = flow.topic_map[name]
+            if name in flow.options.topic_map:
+                name = flow.options.topic_map[name]
             elif _from_target(name, flow.target.alias, separator(flow)):
                 break  # MM2's cycle detection stops it here
             else:
@@ -122,15 +121,15 @@ def _check_cycle_maps(cycle: list[FlowConfig]) -> None:
         else:
             key = first.where("topic.map")
             raise ConfigError(
-                f"{key} maps {mapped} to {first.topic_map[mapped]}, and the flows {_names(cycle)} carry it back "
+                f"{key} maps {mapped} to {first.options.topic_map[mapped]}, and the flows {_names(cycle)} carry it back "
                 "under names their policy does not recognise as their own: records would loop between the clusters "
                 "forever; remove the entry or the one that sends it back", key)
 
 
 def _accepts(flow: FlowConfig, topic: str) -> bool:
     """The flow's ``topics`` / ``topics.exclude`` would select ``topic`` (regexes checked already)."""
-    include = "|".join(f"(?:{p})" for p in flow.topics) or "(?!)"
-    exclude = "|".join(f"(?:{p})" for p in flow.topics_exclude) or "(?!)"
+    include = "|".join(f"(?:{p})" for p in flow.options.topics) or "(?!)"
+    exclude = "|".join(f"(?:{p})" for p in flow.options.topics_exclude) or "(?!)"
     return bool(re.fullmatch(include, topic)) and not re.fullmatch(exclude, topic)
 
 
@@ -139,7 +138,7 @@ def _check_map_collisions(flows: list[FlowConfig]) -> None:
     map entry onto the name a default-policy flow of the same target gives one of its topics."""
     claimed: dict[tuple[str, str], tuple[FlowConfig, str]] = {}
     for flow in flows:
-        for source_topic, remote in flow.topic_map.items():
+        for source_topic, remote in flow.options.topic_map.items():
             other = claimed.get((flow.target.alias, remote))
             if other is not None:
                 key = flow.where("topic.map")
@@ -149,13 +148,13 @@ def _check_map_collisions(flows: list[FlowConfig]) -> None:
                     "another name", key)
             claimed[(flow.target.alias, remote)] = (flow, source_topic)
     for flow in flows:
-        for source_topic, remote in flow.topic_map.items():
+        for source_topic, remote in flow.options.topic_map.items():
             for other in flows:
                 if other.target.alias != flow.target.alias or policy_kind(other) != "default":
                     continue
                 prefix = f"{other.source.alias}{separator(other)}"
                 rest = remote[len(prefix):] if remote.startswith(prefix) else ""
-                if not rest or rest in other.topic_map or not _accepts(other, rest):
+                if not rest or rest in other.options.topic_map or not _accepts(other, rest):
                     continue
                 key = flow.where("topic.map")
                 raise ConfigError(

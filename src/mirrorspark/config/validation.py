@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import (BY_NAME, CONNECT_PREFIXES, MM2_NAMESPACES, PASSTHROUGH_PREFIXES, Key,
                                      Scope, Type, unsupported)
-from mirrorspark.config.model import is_connection_key, parse_bool, split_list
+from mirrorspark.config.values import is_connection_key, parse_bool, split_list
 
 _CLUSTER_PREFIXES = ("consumer.", "producer.", "admin.")
 
@@ -173,20 +173,3 @@ def check_all(top: Mapping[str, str], clusters: Mapping[str, Mapping[str, str]],
         if old in top and new in top:
             warnings.append(f"both {old} and {new} are set; {new} wins (as in MM2)")
     return warnings
-
-
-def parse_topic_map(value: str, where: str) -> dict[str, str]:
-    """``src:dst, src2:dst2`` -> mapping; refuses malformed pairs and two topics mapped to one name."""
-    mapping: dict[str, str] = {}
-    for item in split_list(value):
-        source, sep, target = (part.strip() for part in item.partition(":"))
-        if not sep or not source or not target:
-            raise ConfigError(f"{where}: '{item}' is not a 'source:target' pair", where)
-        if source in mapping:
-            raise ConfigError(f"{where}: topic '{source}' is mapped twice", where)
-        if target in mapping.values():
-            first = next(s for s, t in mapping.items() if t == target)
-            raise ConfigError(f"{where}: topics {first} and {source} are both mapped to '{target}': two sources "
-                              "would write one remote topic", where)
-        mapping[source] = target
-    return mapping

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def emits_heartbeats(flow: FlowConfig) -> bool:
     """MM2's pair rule: an enabled flow, or heartbeats enabled for the pair."""
-    return flow.enabled or flow.flag("emit.heartbeats.enabled")
+    return flow.enabled or flow.options.emit_heartbeats
 
 
 class HeartbeatEmitter:
@@ -38,7 +38,7 @@ class HeartbeatEmitter:
         self.target = target
         self.replication_factor = replication_factor
         self._producer = producer({**target_conf, "acks": "all"})
-        self.enabled = flow.flag("emit.heartbeats.enabled")
+        self.enabled = flow.options.emit_heartbeats
 
     def start(self) -> None:
         if self.enabled and ensure_compacted_topic(self.target, self.topic, self.replication_factor):

@@ -25,10 +25,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TopicPlan:
-    """Source topic -> (remote topic, partition count) for everything a flow replicates now."""
+    """Source topic -> (remote topic, partition count) for everything a flow replicates now, and
+    ``source_of``: remote topic -> source topic, the one inverse of ``remote`` (built once per plan;
+    a remote topic has one source, ``RemoteNames`` refuses a plan where it would not)."""
 
     remote: dict[str, str] = field(default_factory=dict)
     partitions: dict[str, int] = field(default_factory=dict)
+    source_of: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source_of", {remote: source for source, remote in self.remote.items()})
 
 
 class RemoteNames:
@@ -86,8 +92,7 @@ class RemoteTopics:
 
     def source_of(self, remote_topic: str) -> str | None:
         """The source topic replicated into ``remote_topic`` by this flow, if any."""
-        plan = self.plan
-        return next((source for source, remote in plan.remote.items() if remote == remote_topic), None)
+        return self.plan.source_of.get(remote_topic)
 
     def freeze_topics(self) -> frozenset[str]:
         """``refresh.topics.enabled = false``: replicate only the topics found now (MM2 finds new
@@ -98,7 +103,7 @@ class RemoteTopics:
 
     def check_replication_factor(self) -> None:
         """Refuse a replication.factor the target cannot honour, before any data moves."""
-        rf = self.flow.replication_factor
+        rf = self.flow.options.replication_factor
         brokers = broker_count(self.target)
         if rf > brokers:
             key = self.flow.where("replication.factor")
@@ -130,7 +135,7 @@ class RemoteTopics:
         existing = topic_partitions(self.target)
         new = [t for t in wanted if remote[t] not in existing]
         described = self.configs.describe(new) if self.configs is not None and new else {}
-        to_create = [NewTopic(remote[t], wanted[t], self.flow.replication_factor,
+        to_create = [NewTopic(remote[t], wanted[t], self.flow.options.replication_factor,
                               config=self.configs.for_creation(described.get(t, {})) if self.configs else {})
                      for t in new]
         to_grow = [NewPartitions(remote[t], n) for t, n in wanted.items()

@@ -5,13 +5,12 @@ DELETEd on the target (reverting to the target's default) unless ``use.defaults.
 from __future__ import annotations
 
 import logging
-import re
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
-from mirrorspark.config.model import FlowConfig, default, split_list
-from mirrorspark.policy.topic_selection import join_patterns
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.config.values import compile_patterns
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +22,14 @@ class TopicConfigs:
         self.flow = flow
         self.source = source
         self.target = target
-        exclude = flow.get("config.properties.exclude") or flow.get("config.properties.blacklist") \
-            or default("config.properties.exclude")
-        self._exclude = re.compile(join_patterns(split_list(exclude)))
-        self.defaults_from_source = (flow.get("use.defaults.from") or default("use.defaults.from")).strip().lower() \
-            == "source"
+        options = flow.options
+        self._exclude = compile_patterns(options.config_exclude, options.config_exclude_key)
+        self.defaults_from_source = options.defaults_from_source
 
     def replicable(self, entry: ConfigEntry) -> bool:
         return not (entry.is_read_only or entry.is_sensitive
                     or entry.source == ConfigSource.STATIC_BROKER_CONFIG.value
-                    or self._exclude.fullmatch(entry.name))
+                    or (self._exclude is not None and self._exclude.fullmatch(entry.name)))
 
     def describe(self, topics: list[str]) -> dict[str, dict[str, ConfigEntry]]:
         if not topics:

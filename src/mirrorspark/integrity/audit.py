@@ -357,23 +357,22 @@ def isolation(flow: FlowConfig) -> IsolationLevel:
 def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_dir: Path) -> AuditReport:
     """Everything ``mirrorspark audit`` does; bad input raises ConfigError before Spark starts
     (unless the state location is a URI, which Spark's JVM reads)."""
-    from mirrorspark.control.client_settings import librdkafka_admin
+    from mirrorspark.control.clusters import admin_settings, reach
     from mirrorspark.pipeline.executors import files_to_ship, is_local
     from mirrorspark.pipeline.flow_query import source_options
-    from mirrorspark.pipeline.runner import reach
     from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
     from mirrorspark.policy import policy_for_flow
-    from mirrorspark.state.location import KEY as STATE_KEY, StateLocation
+    from mirrorspark.state.location import StateLocation
 
     started = time.monotonic()
     flow = find_flow(config, flow_name)
     pattern = topic_pattern(topics)
-    if not flow.flag("emit.offset-syncs.enabled"):
+    if not flow.options.emit_offset_syncs:
         key = flow.where("emit.offset-syncs.enabled")
         raise ConfigError(f"{key} = false: flow {flow.name} keeps no offset ranges, so there is nothing exact to "
                           "audit against", key)
     selection = TopicSelection(flow, policy_for_flow(flow.settings, flow.source.alias))
-    location = StateLocation.parse(config.top_level.get(STATE_KEY), state_dir)
+    location = StateLocation.parse(config.driver.state_location, state_dir)
     master = config.spark.get("spark.master", SPARK_DEFAULTS["spark.master"])
     ship = not is_local(master)
     reading_target = target_reader(flow)
@@ -390,8 +389,8 @@ def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_di
             spark = start_spark()
         folder = location.open(spark).child(flow.source.alias).child(flow.target.alias)
         plans = _plans(folder, flow, selection, pattern, topics, location.describe())
-        source_admin = reach(flow.source, librdkafka_admin(flow.admin("source"), f"{flow.source.alias}."))
-        target_admin = reach(flow.target, librdkafka_admin(flow.admin("target"), f"{flow.target.alias}."))
+        source_admin = reach(flow.source, admin_settings(flow.source))
+        target_admin = reach(flow.target, admin_settings(flow.target))
         level = isolation(flow)
         source_bounds = log_bounds(source_admin, [(p.source_topic, p.partition) for p in plans], level)
         target_bounds = log_bounds(target_admin, [(p.remote_topic, p.partition) for p in plans],
@@ -472,7 +471,7 @@ def _verdicts(flow: FlowConfig, plans: list[PartitionRuns], partitions: list[Par
         found = problems.setdefault(audit.source_topic, {"missing": 0, "duplicated": 0, "differing": 0})
         for kind in found:
             found[kind] += getattr(audit, kind)
-    interval = flow.interval("emit.checkpoints")
+    interval = flow.options.checkpoints_interval
     return [assess(group, flow.source.alias, [(c, ts) for c, ts in checkpoints if c.group == group], source_of,
                    committed[group], ends, replicated, problems, losses, interval) for group in groups]
 

@@ -22,7 +22,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Produc
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all, topic_ids
-from mirrorspark.metrics.registry import CHECKPOINT, drop_series
+from mirrorspark.metrics.registry import CHECKPOINT, MirrorMetrics, drop_series
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.offsets.formats import Checkpoint
 from mirrorspark.offsets.group_filter import GroupFilter
@@ -42,7 +42,7 @@ class CheckpointTask:
 
     def __init__(self, flow_name: str, target_alias: str, selection: TopicSelection, groups: GroupFilter,
                  source: AdminClient, target: AdminClient, target_conf: dict[str, Any], translate: Translate,
-                 replication_factor: int, resets: Resets | None = None) -> None:
+                 replication_factor: int, resets: Resets | None = None, metrics: MirrorMetrics | None = None) -> None:
         self.flow_name = flow_name
         self.target_alias = target_alias
         self.selection = selection
@@ -59,7 +59,7 @@ class CheckpointTask:
         self.store = CheckpointStore()
         self.translate_back: TranslateBack | None = None  # set when the reverse flow runs in this process
         self._producer: Producer | None = None
-        self.metrics = None  # MirrorMetrics, set by the runner: checkpoint-latency-ms
+        self.metrics = metrics  # checkpoint-latency-ms, skipped internal records
 
     def start(self) -> None:
         """Create the checkpoints topic if needed and reload what it holds (monotonic across restarts)."""

@@ -10,44 +10,37 @@ checkpoints off), ``offset-syncs.topic.location`` (source|target),
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.model import FlowConfig, default
+from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import broker_count, ensure_compacted_topic
+from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.offsets.group_sync import GroupOffsetSync
 from mirrorspark.offsets.range_log import RangeLog, import_sqlite
 from mirrorspark.offsets.ranges import OffsetRanges
-from mirrorspark.offsets.sync_writer import OffsetSyncWriter, ReportedRun
+from mirrorspark.offsets.sync_writer import OffsetSyncWriter, make_sync_producer
 from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import LocalFiles, StateFiles
 
 log = logging.getLogger(__name__)
-
-
-def int_setting(flow: FlowConfig, key: str) -> int:
-    raw = flow.get(key, default(key)) or default(key)
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{flow.where(key)} must be an integer, got {raw!r}", flow.where(key)) from None
 
 
 class FlowOffsets:
     """Offset syncs, checkpoints and group offset sync of one flow."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
-                 source_conf: dict[str, Any], target_conf: dict[str, Any], state: StateFiles) -> None:
+                 source_conf: dict[str, Any], target_conf: dict[str, Any], state: StateFiles,
+                 source_of: Callable[[str], str | None], metrics: MirrorMetrics | None = None) -> None:
         self.flow = flow
-        self.source_of = lambda remote: None  # set by the runner from the flow's topic plan
-        self.selection = selection
-        self.policy = selection.policy
-        self.enabled = flow.flag("emit.offset-syncs.enabled")
+        self.source_of = source_of  # remote topic -> source topic, from the flow's topic plan
+        self.enabled = flow.options.emit_offset_syncs
         self.range_log = RangeLog(state.child("offset-ranges"))
         self.ranges: OffsetRanges = self.range_log.load() if self.enabled else OffsetRanges()
         if self.enabled and not self.ranges.partitions():
@@ -57,19 +50,20 @@ class FlowOffsets:
         self.group_sync: GroupOffsetSync | None = None
         if not self.enabled:
             return
-        on_target = self._location() == "target"
+        on_target = flow.options.offset_syncs_on_target
         sync_admin, sync_conf = (target, target_conf) if on_target else (source, source_conf)
         other = flow.source.alias if on_target else flow.target.alias
-        self.sync_topic = self.policy.offset_syncs_topic(other)
+        self.sync_topic = selection.policy.offset_syncs_topic(other)
         self._sync_cluster = flow.target.alias if on_target else flow.source.alias
         self._sync_admin = sync_admin
-        self.writer = OffsetSyncWriter(flow.name, self.ranges, self._save, self.sync_topic, sync_conf)
-        if flow.flag("emit.checkpoints.enabled"):
+        self.writer = OffsetSyncWriter(flow.name, self.ranges, self._save, self.sync_topic,
+                                       make_sync_producer(sync_conf))
+        if flow.options.emit_checkpoints:
             self.checkpoints = CheckpointTask(
-                flow.name, flow.target.alias, selection, GroupFilter(flow), source, target, target_conf,
-                self.ranges.translate, int_setting(flow, "checkpoints.topic.replication.factor"),
-                (self.pending_checkpoint_resets, self.checkpoint_resets_done))
-            if flow.flag("sync.group.offsets.enabled"):
+                flow.name, flow.target.alias, selection, GroupFilter(flow.options), source, target, target_conf,
+                self.ranges.translate, flow.options.checkpoints_replication_factor,
+                (self.pending_checkpoint_resets, self.checkpoint_resets_done), metrics)
+            if flow.options.sync_group_offsets:
                 self.group_sync = GroupOffsetSync(flow.name, target, self.checkpoints.store)
         self._target = target
 
@@ -83,13 +77,6 @@ class FlowOffsets:
         legacy.rename(legacy.with_suffix(".sqlite.imported"))
         log.info("flow %s: imported offset ranges of %d partition(s) from %s", self.flow.name,
                  len(self.ranges.partitions()), legacy)
-
-    def _location(self) -> str:
-        value = (self.flow.get("offset-syncs.topic.location", default("offset-syncs.topic.location")) or "").strip()
-        if value.lower() not in ("source", "target"):
-            key = self.flow.where("offset-syncs.topic.location")
-            raise ConfigError(f"{key} must be source or target, got {value!r}", key)
-        return value.lower()
 
     def translate_back(self, remote_topic: str, partition: int, committed: int) -> tuple[str, int] | None:
         """For the reverse flow's checkpoints: a committed offset on this flow's remote topic ->
@@ -155,11 +142,14 @@ class FlowOffsets:
         """Internal topics' replication factors against the brokers of the cluster hosting them."""
         if not self.enabled:
             return
-        checks = [("offset-syncs.topic.replication.factor", self._sync_admin, self._sync_cluster)]
+        options = self.flow.options
+        checks = [("offset-syncs.topic.replication.factor", options.offset_syncs_replication_factor,
+                   self._sync_admin, self._sync_cluster)]
         if self.checkpoints is not None:
-            checks.append(("checkpoints.topic.replication.factor", self._target, self.flow.target.alias))
-        for key, admin, alias in checks:
-            rf, brokers = int_setting(self.flow, key), broker_count(admin)
+            checks.append(("checkpoints.topic.replication.factor", options.checkpoints_replication_factor,
+                           self._target, self.flow.target.alias))
+        for key, rf, admin, alias in checks:
+            brokers = broker_count(admin)
             if rf > brokers:
                 where = self.flow.where(key)
                 raise ConfigError(f"{where}={rf} but cluster {alias!r} has only {brokers} broker(s); "
@@ -169,18 +159,19 @@ class FlowOffsets:
         """Create the internal topics and reload existing checkpoints (before any data moves)."""
         if not self.enabled:
             return
-        rf = int_setting(self.flow, "offset-syncs.topic.replication.factor")
+        rf = self.flow.options.offset_syncs_replication_factor
         if ensure_compacted_topic(self._sync_admin, self.sync_topic, rf):
             log.info("flow %s: created offset-syncs topic %s on %s", self.flow.name, self.sync_topic,
                      self._sync_cluster)
         if self.checkpoints is not None:
             self.checkpoints.start()
 
-    def on_written(self, runs: list[ReportedRun], remote_topics: dict[str, str]) -> None:
-        """Called in the batch, after the sink's save() returned, with the batch's runs."""
+    def on_written(self, runs: Sequence[WrittenRun], source_of: Mapping[str, str]) -> None:
+        """Called in the batch, after the sink's save() returned, with the batch's runs and the
+        topic plan's remote topic -> source topic."""
         if self.writer is None or not runs:
             return
-        self.writer.on_batch(runs, {remote: src for src, remote in remote_topics.items()})
+        self.writer.on_batch(runs, source_of)
 
     def schedule(self, scheduler, check_topics: Callable[[], Mapping[str, str]] | None = None) -> None:
         """Checkpoints and group sync on the control thread; ``check_topics`` (the flow's topic
@@ -188,14 +179,14 @@ class FlowOffsets:
         remote topic re-created since the last topic refresh is re-bound, and its old checkpoints
         replaced, in that same round."""
         if self.checkpoints is not None:
-            interval = self.flow.interval("emit.checkpoints")
+            interval = self.flow.options.checkpoints_interval
             task = self.checkpoints
 
             def round_() -> None:
                 task.run_once(check_topics() if check_topics is not None else None)
             scheduler.every(f"flow {self.flow.name}: checkpoints", interval, round_, initial_delay=min(interval, 5.0))
         if self.group_sync is not None:
-            interval = self.flow.interval("sync.group.offsets")
+            interval = self.flow.options.group_offsets_interval
             scheduler.every(f"flow {self.flow.name}: group offset sync", interval, self.group_sync.run_once,
                             initial_delay=interval)
 

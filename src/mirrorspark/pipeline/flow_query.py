@@ -12,19 +12,19 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import topic_partitions
-from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
 from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
-from mirrorspark.offsets.sync_writer import ReportedRun, parse_drained
 from mirrorspark.pipeline.executors import through_provider
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.sink_report import WrittenRun, drain
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,8 @@ def source_options(flow: FlowConfig, pattern: str, ship_files: bool = False) -> 
         # A deleted source topic or retention must not stop the other topics (MM2 keeps going).
         "failOnDataLoss": "false",
     }
-    if flow.batch_max_records > 0:
-        options["maxOffsetsPerTrigger"] = str(flow.batch_max_records)
+    if flow.options.batch_max_records > 0:
+        options["maxOffsetsPerTrigger"] = str(flow.options.batch_max_records)
     if ship_files:
         consumer = through_provider(consumer)
     options.update({f"kafka.{k}": v for k, v in consumer.items() if k not in _SOURCE_MANAGED})
@@ -108,7 +108,7 @@ class FlowQuery:
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
                  checkpoint: StateFiles, guard: BatchGuard,
-                 on_written: Callable[[list[ReportedRun], dict[str, str]], None] | None = None,
+                 on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None, ship_files: bool = False,
                  before_start: Callable[[], None] | None = None,
                  takeover: Mapping[tuple[str, int], int] | None = None) -> None:
@@ -187,10 +187,10 @@ class FlowQuery:
             if self._stopping:
                 raise StopRequested(f"flow {self.flow.name}: stop requested before batch {batch_id}")
             t0 = time.perf_counter()
-            plan = self._plan_for(batch_id)
+            planned, ends = self.spark_log.entry(batch_id)  # Spark wrote it before the batch runs
+            plan = self._plan_for(batch_id, {topic for topic, _ in ends})
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
-            planned, ends = self.spark_log.entry(batch_id)
             # Batch 0 starts where MM2 stopped after a takeover: a gap there (retention) is reported too.
             starts = self.spark_log.entry(batch_id - 1)[1] if batch_id > 0 else dict(self.takeover)
             try:
@@ -204,38 +204,31 @@ class FlowQuery:
             to_target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
-            # message on the driver: the runs of this batch are all here, from whichever executor.
-            jvm = df.sparkSession._jvm.io.mirrorspark
-            runs = parse_drained(jvm.kafka.OffsetRuns.drain(self.flow.name))
-            self.executors |= set(filter(None, jvm.sink.WrittenBatches.drainExecutors(self.flow.name).split(",")))
-            first_written: dict[tuple[str, int], int] = {}
-            for topic, partition, upstream, _downstream, count in runs:
-                if count > 0 and upstream < first_written.get((topic, partition), upstream + 1):
-                    first_written[(topic, partition)] = upstream
-            self.guard.after_write(starts, ends, plan.remote, first_written)
+            # message on the driver: the report of this batch is all here, from whichever executor.
+            report = drain(df.sparkSession._jvm.io.mirrorspark, self.flow.name)
+            self.executors |= report.executors
+            self.guard.after_write(starts, ends, plan.remote, report.first_written())
             if self._on_written is not None:
-                self._on_written(runs, plan.remote)
+                self._on_written(report.runs, plan.source_of)
             t3 = time.perf_counter()
-            source_of = {remote: src for src, remote in plan.remote.items()}
-            recopied = self.guard.marks.batch_written(batch_id, planned, runs, source_of)
-            for line in jvm.sink.WrittenBatches.drainResumed(self.flow.name).splitlines():
-                topic, partition, resumed, again = line.split("\t")
-                recopied[(topic, int(partition))] = recopied.get((topic, int(partition)), 0) + int(again)
+            recopied = self.guard.marks.batch_written(batch_id, planned, report.runs, plan.source_of)
+            for row in report.resumed:
+                recopied[(row.topic, row.partition)] = recopied.get((row.topic, row.partition), 0) + row.recopied
                 log.info("flow %s: batch %d resumed %s[%s]: %s record(s) already on the target were not sent "
-                         "again, %s written again", self.flow.name, batch_id, topic, partition, resumed, again)
+                         "again, %s written again", self.flow.name, batch_id, row.topic, row.partition, row.resumed,
+                         row.recopied)
             if self.metrics is not None:
-                self.metrics.batch_written(jvm.kafka.FlowStats.drain(self.flow.name), recopied)
+                self.metrics.batch_written(report.stats, recopied)
             self._last_written = batch_id
             self.batches_written += 1
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
                                     "offsets": round((t3 - t2) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t3) * 1000, 1)}
 
-    def _plan_for(self, batch_id: int):
+    def _plan_for(self, batch_id: int, batch_topics: set[str]) -> TopicPlan:
         """The topic plan, checked against the topics Spark put in this batch (its offset log) so a
         record is never dropped just because its topic appeared after the last refresh."""
         plan = self.remote_topics.refresh()
-        batch_topics = self._batch_topics(batch_id)
         missing = {t for t in batch_topics - set(plan.remote) if self.selection.should_replicate(t)}
         if missing:
             plan = self.remote_topics.refresh(force_target_check=True)
@@ -244,10 +237,6 @@ class FlowQuery:
                 raise OperationalError(f"flow {self.flow.name}: batch {batch_id} reads {sorted(missing)}, which has no "
                                        "remote topic yet; the batch is retried on restart")
         return plan
-
-    def _batch_topics(self, batch_id: int) -> set[str]:
-        """Topics in Spark's offset log entry for ``batch_id`` (written before the batch runs)."""
-        return {topic for topic, _ in self.spark_log.entry(batch_id)[1]}
 
     def committed_positions(self) -> dict[tuple[str, int], int]:
         """Source offsets up to which the last committed batch read (Spark's offset and commit logs)."""

@@ -9,24 +9,21 @@ runs the module's code), so ``validate`` checks its form and that its package ex
 from __future__ import annotations
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig, default, parse_bool
-from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
+from mirrorspark.control.clusters import admin_settings
 from mirrorspark.control.heartbeats import emits_heartbeats
 from mirrorspark.pipeline.executors import files_to_ship, is_local
 from mirrorspark.pipeline.flow_query import sink_options, source_options
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS
 from mirrorspark.policy.loading import POLICY_KEY, check_policy_class
 
-# MM2's <prefix>.enabled / <prefix>.interval.seconds pairs the runner schedules.
-TASKS = ("refresh.topics", "sync.topic.configs", "sync.topic.acls", "emit.checkpoints", "sync.group.offsets",
-         "emit.heartbeats", "refresh.groups")
 REST_LISTENER = "mirrorspark.rest.listener"
 
 
 def heartbeat_flows(config: MirrorConfig) -> list[FlowConfig]:
     """MM2's herder pairs that beat: the pair's flow or its heartbeats enabled, both clusters located."""
     return [flow for flow in config.flows
-            if emits_heartbeats(flow) and flow.flag("emit.heartbeats.enabled")
+            if emits_heartbeats(flow) and flow.options.emit_heartbeats
             and flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")]
 
 
@@ -41,24 +38,12 @@ def clusters_used(config: MirrorConfig) -> list[ClusterConfig]:
     return list(seen.values())
 
 
-def admin_settings(cluster: ClusterConfig) -> dict[str, str]:
-    """librdkafka settings of ``cluster``'s admin client (connection, then ``A.admin.*``)."""
-    return librdkafka_admin({**cluster.connection(), **cluster.role_overrides("admin")}, f"{cluster.alias}.")
-
-
 def check_flow(flow: FlowConfig) -> None:
     """One enabled flow's settings, read the way the runner and the Spark query read them."""
     check_policy_class(flow.settings, flow.where(POLICY_KEY))
-    for task in TASKS:
-        flow.interval(task)
-    flow.replication_factor
-    flow.topic_map
-    flow.fail_on_data_loss
-    flow.batch_max_records
-    flow.restart_attempts
-    flow.restart_backoff
+    flow.options  # every flow key, typed
     source_options(flow, "")
-    sink_options(flow, report_offsets=flow.flag("emit.offset-syncs.enabled"))
+    sink_options(flow, report_offsets=flow.options.emit_offset_syncs)
 
 
 def preflight(config: MirrorConfig) -> None:
@@ -69,15 +54,14 @@ def preflight(config: MirrorConfig) -> None:
                           " (and check --clusters)", "enabled")
     top = config.top_level
     listener = top.get(REST_LISTENER)
-    if listener is not None or parse_bool(top.get("mirrorspark.rest.enabled", default("mirrorspark.rest.enabled")),
-                                          "mirrorspark.rest.enabled"):
+    if listener is not None or config.driver.rest_enabled:
         from mirrorspark.rest.server import RestSettings
 
         RestSettings.from_config(top)  # listener, auth and token together, as run resolves them
     from mirrorspark.paths import default_state_dir
-    from mirrorspark.state.location import KEY as STATE_KEY, StateLocation
+    from mirrorspark.state.location import StateLocation
 
-    StateLocation.parse(top.get(STATE_KEY), default_state_dir())
+    StateLocation.parse(config.driver.state_location, default_state_dir())
     for flow in flows:
         check_flow(flow)
     for flow in heartbeat_flows(config):

@@ -25,8 +25,8 @@ class FlowSupervisor:
         self.query = query
         self.loss = loss
         self.metrics = metrics
-        self.allowed = query.flow.restart_attempts
-        self.backoff = query.flow.restart_backoff
+        self.allowed = query.flow.options.restart_attempts
+        self.backoff = query.flow.options.restart_backoff
         self.attempts = 0  # consecutive failures
         self.restarts = 0
         self.last_error: str | None = None

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import builtin_policy
-from mirrorspark.config.model import parse_bool
+from mirrorspark.config.settings import SettingsReader
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
 from mirrorspark.policy.identity import IdentityReplicationPolicy
@@ -23,7 +23,6 @@ from mirrorspark.policy.identity import IdentityReplicationPolicy
 log = logging.getLogger(__name__)
 
 POLICY_KEY = "replication.policy.class"
-DEFAULT_POLICY = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _FORMS = ("a Python import path 'package.module.Class' or 'package.module:Class', or one of MM2's built-in "
           "policy class names (org.apache.kafka.connect.mirror.DefaultReplicationPolicy or "
@@ -31,7 +30,7 @@ _FORMS = ("a Python import path 'package.module.Class' or 'package.module:Class'
 
 
 def policy_name(settings: Mapping[str, str]) -> str:
-    return (settings.get(POLICY_KEY) or DEFAULT_POLICY).strip()
+    return SettingsReader(settings).text(POLICY_KEY)
 
 
 def split_class_path(name: str, where: str = POLICY_KEY) -> tuple[str, str]:
@@ -76,9 +75,9 @@ def policy_label(settings: Mapping[str, str]) -> str:
 def policy_for_flow(settings: Mapping[str, str], source_alias: str, where: str = POLICY_KEY) -> ReplicationPolicy:
     """The ReplicationPolicy configured by a flow's resolved settings; a custom class is imported here."""
     name = policy_name(settings)
-    separator = settings.get("replication.policy.separator", ".")
-    sep_key = "replication.policy.internal.topic.separator.enabled"
-    internal_sep = parse_bool(settings.get(sep_key, "true"), sep_key)
+    read = SettingsReader(settings)  # the declared defaults (config/keys.py), not ones of its own
+    separator = read.text("replication.policy.separator")
+    internal_sep = read.flag("replication.policy.internal.topic.separator.enabled")
     kind = check_policy_class(settings, where)
     if kind == "default":
         return DefaultReplicationPolicy(separator, internal_sep)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.config.values import compile_patterns
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
 from mirrorspark.policy.identity import IdentityReplicationPolicy
@@ -31,21 +31,16 @@ class TopicSelection:
     """Decides per topic name whether flow ``source->target`` replicates it."""
 
     def __init__(self, flow: FlowConfig, policy: ReplicationPolicy) -> None:
-        self.flow = flow
+        options = flow.options
         self.policy = policy
         self.source_alias = flow.source.alias
         self.target_alias = flow.target.alias
-        self.include = join_patterns(flow.topics)
-        self.exclude = join_patterns(flow.topics_exclude)
-        for name, pattern in ((flow.where("topics"), self.include), (flow.where("topics.exclude"), self.exclude)):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ConfigError(f"{name} holds an invalid regular expression: {exc}", name) from None
-        self._include = re.compile(self.include)
-        self._exclude = re.compile(self.exclude)
-        self.topic_map = flow.topic_map
-        self.heartbeats_replicated = flow.flag("heartbeats.replication.enabled")
+        self.include = join_patterns(list(options.topics))
+        self.exclude = join_patterns(list(options.topics_exclude))
+        self._include = compile_patterns(options.topics, options.where("topics")) or re.compile(_NOTHING)
+        self._exclude = compile_patterns(options.topics_exclude, options.topics_exclude_key) or re.compile(_NOTHING)
+        self.topic_map = options.topic_map
+        self.heartbeats_replicated = options.heartbeats_replicated
 
     def topic_filter(self, topic: str) -> bool:
         """``topics`` matches fully and ``topics.exclude`` does not (excludes win)."""

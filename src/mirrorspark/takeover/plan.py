@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.admin import admin_client, consumer, partition_offsets, topic_ids, topic_partitions
-from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.offsets.formats import Heartbeat, RecordFormatError
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.policy import policy_for_flow
@@ -49,10 +49,6 @@ class FlowTakeover:
         return {"flow": self.flow, "offsets_topic": self.offsets_topic, "skipped_records": self.skipped_records,
                 "copied_twice": None if None in known else sum(known),  # type: ignore[arg-type]
                 "partitions": rows}
-
-
-def _conf(cluster) -> dict[str, str]:
-    return librdkafka_admin({**cluster.connection(), **cluster.role_overrides("admin")}, f"{cluster.alias}.")
 
 
 def offsets_topic(flow: FlowConfig) -> str:
@@ -111,7 +107,7 @@ def _heartbeats_during(conf: dict[str, str], source: str, target: str, wait: flo
 
 def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
     """The takeover plan of one flow; raises TakeoverRefused (nothing written) when it cannot be done."""
-    source_conf, target_conf = _conf(flow.source), _conf(flow.target)
+    source_conf, target_conf = admin_settings(flow.source), admin_settings(flow.target)
     source, target = admin_client(source_conf), admin_client(target_conf)
     refuse_if_running(flow, target, target_conf, running_wait)
     topic = offsets_topic(flow)
@@ -165,7 +161,7 @@ def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
 
 
 def _syncs_on_source(flow: FlowConfig) -> bool:
-    return (flow.get("offset-syncs.topic.location") or "source").strip().lower() != "target"
+    return not flow.options.offset_syncs_on_target
 
 
 def check_first_start(flow: FlowConfig, folder: StateFiles) -> None:
@@ -183,12 +179,12 @@ def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
     from mirrorspark.pipeline.state_identity import check_state_identity
 
     check_first_start(flow, folder)
-    target = admin_client(_conf(flow.target))
+    target = admin_client(admin_settings(flow.target))
     # The clusters' ids go with the positions: `run` against other clusters refuses this state.
-    check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, admin_client(_conf(flow.source)),
+    check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, admin_client(admin_settings(flow.source)),
                          target)
     ids = topic_ids(target, sorted({p.remote for p in plan.partitions}))
-    if flow.flag("emit.offset-syncs.enabled"):
+    if flow.options.emit_offset_syncs:
         log_ = RangeLog(folder.child("offset-ranges"))
         ranges = log_.load()
         touched = []

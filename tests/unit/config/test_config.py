@@ -31,15 +31,15 @@ def test_flows_default_disabled_and_enabled_by_key():
 def test_flow_setting_beats_top_level():
     mirror = config(BASE + "A->B.enabled=true\ntopics = x.*\nA->B.topics = y.*\nreplication.factor = 3\n")
     flow = mirror.enabled_flows[0]
-    assert flow.topics == ["y.*"]
-    assert flow.replication_factor == 3
+    assert flow.options.topics == ("y.*",)
+    assert flow.options.replication_factor == 3
 
 
 def test_mm2_defaults():
     flow = config(BASE + "A->B.enabled=true\n").enabled_flows[0]
-    assert flow.topics == [".*"]
-    assert flow.topics_exclude == [r".*[\-\.]internal", r".*\.replica", "__.*"]
-    assert flow.replication_factor == 2
+    assert flow.options.topics == (".*",)
+    assert flow.options.topics_exclude == (r".*[\-\.]internal", r".*\.replica", "__.*")
+    assert flow.options.replication_factor == 2
 
 
 def test_cluster_consumer_override_beats_flow_consumer_override():

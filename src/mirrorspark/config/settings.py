@@ -1,0 +1,201 @@
+"""A flow's settings resolved once into typed values, from the key declarations of ``keys.py``.
+
+MM2 gives each connector a ``ConfigDef`` with typed accessors; mirrorspark declares every key once
+(``keys.py``: type, default, range) and resolves a flow's strings here, one accessor per type, so
+components receive ``bool``/``int``/``float``/pattern values and never parse a setting or repeat a
+default. Validation (``validation.py``) has already refused bad values by the time a flow is resolved;
+the accessors still name the key if something slips through (a programmatic ``parse_config``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.keys import BY_NAME
+from mirrorspark.config.values import parse_bool, parse_topic_map, split_list
+
+_DISABLED = math.inf  # the interval of a task switched off: it never runs
+
+
+class SettingsReader:
+    """Raw ``key -> string`` settings read through their declarations; ``where`` names a key as written."""
+
+    def __init__(self, values: Mapping[str, str], flow_keys: frozenset[str] = frozenset(), prefix: str = "") -> None:
+        self._values = values
+        self._flow_keys = flow_keys
+        self._prefix = prefix
+
+    def where(self, key: str) -> str:
+        """The key as the user wrote it: ``A->B.key`` when set for the flow, else the top-level name."""
+        return f"{self._prefix}.{key}" if key in self._flow_keys else key
+
+    def raw(self, key: str) -> str:
+        """The value, or the declared default (the one place defaults live)."""
+        value = self._values.get(key)
+        return (BY_NAME[key].default or "") if value is None else value
+
+    def text(self, key: str) -> str:
+        """A STRING or CLASS value, trimmed; empty means the declared default, as MM2's optional strings."""
+        return self.raw(key).strip() or (BY_NAME[key].default or "")
+
+    def flag(self, key: str) -> bool:
+        return parse_bool(self.raw(key) or BY_NAME[key].default or "", self.where(key))
+
+    def integer(self, key: str) -> int:
+        text = self.raw(key).strip()
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(f"{self.where(key)} must be an integer, got {text!r}", self.where(key)) from None
+        self._check_range(key, value, text)
+        return value
+
+    def number(self, key: str) -> float:
+        text = self.raw(key).strip()
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError(f"{self.where(key)} must be a number, got {text!r}", self.where(key)) from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{self.where(key)} must be a finite number, got {text!r}", self.where(key))
+        self._check_range(key, value, text)
+        return value
+
+    def choice(self, key: str) -> str:
+        """One of the declared choices, in its declared spelling (MM2 compares case-insensitively)."""
+        text = self.raw(key).strip()
+        for choice in BY_NAME[key].choices:
+            if choice.lower() == text.lower():
+                return choice
+        raise ConfigError(f"{self.where(key)} must be one of {', '.join(BY_NAME[key].choices)}, got {text!r}",
+                          self.where(key))
+
+    def patterns(self, key: str) -> tuple[tuple[str, ...], str]:
+        """A LIST of regexes and the key it came from: ``key``, else its deprecated alias, else the default.
+        An empty value is an empty list (exclude nothing), never "use the default"."""
+        for name in (key, *(k.name for k in BY_NAME.values() if k.deprecated_by == key)):
+            if name in self._values:
+                return tuple(split_list(self._values[name])), self.where(name)
+        return tuple(split_list(BY_NAME[key].default or "")), self.where(key)
+
+    def interval(self, prefix: str) -> float:
+        """MM2's ``<prefix>.enabled`` / ``<prefix>.interval.seconds`` pair in seconds; switched off: infinity."""
+        if not self.flag(f"{prefix}.enabled"):
+            return _DISABLED
+        return self.number(f"{prefix}.interval.seconds")
+
+    def _check_range(self, key: str, value: float, text: str) -> None:
+        declared = BY_NAME[key]
+        if text in declared.also:
+            return
+        if (declared.low is not None and value < declared.low) or (declared.high is not None and value > declared.high):
+            where = self.where(key)
+            raise ConfigError(f"{where} must be {declared.bounds()}, got {text}", where)
+
+
+@dataclass(frozen=True)
+class FlowSettings:
+    """Everything a flow's components act on, typed. Built by ``FlowSettings.resolve`` from the flow's
+    resolved strings (top level overridden by ``A->B.*``); ``where`` names a key as the user wrote it."""
+
+    name: str
+    reader: SettingsReader = field(repr=False, compare=False)
+    replication_factor: int
+    topic_map: Mapping[str, str]
+    topics: tuple[str, ...]
+    topics_exclude: tuple[str, ...]
+    topics_exclude_key: str
+    groups: tuple[str, ...]
+    groups_exclude: tuple[str, ...]
+    groups_exclude_key: str
+    config_exclude: tuple[str, ...]
+    config_exclude_key: str
+    policy_class: str
+    separator: str
+    internal_separator: bool
+    heartbeats_replicated: bool
+    refresh_topics: bool
+    refresh_topics_interval: float
+    topic_configs_interval: float
+    defaults_from_source: bool
+    topic_acls_interval: float
+    emit_heartbeats: bool
+    heartbeats_interval: float
+    heartbeats_replication_factor: int
+    emit_offset_syncs: bool
+    offset_syncs_on_target: bool
+    offset_syncs_replication_factor: int
+    emit_checkpoints: bool
+    checkpoints_interval: float
+    checkpoints_replication_factor: int
+    sync_group_offsets: bool
+    group_offsets_interval: float
+    fail_on_data_loss: bool
+    batch_max_records: int
+    restart_attempts: int
+    restart_backoff: float
+
+    def where(self, key: str) -> str:
+        return self.reader.where(key)
+
+    @classmethod
+    def resolve(cls, name: str, settings: Mapping[str, str], flow_keys: frozenset[str]) -> FlowSettings:
+        """Read every flow key once. Errors name the key; the replication factor and ``topic.map`` come
+        first, as the loader has always checked them in that order."""
+        read = SettingsReader(settings, flow_keys, name)
+        topics_exclude, topics_exclude_key = read.patterns("topics.exclude")
+        groups_exclude, groups_exclude_key = read.patterns("groups.exclude")
+        config_exclude, config_exclude_key = read.patterns("config.properties.exclude")
+        emit_offset_syncs = read.flag("emit.offset-syncs.enabled")
+        return cls(
+            name=name, reader=read,
+            replication_factor=read.integer("replication.factor"),
+            topic_map=parse_topic_map(read.raw("topic.map"), read.where("topic.map")),
+            topics=read.patterns("topics")[0], topics_exclude=topics_exclude, topics_exclude_key=topics_exclude_key,
+            groups=read.patterns("groups")[0], groups_exclude=groups_exclude, groups_exclude_key=groups_exclude_key,
+            config_exclude=config_exclude, config_exclude_key=config_exclude_key,
+            policy_class=read.text("replication.policy.class"),
+            separator=read.text("replication.policy.separator"),
+            internal_separator=read.flag("replication.policy.internal.topic.separator.enabled"),
+            heartbeats_replicated=read.flag("heartbeats.replication.enabled"),
+            refresh_topics=read.flag("refresh.topics.enabled"),
+            refresh_topics_interval=read.interval("refresh.topics"),
+            topic_configs_interval=read.interval("sync.topic.configs"),
+            defaults_from_source=read.choice("use.defaults.from") == "source",
+            topic_acls_interval=read.interval("sync.topic.acls"),
+            emit_heartbeats=read.flag("emit.heartbeats.enabled"),
+            heartbeats_interval=read.interval("emit.heartbeats"),
+            heartbeats_replication_factor=read.integer("heartbeats.topic.replication.factor"),
+            emit_offset_syncs=emit_offset_syncs,
+            offset_syncs_on_target=read.choice("offset-syncs.topic.location") == "target",
+            offset_syncs_replication_factor=read.integer("offset-syncs.topic.replication.factor"),
+            emit_checkpoints=emit_offset_syncs and read.flag("emit.checkpoints.enabled"),
+            checkpoints_interval=read.interval("emit.checkpoints"),
+            checkpoints_replication_factor=read.integer("checkpoints.topic.replication.factor"),
+            sync_group_offsets=read.flag("sync.group.offsets.enabled"),
+            group_offsets_interval=read.interval("sync.group.offsets"),
+            fail_on_data_loss=read.choice("mirrorspark.data.loss") == "fail",
+            batch_max_records=read.integer("mirrorspark.batch.max.records"),
+            restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),
+            restart_backoff=read.number("mirrorspark.flow.restart.backoff.seconds"),
+        )
+
+
+@dataclass(frozen=True)
+class DriverSettings:
+    """Top-level settings of the process (``Scope.DRIVER``), typed."""
+
+    state_location: str | None
+    lag_interval: float
+    rest_enabled: bool
+
+    @classmethod
+    def resolve(cls, top_level: Mapping[str, str]) -> DriverSettings:
+        read = SettingsReader(top_level)
+        return cls(state_location=top_level.get("mirrorspark.state.location"),
+                   lag_interval=read.number("mirrorspark.metrics.lag.interval.seconds"),
+                   rest_enabled=read.flag("mirrorspark.rest.enabled"))
+
+

@@ -1,0 +1,58 @@
+"""MM2's value syntax (BOOLEAN, LIST, connection keys, ``topic.map`` pairs), apart from any key.
+
+The model, the validation and the typed settings all read values this way; keeping the syntax here
+lets each of them import it without importing the others.
+"""
+from __future__ import annotations
+
+import re
+
+from mirrorspark.config.errors import ConfigError
+
+# MM2's client connection keys (MirrorClientConfig.CLIENT_CONFIG_DEF): these flow from the
+# cluster (or top) level into every client talking to that cluster.
+_CONNECTION_KEY = re.compile(r"^(bootstrap\.servers|security\.protocol|ssl\..+|sasl\..+|client\.dns\.lookup)$")
+
+
+def parse_bool(value: str, where: str) -> bool:
+    """MM2 BOOLEAN: true or false, case-insensitive; anything else names the key."""
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ConfigError(f"{where} must be true or false, got {value!r}", where)
+    return lowered == "true"
+
+
+def is_connection_key(key: str) -> bool:
+    return bool(_CONNECTION_KEY.match(key))
+
+
+def split_list(value: str) -> list[str]:
+    """MM2 LIST values: comma separated, trimmed, empty items dropped."""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def parse_topic_map(value: str, where: str) -> dict[str, str]:
+    """``src:dst, src2:dst2`` -> mapping; refuses malformed pairs and two topics mapped to one name."""
+    mapping: dict[str, str] = {}
+    for item in split_list(value):
+        source, sep, target = (part.strip() for part in item.partition(":"))
+        if not sep or not source or not target:
+            raise ConfigError(f"{where}: '{item}' is not a 'source:target' pair", where)
+        if source in mapping:
+            raise ConfigError(f"{where}: topic '{source}' is mapped twice", where)
+        if target in mapping.values():
+            first = next(s for s, t in mapping.items() if t == target)
+            raise ConfigError(f"{where}: topics {first} and {source} are both mapped to '{target}': two sources "
+                              "would write one remote topic", where)
+        mapping[source] = target
+    return mapping
+
+
+def compile_patterns(patterns: tuple[str, ...] | list[str], where: str) -> re.Pattern[str] | None:
+    """One regex fully matching any of ``patterns`` (MM2's LIST of regexes); None when the list is empty."""
+    if not patterns:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in patterns))
+    except re.error as exc:
+        raise ConfigError(f"{where} holds an invalid regular expression: {exc}", where) from None

@@ -1,0 +1,158 @@
+"""One flow wired together before any data moves, each part complete when it is constructed.
+
+MM2 spreads this over its connectors' ``start()`` methods; here it is one place that knows the order:
+topics and their identity first (nothing may be read before a re-created topic is noticed), then offset
+state, the control-plane tasks, the streaming query and its supervisor, and the lag probe. The runner
+(``runner.py``) owns the process; this module owns a flow.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.control.acl_sync import AclSync
+from mirrorspark.control.admin import broker_count, partition_offsets
+from mirrorspark.control.clusters import Clusters
+from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
+from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
+from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
+from mirrorspark.control.topic_configs import TopicConfigs
+from mirrorspark.errors import ConfigError
+from mirrorspark.integrity.batch_guard import BatchGuard
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.topic_identity import TopicIdentity
+from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.metrics.flow_metrics import FlowMetrics
+from mirrorspark.metrics.lag import LagProbe
+from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.offsets.flow_offsets import FlowOffsets
+from mirrorspark.pipeline.flow_query import FlowQuery
+from mirrorspark.pipeline.state_identity import check_state_identity
+from mirrorspark.pipeline.supervision import FlowSupervisor
+from mirrorspark.policy import ReplicationPolicy
+from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.state import StateFiles
+from mirrorspark.takeover.plan import load_positions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every flow of the process shares."""
+
+    clusters: Clusters
+    state: StateFiles
+    scheduler: Scheduler
+    metrics: MirrorMetrics
+    remote_names: RemoteNames  # one source per remote topic, across every flow of the process
+    ship_files: bool  # executors in other JVMs: client files shipped with the query
+    lag_interval: float
+
+
+@dataclass(frozen=True)
+class AssembledFlow:
+    """A flow ready to start: its query, the supervisor restarting it, its offsets and lag probe."""
+
+    query: FlowQuery
+    supervisor: FlowSupervisor
+    offsets: FlowOffsets
+    probe: LagProbe
+
+
+def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -> AssembledFlow:
+    """Check and wire one enabled flow; raises a family error, before anything is copied, on bad input."""
+    options = flow.options
+    selection = TopicSelection(flow, policy)
+    (source, source_conf), (target, target_conf) = (shared.clusters.admin(flow.source),
+                                                    shared.clusters.admin(flow.target))
+    configs = TopicConfigs(flow, source, target)
+    remote = RemoteTopics(flow, selection, source, target, options.refresh_topics_interval, configs,
+                          shared.remote_names)
+    remote.check_replication_factor()
+    folder = shared.state.child(flow.source.alias).child(flow.target.alias)
+    check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, source, target)
+    offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder,
+                          source_of=remote.source_of, metrics=shared.metrics)
+    offsets.check_replication_factors()
+    if options.refresh_topics:
+        remote.refresh(force_target_check=True)
+    else:
+        remote.freeze_topics()
+    checkpoint = folder.child("checkpoint")
+    marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
+    identity = TopicIdentity(folder, flow.name, source, target, loss, marks, SparkOffsetLog(checkpoint), offsets)
+    figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias)
+    supervisor: FlowSupervisor | None = None  # bound below, once the query exists
+
+    def check_identity() -> dict[str, str]:
+        """The identity check; returns the remote topics' ids it read (the checkpoint round uses them)."""
+        if identity.check(remote.plan.remote, remote.plan.partitions) and supervisor is not None:
+            supervisor.restart_requested = "a source topic was re-created"
+        return dict(identity.remote_ids)
+
+    def refresh_topics() -> None:
+        plan = remote.refresh(force_target_check=True)
+        check_identity()
+        figures.forget_topics(set(plan.remote.values()), set(plan.remote))
+
+    identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
+    scheduler, interval = shared.scheduler, options.refresh_topics_interval
+    scheduler.every(f"flow {flow.name}: topic refresh", interval, refresh_topics, initial_delay=interval)
+    scheduler.every(f"flow {flow.name}: topic config sync", options.topic_configs_interval,
+                    lambda: configs.sync(remote.plan.remote))
+    acls = AclSync(flow.name, source, target)
+    scheduler.every(f"flow {flow.name}: ACL sync", options.topic_acls_interval,
+                    lambda: acls.sync(remote.plan.remote))
+    offsets.start()
+    offsets.schedule(scheduler, check_identity)
+    loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
+    guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
+                       lambda parts: partition_offsets(target, parts), options.fail_on_data_loss)
+
+    def before_start() -> None:
+        plan = remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created
+        identity.check(plan.remote, plan.partitions)  # ... and its offset mapping bound to the new one
+        identity.apply_rewinds()
+
+    query = FlowQuery(flow, selection, remote, checkpoint, guard,
+                      offsets.on_written if offsets.enabled else None, figures, shared.ship_files, before_start,
+                      load_positions(folder))  # where MM2 stopped, after `migrate from-mm2 --execute`
+    supervisor = FlowSupervisor(query, loss, shared.metrics)
+    read_committed = flow.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
+    probe = LagProbe(shared.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
+                     read_committed, lambda: list(remote.plan.remote), query.committed_positions)
+
+    def measure() -> None:
+        probe.safe_run()
+        figures.update_rates()
+
+    scheduler.every(f"flow {flow.name}: lag and rates", shared.lag_interval, measure)
+    return AssembledFlow(query, supervisor, offsets, probe)
+
+
+def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPolicy],
+                        shared: Shared) -> list[HeartbeatEmitter]:
+    """MM2's herder pairs: every pair with its flow or its heartbeats enabled beats into its target,
+    on a scheduler lane of its own (slow admin tasks never delay them)."""
+    emitters = []
+    for flow in config.flows:
+        if not (emits_heartbeats(flow) and flow.options.emit_heartbeats):
+            continue
+        if not (flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")):
+            log.warning("pair %s: no heartbeats, a cluster of the pair has no bootstrap.servers", flow.name)
+            continue
+        target, target_conf = shared.clusters.admin(flow.target)
+        rf_key = "heartbeats.topic.replication.factor"
+        rf, brokers = flow.options.heartbeats_replication_factor, broker_count(target)
+        if rf > brokers:
+            raise ConfigError(f"{flow.where(rf_key)}={rf} but cluster {flow.target.alias!r} has only {brokers} "
+                              f"broker(s); set {flow.where(rf_key)} to at most {brokers}", flow.where(rf_key))
+        emitter = HeartbeatEmitter(flow, policies[flow.name], target, target_conf, rf)
+        emitter.start()
+        emitters.append(emitter)
+        shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.options.heartbeats_interval, emitter.beat,
+                               lane=HEARTBEATS)
+    return emitters

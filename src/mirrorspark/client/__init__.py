@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from mirrorspark.client.mirror_client import MirrorClient, count_hops, translate_offsets, upstream_chain
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.control.client_settings import admin_properties
 from mirrorspark.policy import policy_for_flow
 
 
@@ -15,8 +16,7 @@ def client_for(config: MirrorConfig, alias: str, remote_alias: str | None = None
         flow = next((f for f in config.flows if f.source.alias == remote_alias and f.target.alias == alias), None)
         if flow is not None:
             settings = dict(flow.settings)
-    props = {**cluster.connection(), **cluster.role_overrides("admin")}
-    return MirrorClient(props, policy_for_flow(settings, remote_alias or alias))
+    return MirrorClient(admin_properties(cluster), policy_for_flow(settings, remote_alias or alias))
 
 
 __all__ = ["MirrorClient", "client_for", "count_hops", "translate_offsets", "upstream_chain"]

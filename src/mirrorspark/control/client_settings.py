@@ -23,9 +23,13 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mirrorspark import jdk
 from mirrorspark.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mirrorspark.config.model import ClusterConfig
 
 # Keys whose name and meaning are the same in the Java client and librdkafka.
 _SAME = {"bootstrap.servers", "client.id", "sasl.username", "sasl.password", "ssl.ca.location",
@@ -39,6 +43,17 @@ _JAAS = re.compile(r'^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|suffi
 _JAAS_OPTION = re.compile(r'\s*([\w.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)')
 _LOGIN_MODULES = {"PLAIN": "PlainLoginModule", "SCRAM-SHA-256": "ScramLoginModule",
                   "SCRAM-SHA-512": "ScramLoginModule"}
+
+
+def admin_properties(cluster: ClusterConfig) -> dict[str, str]:
+    """Java-style settings of ``cluster``'s admin client: its connection settings, then its
+    ``<alias>.admin.*`` overrides (MM2's order)."""
+    return {**cluster.connection(), **cluster.role_overrides("admin")}
+
+
+def admin_settings(cluster: ClusterConfig) -> dict[str, str]:
+    """librdkafka settings of ``cluster``'s admin client; error messages name keys ``<alias>.<key>``."""
+    return librdkafka_admin(admin_properties(cluster), f"{cluster.alias}.")
 
 
 def librdkafka_admin(java_props: Mapping[str, str], where: str = "") -> dict[str, str]:

@@ -15,7 +15,7 @@ from mirrorspark.client import client_for
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.control.admin import admin_client, end_offsets
-from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.errors import Conflict, OperationalError
 from mirrorspark.offsets.group_sync import commit_offsets, committed_offsets, group_state
 
@@ -82,8 +82,7 @@ class FailoverPlan:
 def _connection(config: MirrorConfig, alias: str) -> dict:
     if alias not in config.clusters:
         raise ConfigError(f"cluster {alias!r} is not in clusters ({', '.join(config.clusters)})", "clusters")
-    cluster = config.clusters[alias]
-    return librdkafka_admin({**cluster.connection(), **cluster.role_overrides("admin")}, f"{alias}.")
+    return admin_settings(config.clusters[alias])
 
 
 def plan_failover(config: MirrorConfig, group: str, source: str, target: str) -> FailoverPlan:

@@ -11,12 +11,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.config.model import ClusterConfig
 from mirrorspark.control.admin import admin_client
 from mirrorspark.errors import OperationalError
-from mirrorspark.control.client_settings import librdkafka_admin
-
-
-def admin_settings(cluster: ClusterConfig) -> dict[str, str]:
-    """librdkafka settings of ``cluster``'s admin client: its connection, then ``A.admin.*`` (MM2's order)."""
-    return librdkafka_admin({**cluster.connection(), **cluster.role_overrides("admin")}, f"{cluster.alias}.")
+from mirrorspark.control.client_settings import admin_settings
 
 
 class ClusterUnreachable(OperationalError):

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.control.admin import broker_count, topic_partitions
+from mirrorspark.control.admin import check_replication_factor, topic_partitions
 from mirrorspark.errors import OperationalError
 from mirrorspark.policy.topic_selection import TopicSelection
 
@@ -104,12 +104,8 @@ class RemoteTopics:
     def check_replication_factor(self) -> None:
         """Refuse a replication.factor the target cannot honour, before any data moves."""
         rf = self.flow.options.replication_factor
-        brokers = broker_count(self.target)
-        if rf > brokers:
-            key = self.flow.where("replication.factor")
-            raise ConfigError(
-                f"{key}={rf} but target cluster {self.flow.target.alias!r} has only {brokers} broker(s); "
-                f"set {key} to at most {brokers}", key)
+        check_replication_factor(self.target, rf, self.flow.where("replication.factor"),
+                                 f"target cluster {self.flow.target.alias!r}")
 
     def refresh(self, force_target_check: bool = False) -> TopicPlan:
         """Re-read source topics; create or grow remote topics when needed. Cheap when nothing changed.

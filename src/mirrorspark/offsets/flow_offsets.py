@@ -15,9 +15,8 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.control.admin import broker_count, ensure_compacted_topic
+from mirrorspark.control.admin import check_replication_factor, ensure_compacted_topic
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
@@ -149,11 +148,7 @@ class FlowOffsets:
             checks.append(("checkpoints.topic.replication.factor", options.checkpoints_replication_factor,
                            self._target, self.flow.target.alias))
         for key, rf, admin, alias in checks:
-            brokers = broker_count(admin)
-            if rf > brokers:
-                where = self.flow.where(key)
-                raise ConfigError(f"{where}={rf} but cluster {alias!r} has only {brokers} broker(s); "
-                                  f"set {where} to at most {brokers}", where)
+            check_replication_factor(admin, rf, self.flow.where(key), f"cluster {alias!r}")
 
     def start(self) -> None:
         """Create the internal topics and reload existing checkpoints (before any data moves)."""

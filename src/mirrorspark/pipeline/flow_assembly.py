@@ -12,13 +12,12 @@ from dataclasses import dataclass
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.acl_sync import AclSync
-from mirrorspark.control.admin import broker_count, partition_offsets
+from mirrorspark.control.admin import check_replication_factor, partition_offsets
 from mirrorspark.control.clusters import Clusters
 from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
 from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
-from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
@@ -146,10 +145,8 @@ def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPol
             continue
         target, target_conf = shared.clusters.admin(flow.target)
         rf_key = "heartbeats.topic.replication.factor"
-        rf, brokers = flow.options.heartbeats_replication_factor, broker_count(target)
-        if rf > brokers:
-            raise ConfigError(f"{flow.where(rf_key)}={rf} but cluster {flow.target.alias!r} has only {brokers} "
-                              f"broker(s); set {flow.where(rf_key)} to at most {brokers}", flow.where(rf_key))
+        rf = flow.options.heartbeats_replication_factor
+        check_replication_factor(target, rf, flow.where(rf_key), f"cluster {flow.target.alias!r}")
         emitter = HeartbeatEmitter(flow, policies[flow.name], target, target_conf, rf)
         emitter.start()
         emitters.append(emitter)

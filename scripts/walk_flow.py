@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 SRC = str(Path(__file__).resolve().parent.parent / "src" / "mirrorspark") + "/"
+SHOW_FUNCTIONS = "--functions" in sys.argv
 ENTRIES = ("_prepare_flow", "assemble_flow")  # before / after the runner split
 
 
@@ -61,7 +62,7 @@ def walk(bootstraps: dict[str, str]) -> list[str]:
         values = [frame.f_locals.get(name) for name in args]
         held = getattr(values[0], "__dict__", {}).values() if values and args[0] == "self" else ()
         if any(id(v) in followed for v in [*values, *held]):
-            files.append(frame.f_code.co_filename[len(SRC):])
+            files.append(frame.f_code.co_filename[len(SRC):] + (f":{frame.f_code.co_name}" if SHOW_FUNCTIONS else ""))
 
     replicator = runner.Replicator(config, state)
     sys.setprofile(profile)
@@ -76,14 +77,15 @@ def walk(bootstraps: dict[str, str]) -> list[str]:
 def measure(files: list[str]) -> tuple[int, int, int, list[str]]:
     """(files entered, climbs back up, returns, the walk with consecutive repeats folded)."""
     path = [f for i, f in enumerate(files) if i == 0 or files[i - 1] != f]
+    units = [f.split(":")[0] for f in path]  # a file is the unit, with or without --functions
     seen_files: set[str] = set()
     seen_packages: set[str] = set()
     climbs = returns = 0
-    for i, file in enumerate(path):
+    for i, file in enumerate(units):
         package = file.split("/")[0]
-        if file in seen_files:
+        if file in seen_files and units[i - 1] != file:
             returns += 1
-        if i and package in seen_packages and path[i - 1].split("/")[0] != package:
+        if i and package in seen_packages and units[i - 1].split("/")[0] != package:
             climbs += 1
         seen_files.add(file)
         seen_packages.add(package)

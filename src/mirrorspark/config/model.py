@@ -47,7 +47,7 @@ class FlowConfig:
     settings: Mapping[str, str]
     flow_settings: Mapping[str, str]
 
-    @property
+    @cached_property
     def name(self) -> str:
         return f"{self.source.alias}->{self.target.alias}"
 

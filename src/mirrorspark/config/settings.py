@@ -105,9 +105,11 @@ class FlowSettings:
     replication_factor: int
     topic_map: Mapping[str, str]
     topics: tuple[str, ...]
+    topics_key: str
     topics_exclude: tuple[str, ...]
     topics_exclude_key: str
     groups: tuple[str, ...]
+    groups_key: str
     groups_exclude: tuple[str, ...]
     groups_exclude_key: str
     config_exclude: tuple[str, ...]
@@ -153,8 +155,8 @@ class FlowSettings:
             name=name, reader=read,
             replication_factor=read.integer("replication.factor"),
             topic_map=parse_topic_map(read.raw("topic.map"), read.where("topic.map")),
-            topics=read.patterns("topics")[0], topics_exclude=topics_exclude, topics_exclude_key=topics_exclude_key,
-            groups=read.patterns("groups")[0], groups_exclude=groups_exclude, groups_exclude_key=groups_exclude_key,
+            topics=read.patterns("topics")[0], topics_key=read.where("topics"), topics_exclude=topics_exclude, topics_exclude_key=topics_exclude_key,
+            groups=read.patterns("groups")[0], groups_key=read.where("groups"), groups_exclude=groups_exclude, groups_exclude_key=groups_exclude_key,
             config_exclude=config_exclude, config_exclude_key=config_exclude_key,
             policy_class=read.text("replication.policy.class"),
             separator=read.text("replication.policy.separator"),

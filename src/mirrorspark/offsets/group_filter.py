@@ -9,7 +9,7 @@ class GroupFilter:
     """A group is checkpointed when it fully matches ``groups`` and no ``groups.exclude`` entry."""
 
     def __init__(self, options: FlowSettings) -> None:
-        self._include = compile_patterns(options.groups, options.where("groups"))
+        self._include = compile_patterns(options.groups, options.groups_key)
         self._exclude = compile_patterns(options.groups_exclude, options.groups_exclude_key)
 
     def __call__(self, group: str) -> bool:

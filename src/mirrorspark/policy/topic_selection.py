@@ -37,7 +37,7 @@ class TopicSelection:
         self.target_alias = flow.target.alias
         self.include = join_patterns(list(options.topics))
         self.exclude = join_patterns(list(options.topics_exclude))
-        self._include = compile_patterns(options.topics, options.where("topics")) or re.compile(_NOTHING)
+        self._include = compile_patterns(options.topics, options.topics_key) or re.compile(_NOTHING)
         self._exclude = compile_patterns(options.topics_exclude, options.topics_exclude_key) or re.compile(_NOTHING)
         self.topic_map = options.topic_map
         self.heartbeats_replicated = options.heartbeats_replicated

@@ -19,6 +19,8 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 
 from mirrorspark.config.errors import ConfigError
+from mirrorspark.config.settings import SettingsReader
+from mirrorspark.config.values import split_list
 from mirrorspark.rest.controller import Controller
 from mirrorspark.rest.security import TOKEN_FILE, AllowedHosts, generate_token, is_loopback, write_private
 
@@ -46,21 +48,17 @@ class RestSettings:
 
     @classmethod
     def from_config(cls, top: Mapping[str, str]) -> "RestSettings":
-        from mirrorspark.config.keys import BY_NAME
-
-        def get(name: str) -> str:
-            return (top.get(name) or BY_NAME[name].default or "").strip()
-
-        auth = get("mirrorspark.rest.auth").lower() or "token"
+        read = SettingsReader(top)  # defaults from the key declarations
+        auth = read.text("mirrorspark.rest.auth").lower()
         if auth not in ("token", "none"):
             raise ConfigError(f"mirrorspark.rest.auth must be token or none, got {auth!r}", "mirrorspark.rest.auth")
-        token = get("mirrorspark.rest.token") or None
+        token = read.text("mirrorspark.rest.token") or None
         if token is not None and auth == "none":
             raise ConfigError("mirrorspark.rest.token is set but mirrorspark.rest.auth = none: remove one of them",
                               "mirrorspark.rest.auth")
-        host, port = parse_listener(get("mirrorspark.rest.listener"))
-        extra = tuple(h.strip() for h in get("mirrorspark.rest.allowed.hosts").split(",") if h.strip())
-        return cls(get("mirrorspark.rest.enabled").lower() == "true", host, port, token, auth, extra)
+        host, port = parse_listener(read.text("mirrorspark.rest.listener"))
+        extra = tuple(split_list(read.raw("mirrorspark.rest.allowed.hosts")))
+        return cls(read.flag("mirrorspark.rest.enabled"), host, port, token, auth, extra)
 
 
 class RestServer:

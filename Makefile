@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo test bench dist clean
+.PHONY: setup demo lint test test-unit bench dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -7,8 +7,18 @@ setup:
 demo: setup
 	.venv/bin/mirrorspark demo
 
-test: setup
+# ruff and mypy, as configured in pyproject.toml.
+lint: setup
+	.venv/bin/ruff check src tests
+	.venv/bin/mypy
+
+# Everything: lint, then every test (unit and against real local brokers and Spark).
+test: lint
 	.venv/bin/pytest
+
+# The unit tests only (tests/unit): no broker, no Spark, no network; under a minute.
+test-unit: setup
+	.venv/bin/pytest tests/unit
 
 # Real MirrorMaker 2 vs mirrorspark on the same local brokers (5-10 minutes on 2 cores).
 bench: setup

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from mirrorspark.cli.offsets_commands import _table as table
-from mirrorspark.cli.reporting import EXIT_RUNTIME, fail
+from mirrorspark.cli.reporting import EXIT_RUNTIME
 
 _COLUMNS = (("source_topic", "topic"), ("partition", "part"), ("remote_topic", "remote"),
             ("source_span", "source-range"), ("target_span", "target-range"), ("source_records", "source"),
@@ -69,7 +69,7 @@ def audit(
     each consumer group with checkpoints is safe to fail over. Exit 1 when anything differs."""
     from mirrorspark.cli.logging_setup import scrub_secrets, setup_logging
     from mirrorspark.config import load_config
-    from mirrorspark.integrity.audit import AuditError, run_audit
+    from mirrorspark.integrity.audit import run_audit
     from mirrorspark.paths import default_state_dir
 
     setup_logging(verbose)
@@ -80,11 +80,7 @@ def audit(
     use_state_dir((state_dir or default_state_dir()).resolve())  # converted key material kept there, private
     for warning in mirror.warnings:
         logging.getLogger("mirrorspark.config").warning("%s", warning)
-    try:
-        report = run_audit(mirror, flow, topics, (state_dir or default_state_dir()).resolve())
-    except AuditError as exc:
-        fail(str(exc), EXIT_RUNTIME)
-        return
+    report = run_audit(mirror, flow, topics, (state_dir or default_state_dir()).resolve())
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2))
     else:

@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from mirrorspark.local import ClusterSpec, LocalClusterError, LocalClusters
-from mirrorspark.local.security import MECHANISMS, PROTOCOLS, SecurityError, SecurityOptions
+from mirrorspark.cli.reporting import reported
+from mirrorspark.local import ClusterSpec, LocalClusters
+from mirrorspark.local.security import MECHANISMS, PROTOCOLS, SecurityOptions
 from mirrorspark.local.spark_cluster import LocalSpark, valid_memory
 
 app = typer.Typer(no_args_is_help=True, help="Run real Apache Kafka clusters (KRaft, one node each) and a Spark "
@@ -34,12 +35,8 @@ def _print_status(rows: list[tuple[str, str]], nothing: str) -> None:
         raise typer.Exit(1)
 
 
-def _fail(exc: Exception) -> None:
-    typer.echo(f"mirrorspark: error: {exc}", err=True)
-    raise typer.Exit(1)
-
-
 @app.command()
+@reported
 def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cluster.")],
        state_dir: StateDir = None,
        timeout: Annotated[float, typer.Option(help="Seconds to wait for each broker.")] = 90.0,
@@ -56,16 +53,13 @@ def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cl
     Secured clusters also print where their Java-style client settings are (``client.properties``,
     ready to copy into mm2.properties as ``NAME.<key>``).
     """
-    try:
-        options = SecurityOptions(security.upper(), sasl_mechanism.upper(), authorizer)
-        specs = [ClusterSpec.parse(n, options) for n in names]
-        local = _clusters(state_dir)
-        for cluster in local.up(specs, timeout=timeout):
-            typer.echo(f"{cluster.name}={cluster.bootstrap}")
-            if cluster.security.secured:
-                typer.echo(f"# {cluster.name} client settings: {local.folder(cluster.name) / 'client.properties'}")
-    except (LocalClusterError, SecurityError) as exc:
-        _fail(exc)
+    options = SecurityOptions(security.upper(), sasl_mechanism.upper(), authorizer)
+    specs = [ClusterSpec.parse(n, options) for n in names]
+    local = _clusters(state_dir)
+    for cluster in local.up(specs, timeout=timeout):
+        typer.echo(f"{cluster.name}={cluster.bootstrap}")
+        if cluster.security.secured:
+            typer.echo(f"# {cluster.name} client settings: {local.folder(cluster.name) / 'client.properties'}")
 
 
 @app.command()
@@ -75,15 +69,13 @@ def status(state_dir: StateDir = None) -> None:
 
 
 @app.command()
+@reported
 def down(names: Annotated[Optional[list[str]], typer.Argument(help="Clusters to stop (default: all).")] = None,
          state_dir: StateDir = None,
          purge: Annotated[bool, typer.Option(help="Also delete their data and logs.")] = False) -> None:
     """Stop clusters by pid and wait until they are gone."""
-    try:
-        for line in _clusters(state_dir).down(names or None, purge=purge):
-            typer.echo(line)
-    except LocalClusterError as exc:
-        _fail(exc)
+    for line in _clusters(state_dir).down(names or None, purge=purge):
+        typer.echo(line)
 
 
 def _memory(value: str) -> str:
@@ -93,6 +85,7 @@ def _memory(value: str) -> str:
 
 
 @spark_app.command("up")
+@reported
 def spark_up(workers: Annotated[int, typer.Option(min=1, help="Number of workers.")] = 2,
              cores: Annotated[int, typer.Option(min=1, help="Cores each worker offers.")] = 1,
              memory: Annotated[str, typer.Option(callback=_memory, help="Memory each worker offers to executors.")]
@@ -106,14 +99,11 @@ def spark_up(workers: Annotated[int, typer.Option(min=1, help="Number of workers
 
     Paste it into mm2.properties. The daemons outlive this command; `mirrorspark local spark down` stops them.
     """
-    try:
-        local = LocalSpark(state_dir)
-        typer.echo(f"spark.master = {local.up(workers, cores, memory, port, timeout)}")
-        layout = local.load()
-        if layout is not None:
-            typer.echo(f"# Spark master web UI: {layout.web_ui}")
-    except LocalClusterError as exc:
-        _fail(exc)
+    local = LocalSpark(state_dir)
+    typer.echo(f"spark.master = {local.up(workers, cores, memory, port, timeout)}")
+    layout = local.load()
+    if layout is not None:
+        typer.echo(f"# Spark master web UI: {layout.web_ui}")
 
 
 @spark_app.command("status")
@@ -123,11 +113,9 @@ def spark_status(state_dir: StateDir = None) -> None:
 
 
 @spark_app.command("down")
+@reported
 def spark_down(state_dir: StateDir = None,
                purge: Annotated[bool, typer.Option(help="Also delete its logs and work folders.")] = False) -> None:
     """Stop the workers (and their executors), then the master; wait until they are gone."""
-    try:
-        for line in LocalSpark(state_dir).down(purge=purge):
-            typer.echo(line)
-    except LocalClusterError as exc:
-        _fail(exc)
+    for line in LocalSpark(state_dir).down(purge=purge):
+        typer.echo(line)

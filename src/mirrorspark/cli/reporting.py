@@ -1,15 +1,23 @@
-"""How the command line reports expected failures: one clear line on stderr, a non-zero exit."""
+"""How the command line reports failures: one clear line on stderr, a non-zero exit.
+
+The error family (``mirrorspark.errors``) is mapped here once: ``ConfigError`` exits 2, any other
+``MirrorsparkError`` 1. Kafka requests and files that fail say so in one line too. Anything else is
+a bug: its traceback goes to the log and the user gets one line saying so."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import wraps
 
 import typer
+from typer.exceptions import TyperException
 
-from mirrorspark.config.errors import ConfigError
+from mirrorspark.errors import ConfigError, MirrorsparkError
 
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
+
+log = logging.getLogger(__name__)
 
 
 def fail(message: str, code: int) -> None:
@@ -20,31 +28,30 @@ def fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+def exit_code(exc: MirrorsparkError) -> int:
+    """The exit code of an error of the family."""
+    return EXIT_CONFIG if isinstance(exc, ConfigError) else EXIT_RUNTIME
+
+
 def reported(func: Callable) -> Callable:
-    """Turn expected failures into one clear line on stderr and a non-zero exit code."""
-    from mirrorspark.control.remote_topics import RemoteTopicsError
-    from mirrorspark.local import LocalClusterError
-    from mirrorspark.paths import SetupMissing
-    from mirrorspark.pipeline.executors import ExecutorSetupError
-    from mirrorspark.pipeline.runner import ClusterUnreachable
-    from mirrorspark.pipeline.spark_session import SparkUnavailable
-    from mirrorspark.state.files import StateError
-    from mirrorspark.takeover.mm2_state import TakeoverRefused
+    """Turn failures into one clear line on stderr and a non-zero exit code."""
     from confluent_kafka import KafkaException
 
     @wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except ConfigError as exc:
-            fail(str(exc), EXIT_CONFIG)
-        except (ClusterUnreachable, LocalClusterError, SetupMissing, RemoteTopicsError, SparkUnavailable,
-                ExecutorSetupError, StateError, TakeoverRefused) as exc:
-            fail(str(exc), EXIT_RUNTIME)
+        except MirrorsparkError as exc:
+            fail(str(exc), exit_code(exc))
         except KafkaException as exc:
             fail(f"Kafka request failed: {exc.args[0].str() if exc.args else exc}", EXIT_RUNTIME)
         except OSError as exc:  # a file or folder the command needs: say which, no traceback
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
             fail(f"{exc.strerror or exc}{where}", EXIT_RUNTIME)
+        except (typer.Exit, typer.Abort, TyperException):
+            raise  # typer's own exits and usage errors (RuntimeError or Exception subclasses)
+        except Exception as exc:  # a bug: the traceback is logged, the user gets one line
+            log.exception("internal error in %s", func.__name__)
+            fail(f"internal error: {exc} (traceback in the log)", EXIT_RUNTIME)
 
     return wrapper

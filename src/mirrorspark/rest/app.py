@@ -17,14 +17,18 @@ from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.redaction import current as redactor
-from mirrorspark.rest.controller import Controller, UnknownFlow
+from mirrorspark.errors import ConfigError, Conflict, MirrorsparkError, NotFound
+from mirrorspark.rest.controller import Controller
 from mirrorspark.rest.security import DOCS_ASSETS, AllowedHosts, RequestGuard, TokenBucket, token_matches
 
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False)
 TRANSLATE_RATE, TRANSLATE_BURST = 5.0, 10  # calls a second; each may read a checkpoints topic
+
+# The error family's HTTP answers, {"detail": message}; the rest of the family, like any other
+# exception, is an internal error (500, traceback logged).
+STATUS: dict[type[MirrorsparkError], int] = {ConfigError: 400, NotFound: 404, Conflict: 409}
 
 
 class Translated(BaseModel):
@@ -57,13 +61,12 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
 
     guarded = [Depends(authorised)]
 
-    @app.exception_handler(UnknownFlow)
-    async def unknown_flow(_: Request, exc: UnknownFlow) -> JSONResponse:
-        return JSONResponse({"detail": redactor().text(str(exc))}, status_code=404)
+    async def family_error(_: Request, exc: Exception) -> JSONResponse:
+        status = next(STATUS[kind] for kind in type(exc).__mro__ if kind in STATUS)  # the closest class
+        return JSONResponse({"detail": redactor().text(str(exc))}, status_code=status)
 
-    @app.exception_handler(ConfigError)
-    async def config_error(_: Request, exc: ConfigError) -> JSONResponse:
-        return JSONResponse({"detail": redactor().text(str(exc))}, status_code=400)
+    for kind in STATUS:
+        app.add_exception_handler(kind, family_error)
 
     @app.exception_handler(KafkaException)
     async def kafka_error(_: Request, exc: KafkaException) -> JSONResponse:

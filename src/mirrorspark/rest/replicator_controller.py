@@ -5,9 +5,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from fastapi import HTTPException
-
 from mirrorspark.config.redaction import Redactor, current
+from mirrorspark.errors import ConfigError, Conflict
 from mirrorspark.rest.controller import UnknownFlow
 
 if TYPE_CHECKING:
@@ -102,13 +101,13 @@ class ReplicatorController:
         flow = self._find(name)
         spark = self.replicator.spark
         if spark is None:
-            raise HTTPException(409, "the replicator is not running yet (or is stopping); try again shortly")
+            raise Conflict("the replicator is not running yet (or is stopping); try again shortly")
         with self._lock:
             if action == "pause":
                 flow.pause()
             elif action == "resume":
                 if not flow.paused:
-                    raise HTTPException(409, f"flow {name} is not paused (state {flow.state()})")
+                    raise Conflict(f"flow {name} is not paused (state {flow.state()})")
                 flow.resume(spark)
             else:
                 supervisor = self.replicator.supervisors.get(name)
@@ -138,7 +137,7 @@ class ReplicatorController:
     def translate(self, group: str, source: str, target: str) -> list[dict[str, Any]]:
         if self.replicator.cluster_conf(target) is None or source not in self.replicator.config.clusters:
             known = ", ".join(self.replicator.config.clusters)
-            raise HTTPException(400, f"source and target must be cluster aliases of this process ({known})")
+            raise ConfigError(f"source and target must be cluster aliases of this process ({known})")
         offsets = self._translations.offsets(group, source, target)
         return [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())]
 

@@ -2,7 +2,7 @@
 
 Tasks run on named lanes, one thread each: heartbeats (every second) get a lane of their own, so a
 slow admin task (topic refresh, ACL or group sync against a slow cluster) never delays them. A
-failing run is logged (its traceback at DEBUG) and retried at the next interval; it never stops
+failing run is logged with its traceback and retried at the next interval; it never stops
 replication.
 """
 from __future__ import annotations
@@ -63,9 +63,8 @@ class Scheduler:
         started = time.monotonic()
         try:
             task.action()
-        except Exception as exc:  # noqa: BLE001 - logged, retried next interval
-            log.warning("%s failed: %s", task.name, exc)
-            log.debug("%s failed", task.name, exc_info=True)
+        except Exception as exc:  # logged, retried next interval
+            log.warning("%s failed: %s", task.name, exc, exc_info=True)
         took = time.monotonic() - started
         if took > max(5.0, task.interval):
             log.warning("%s took %.1f s, delaying the other tasks of its thread", task.name, took)

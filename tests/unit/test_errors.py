@@ -1,0 +1,150 @@
+"""The error family and its two mappings, without brokers: CLI exit codes and lines, REST statuses
+and bodies, and tracebacks logged (CLI internal errors, failing scheduler tasks)."""
+from __future__ import annotations
+
+import logging
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import typer
+from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
+from typer.testing import CliRunner
+
+from mirrorspark.cli.reporting import EXIT_CONFIG, EXIT_RUNTIME, exit_code, reported
+from mirrorspark.config import ConfigError
+from mirrorspark.control.admin import TopicMissing
+from mirrorspark.control.scheduler import Scheduler
+from mirrorspark.errors import MirrorsparkError, NotFound, OperationalError
+from mirrorspark.offsets.failover import GroupActive
+from mirrorspark.rest.app import create_app
+from mirrorspark.rest.controller import UnknownFlow
+from mirrorspark.rest.replicator_controller import ReplicatorController
+from mirrorspark.state.files import StateError
+
+
+def test_config_error_keeps_its_key_and_stays_a_value_error():
+    error = ConfigError("a.bootstrap.servers is required", "a.bootstrap.servers")
+    assert error.key == "a.bootstrap.servers" and str(error) == "a.bootstrap.servers is required"
+    assert ConfigError("no key").key is None
+    assert isinstance(error, MirrorsparkError) and isinstance(error, ValueError)
+    from mirrorspark.config.errors import ConfigError as old_home
+
+    assert old_home is ConfigError
+
+
+@pytest.mark.parametrize("kind", [UnknownFlow, TopicMissing])
+def test_missing_things_are_not_found(kind):
+    assert issubclass(kind, NotFound) and issubclass(kind, OperationalError)
+
+
+def test_exit_codes_by_family():
+    assert exit_code(ConfigError("bad")) == EXIT_CONFIG == 2
+    assert exit_code(StateError("disk full")) == exit_code(GroupActive("members")) == EXIT_RUNTIME == 1
+
+
+def _cli(exc: BaseException) -> typer.Typer:
+    app = typer.Typer()
+
+    @app.command()
+    @reported
+    def go() -> None:
+        raise exc
+
+    return app
+
+
+@pytest.mark.parametrize("exc, code, line", [
+    (ConfigError("x.y must be an integer, got 'z'", "x.y"), 2, "mirrorspark: error: x.y must be an integer, got 'z'\n"),
+    (StateError("cannot write state/a->b/marks.json: disk full"), 1,
+     "mirrorspark: error: cannot write state/a->b/marks.json: disk full\n"),
+    (NotFound("topic t does not exist"), 1, "mirrorspark: error: topic t does not exist\n"),
+])
+def test_cli_prints_one_line_and_exits_by_family(exc, code, line):
+    done = CliRunner().invoke(_cli(exc), [])
+    assert done.exit_code == code and done.stderr == line and done.stdout == ""
+
+
+def test_cli_internal_error_logs_the_traceback_and_prints_one_line(caplog):
+    done = CliRunner().invoke(_cli(ZeroDivisionError("division by zero")), [])
+    assert done.exit_code == 1
+    assert done.stderr == "mirrorspark: error: internal error: division by zero (traceback in the log)\n"
+    logged = [r for r in caplog.records if r.name == "mirrorspark.cli.reporting"]
+    assert logged and logged[0].levelno == logging.ERROR and logged[0].exc_info is not None
+    assert "Traceback" in caplog.text and "ZeroDivisionError" in caplog.text
+
+
+def test_cli_leaves_typer_exits_alone():
+    assert CliRunner().invoke(_cli(typer.Exit(3)), []).exit_code == 3
+
+
+class _Flow:
+    def __init__(self, name: str, fail_with: Exception | None = None) -> None:
+        self.flow = SimpleNamespace(name=name)
+        self.paused = False
+        self._fail_with = fail_with
+
+    def state(self) -> str:
+        return "paused" if self.paused else "running"
+
+    def pause(self) -> None:
+        if self._fail_with is not None:
+            raise self._fail_with
+        self.paused = True
+
+
+def _rest(flows: list[_Flow], spark: Any = "spark") -> TestClient:
+    replicator: Any = SimpleNamespace(flows=flows, spark=spark, supervisors={}, lag_probes={},
+                                 config=SimpleNamespace(clusters={"a": None, "b": None}),
+                                 cluster_conf=lambda alias: None)
+    app = create_app(ReplicatorController(replicator), CollectorRegistry(), token=None)
+    return TestClient(app, base_url="http://127.0.0.1:8083", raise_server_exceptions=False)
+
+
+def test_rest_unknown_flow_is_404():
+    answer = _rest([_Flow("a->b")]).get("/flows/x->y")
+    assert answer.status_code == 404 and answer.json() == {"detail": "no flow 'x->y' in this process (flows: a->b)"}
+
+
+def test_rest_conflicts_are_409():
+    api = _rest([_Flow("a->b")])
+    answer = api.post("/flows/a->b/resume")
+    assert answer.status_code == 409 and answer.json() == {"detail": "flow a->b is not paused (state running)"}
+    answer = _rest([_Flow("a->b")], spark=None).post("/flows/a->b/pause")
+    assert answer.status_code == 409
+    assert answer.json() == {"detail": "the replicator is not running yet (or is stopping); try again shortly"}
+    assert api.post("/flows/a->b/pause").json() == {"flow": "a->b", "state": "paused"}
+
+
+def test_rest_bad_cluster_aliases_are_400():
+    answer = _rest([]).get("/offsets/translate", params={"group": "g", "source": "a", "target": "nope"})
+    assert answer.status_code == 400
+    assert answer.json() == {"detail": "source and target must be cluster aliases of this process (a, b)"}
+
+
+def test_rest_other_errors_are_500_with_the_traceback_logged(caplog):
+    answer = _rest([_Flow("a->b", StateError("cannot write marks.json"))]).post("/flows/a->b/pause")
+    assert answer.status_code == 500 and "Traceback" not in answer.text
+    assert answer.json() == {"detail": "internal error (StateError): cannot write marks.json; see the mirrorspark log"}
+    logged = [r for r in caplog.records if r.name == "mirrorspark.rest.app"]
+    assert logged and logged[0].exc_info is not None and "Traceback" in caplog.text
+
+
+def test_a_failing_scheduler_task_logs_its_traceback(caplog):
+    caplog.set_level(logging.WARNING, logger="mirrorspark.control.scheduler")
+    ran = threading.Event()
+
+    def broken() -> None:
+        ran.set()
+        raise StateError("cannot read state/x")
+
+    scheduler = Scheduler()
+    scheduler.every("broken task", 60, broken)
+    scheduler.start()
+    assert ran.wait(5)
+    scheduler.stop()  # joins the thread: the failure is logged by now
+    failed = [r for r in caplog.records if r.getMessage() == "broken task failed: cannot read state/x"]
+    assert failed and failed[0].levelno == logging.WARNING and failed[0].exc_info is not None
+    assert "Traceback" in caplog.text and "StateError" in caplog.text

@@ -32,6 +32,7 @@ from mirrorspark.local import ClusterSpec, LocalClusters
 from interceptor_path import interceptor_rows, interceptor_sink_options
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.pipeline.spark_session import build_session
+from mirrorspark.sink_report import parse_report
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_JVM = ["-Xms256m", "-Xmx512m", "-XX:+UseParallelGC", "-XX:-UsePerfData"]
@@ -138,7 +139,7 @@ class Writers:
 
 
 def runs_total(drained: str) -> int:
-    return sum(int(line.split("\t")[4]) for line in drained.splitlines())
+    return sum(run.count for run in parse_report(runs=drained).runs)
 
 
 def timed(fn) -> tuple[float, int]:

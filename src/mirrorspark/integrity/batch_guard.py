@@ -16,6 +16,7 @@ from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import Positions
 from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.sink_report import ResumeRange, resume_option
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +56,16 @@ class BatchGuard:
             return ""
         start_marks = self.marks.resume_from(batch_id, planned)
         now = self.target_ends(targets)
-        lines = []
+        ranges = []
         for target in targets:
             begin, end = start_marks.get(target), now.get(target)
             if begin is not None and end is not None and end > begin:
-                lines.append(f"{target[0]}\t{target[1]}\t{begin}\t{end}")
-        if lines:
+                ranges.append(ResumeRange(target[0], target[1], begin, end))
+        if ranges:
             log.info("flow %s: batch %d was interrupted; %d target record(s) an earlier attempt wrote are "
                      "compared before anything is sent again", self.flow_name, batch_id,
-                     sum(int(l.split("\t")[3]) - int(l.split("\t")[2]) for l in lines))
-        return "\n".join(lines)
+                     sum(r.records for r in ranges))
+        return resume_option(ranges)
 
     def after_write(self, starts: Positions, ends: Positions, remote: Mapping[str, str],
                     first_written: Mapping[tuple[str, int], int]) -> None:

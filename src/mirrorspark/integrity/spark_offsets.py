@@ -14,25 +14,24 @@ from mirrorspark.state.files import StateFiles
 Positions = dict[tuple[str, int], int]
 
 
-def _parse(text: str | None) -> tuple[str, Positions]:
-    """The source line of an offsets entry and its positions (one Kafka source per query)."""
-    lines = (text or "").splitlines()
-    positions: Positions = {}
-    for line in lines[2:]:
+def _source_line(lines: list[str]) -> tuple[int, dict, Positions] | None:
+    """Where an offsets entry's source line is (after the version and metadata lines; one Kafka
+    source per query), its JSON (topic -> partition -> offset) and its positions."""
+    for index in range(2, len(lines)):
         try:
-            for topic, partitions in json.loads(line).items():
-                positions.update({(topic, int(p)): int(o) for p, o in partitions.items()})
+            sources = json.loads(lines[index])
+            positions = {(topic, int(p)): int(o) for topic, partitions in sources.items()
+                         for p, o in partitions.items()}
         except (ValueError, TypeError, AttributeError):
             continue
-        return line, positions
-    return "", positions
+        return index, sources, positions
+    return None
 
 
 class SparkOffsetLog:
     """The checkpoint folder of one query."""
 
     def __init__(self, checkpoint: StateFiles) -> None:
-        self.checkpoint = checkpoint
         self.offsets, self.commits = checkpoint.child("offsets"), checkpoint.child("commits")
 
     def _ids(self, files: StateFiles) -> list[int]:
@@ -40,7 +39,9 @@ class SparkOffsetLog:
 
     def entry(self, batch_id: int) -> tuple[str, Positions]:
         """Batch ``batch_id``'s end positions and their text (which names the batch exactly)."""
-        return _parse(self.offsets.read(str(batch_id)))
+        lines = (self.offsets.read(str(batch_id)) or "").splitlines()
+        found = _source_line(lines)
+        return ("", {}) if found is None else (lines[found[0]], found[2])
 
     def last_committed(self) -> int | None:
         ids = self._ids(self.commits)
@@ -66,16 +67,11 @@ class SparkOffsetLog:
         for batch in self._ids(self.offsets):
             if committed is not None and batch < committed:
                 continue
-            text = self.offsets.read(str(batch)) or ""
-            lines = text.splitlines()
-            for index in range(2, len(lines)):
-                try:
-                    sources = json.loads(lines[index])
-                except ValueError:
-                    continue
-                if topic in sources:
-                    sources[topic] = {str(p): o for p, o in sorted(starts.items())}
-                    lines[index] = json.dumps(sources, separators=(",", ":"))
-                break
+            lines = (self.offsets.read(str(batch)) or "").splitlines()
+            found = _source_line(lines)
+            if found is not None and topic in found[1]:
+                index, sources, _ = found
+                sources[topic] = {str(p): o for p, o in sorted(starts.items())}
+                lines[index] = json.dumps(sources, separators=(",", ":"))
             self.offsets.write(str(batch), "\n".join(lines))
             self.offsets.delete(f".{batch}.crc")  # Hadoop's local checksum of the old text

@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 
+from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -90,26 +91,26 @@ class WriteMarks:
         return {_unkey(k): v for k, v in marks.items()}
 
     @_locked
-    def batch_written(self, batch_id: int, planned: str,
-                      runs: Iterable[tuple[str, int, int, int, int]],
+    def batch_written(self, batch_id: int, planned: str, runs: Iterable[WrittenRun],
                       source_of: Mapping[str, str]) -> dict[Partition, int]:
-        """Fold a written batch in (runs: remote topic, partition, upstream, downstream, count);
-        returns per remote partition how many records had been written before (re-copies)."""
+        """Fold a written batch in (``source_of``: remote topic -> source topic); returns per
+        remote partition how many records had been written before (re-copies)."""
         folded = self.batch == batch_id and self.planned == planned  # written whole, then interrupted
         if not folded:
             self.before = dict(self.target_end)
         again: dict[Partition, int] = {}
-        for topic, partition, upstream, downstream, count in runs:
-            if count <= 0:
+        for run in runs:
+            if not run.written:
                 continue
-            key = _key(source_of.get(topic, topic), partition)
+            remote = (run.topic, run.partition)
+            key = _key(source_of.get(run.topic, run.topic), run.partition)
             mark = self.source_next.get(key, 0)
-            repeated = max(0, min(upstream + count, mark) - upstream)
+            repeated = max(0, min(run.upstream + run.count, mark) - run.upstream)
             if repeated and not folded:  # a folded batch's re-run counts its re-copies in the sink
-                again[(topic, partition)] = again.get((topic, partition), 0) + repeated
-            self.source_next[key] = max(mark, upstream + count)
-            target = _key(topic, partition)
-            self.target_end[target] = max(self.target_end.get(target, 0), downstream + count)
+                again[remote] = again.get(remote, 0) + repeated
+            self.source_next[key] = max(mark, run.upstream + run.count)
+            target = _key(*remote)
+            self.target_end[target] = max(self.target_end.get(target, 0), run.downstream + run.count)
         self.batch, self.planned = batch_id, planned
         self.save()
         return again

@@ -1,7 +1,7 @@
 """One flow's replication figures, fed once per batch with what the JVM aggregated.
 
-After the writer's save() returns, the driver drains ``FlowStats`` (count, bytes, record age and
-replication latency per target partition) and ``OffsetRuns`` (which source offsets were written).
+After the writer's save() returns, the driver drains the sink's report (``mirrorspark.sink_report``):
+count, bytes, record age and replication latency per target partition, and which source offsets were written.
 Nothing here runs per record. Re-copies are counted by ``integrity.write_marks`` and by the
 resumed-batch comparison, and handed in per batch.
 """
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from mirrorspark.metrics.registry import PARTITION, MirrorMetrics, drop_series
+from mirrorspark.sink_report import PartitionStats
 
 
 @dataclass
@@ -23,31 +24,6 @@ class PartitionFigures:
     recopied: int = 0
     latency_ms_avg: float | None = None
     age_ms_avg: float | None = None
-
-
-@dataclass
-class BatchStats:
-    topic: str
-    partition: int
-    count: int
-    bytes: int
-    age_min: int
-    age_max: int
-    age_sum: int
-    latency_min: int
-    latency_max: int
-    latency_sum: int
-    timed: int
-
-
-def parse_stats(text: str) -> list[BatchStats]:
-    """Lines of ``FlowStats.drain``: topic, partition and nine integers, tab separated."""
-    out = []
-    for line in text.splitlines():
-        topic, *numbers = line.split("\t")
-        values = [int(v) for v in numbers]
-        out.append(BatchStats(topic, *values))
-    return out
 
 
 @dataclass
@@ -69,12 +45,12 @@ class FlowMetrics:
     def _labels(self, topic: str, partition: int) -> dict[str, str]:
         return {"source": self.source, "target": self.target, "topic": topic, "partition": str(partition)}
 
-    def batch_written(self, stats_text: str, recopied: Mapping[tuple[str, int], int]) -> None:
-        """Fold one batch in: ``stats_text`` from FlowStats.drain and the records written again
+    def batch_written(self, stats: Iterable[PartitionStats], recopied: Mapping[tuple[str, int], int]) -> None:
+        """Fold one batch in: the sink's figures per remote partition and the records written again
         per remote partition (``WriteMarks`` and the resumed-batch comparison count them)."""
         m = self.metrics
         with self._lock:
-            for s in parse_stats(stats_text):
+            for s in stats:
                 labels = self._labels(s.topic, s.partition)
                 m.record_count.labels(**labels).inc(s.count)
                 m.byte_count.labels(**labels).inc(s.bytes)

@@ -1,58 +1,68 @@
 """Turn the writer's acknowledged offset runs into the exact mapping and MM2 offset syncs.
 
-After each batch the driver drains the runs the producer interceptor paired up (see
-docs/adr/0001-writer.md and ``OffsetRuns.java``). They extend the flow's ``OffsetRanges`` (kept on
-disk, so translation survives restarts) and become MM2-format offset syncs: one where a run starts
-that does not continue the previous one (gaps: compaction, transaction markers, re-writes) and one
-for the last record of each partition in the batch, so MM2 tooling sees the latest position.
+After each batch the driver drains the runs the sink's commit messages brought back (see
+docs/adr/0004-cluster-writer.md and ``mirrorspark.sink_report``). They extend the flow's
+``OffsetRanges`` (kept on disk, so translation survives restarts) and become MM2-format offset
+syncs: one where a run starts that does not continue the previous one (gaps: compaction,
+transaction markers, re-writes) and one for the last record of each partition in the batch, so MM2
+tooling sees the latest position.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
-
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from mirrorspark.control.admin import producer
 from mirrorspark.offsets.formats import OffsetSync
 from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.sink_report import WrittenRun
 
 log = logging.getLogger(__name__)
 
-ReportedRun = tuple[str, int, int, int, int]  # remote topic, partition, upstream, downstream, count
+
+class SyncProducer(Protocol):
+    """What the writer needs of a Kafka producer (confluent_kafka's ``Producer``)."""
+
+    def produce(self, topic: str, value: bytes, key: bytes, partition: int,
+                on_delivery: Callable[[Any, Any], None]) -> None: ...
+
+    def poll(self, timeout: float) -> int: ...
+
+    def flush(self, timeout: float) -> int: ...
 
 
-def parse_drained(text: str) -> list[ReportedRun]:
-    """Lines ``topic TAB partition TAB upstream TAB downstream TAB count`` from ``OffsetRuns.drain``."""
-    out = []
-    for line in text.splitlines():
-        topic, partition, upstream, downstream, count = line.split("\t")
-        out.append((topic, int(partition), int(upstream), int(downstream), int(count)))
-    return out
+def make_sync_producer(conf: dict[str, Any]) -> SyncProducer:
+    """The producer of offset syncs: ``conf`` (librdkafka settings of the cluster hosting the
+    offset-syncs topic) with every sync acknowledged by all replicas."""
+    return producer({**conf, "acks": "all", "linger.ms": 5})
 
 
-def group_by_partition(reported: list[ReportedRun]) -> dict[tuple[str, int], list[Run | None]]:
+def group_by_partition(reported: Iterable[WrittenRun]) -> dict[tuple[str, int], list[Run | None]]:
     """Runs per (remote topic, partition) in report order; None marks a failed write (a break)."""
     grouped: dict[tuple[str, int], list[Run | None]] = {}
-    for topic, partition, upstream, downstream, count in reported:
-        grouped.setdefault((topic, partition), []).append(Run(upstream, downstream, count) if count > 0 else None)
+    for r in reported:
+        grouped.setdefault((r.topic, r.partition), []).append(
+            Run(r.upstream, r.downstream, r.count) if r.written else None)
     return grouped
 
 
 class OffsetSyncWriter:
-    """One flow's offset-sync side: ranges updated and persisted, MM2 syncs published."""
+    """One flow's offset-sync side: ranges updated and persisted (``save`` is called with the
+    (source topic, partition) keys a batch touched), MM2 syncs published to ``sync_topic`` through
+    ``sync_producer``."""
 
-    def __init__(self, flow_name: str, ranges: OffsetRanges, save, sync_topic: str | None,
-                 sync_conf: dict[str, Any] | None) -> None:
+    def __init__(self, flow_name: str, ranges: OffsetRanges, save: Callable[[set[tuple[str, int]]], None],
+                 sync_topic: str, sync_producer: SyncProducer) -> None:
         self.flow_name = flow_name
         self.ranges = ranges
         self._save = save
         self.sync_topic = sync_topic
-        self._producer = producer({**sync_conf, "acks": "all", "linger.ms": 5}) if sync_topic and sync_conf else None
-        self.syncs_written = 0
+        self._producer = sync_producer
 
-    def on_batch(self, reported: list[ReportedRun], source_of: Mapping[str, str]) -> int:
-        """Apply one batch's runs; returns offset syncs published."""
+    def on_batch(self, reported: Iterable[WrittenRun], source_of: Mapping[str, str]) -> int:
+        """Apply one batch's runs (``source_of``: remote topic -> source topic); returns offset
+        syncs published."""
         syncs: list[OffsetSync] = []
         touched: set[tuple[str, int]] = set()
         for (remote, partition), runs in group_by_partition(reported).items():
@@ -80,7 +90,7 @@ class OffsetSyncWriter:
                                         last.downstream + last.count - 1))
         if touched:
             self._save(touched)
-        if syncs and self._producer is not None:
+        if syncs:
             # Sent without waiting, as MM2 does: the batch does not pay a round trip for them, and
             # translation here uses the ranges saved above. A failed sync is logged (MM2 too).
             for sync in syncs:
@@ -90,13 +100,10 @@ class OffsetSyncWriter:
         return len(syncs)
 
     def _delivered(self, err, _msg) -> None:
-        if err is None:
-            self.syncs_written += 1
-        else:
+        if err is not None:
             log.warning("flow %s: an offset sync to %s was not written: %s", self.flow_name, self.sync_topic, err.str())
 
     def close(self) -> None:
-        if self._producer is not None:
-            left = self._producer.flush(10)
-            if left:
-                log.warning("flow %s: %d offset sync(s) not acknowledged at stop", self.flow_name, left)
+        left = self._producer.flush(10)
+        if left:
+            log.warning("flow %s: %d offset sync(s) not acknowledged at stop", self.flow_name, left)

@@ -9,6 +9,7 @@ from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
 from mirrorspark.integrity.loss import LossLog, load
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import LocalFiles
 
 import pytest
@@ -46,15 +47,28 @@ def test_write_marks_resume_from_the_right_batch_and_count_recopies(tmp_path):
     files = LocalFiles(tmp_path)
     marks = WriteMarks(files)
     marks.learn_targets({("r", 0): 7})
-    again = marks.batch_written(0, "line-0", [("r", 0, 0, 7, 10)], {"r": "t"})
+    again = marks.batch_written(0, "line-0", [WrittenRun("r", 0, 0, 7, 10)], {"r": "t"})
     assert again == {} and marks.target_end == {"r\t0": 17}
     assert WriteMarks(files).resume_from(1, "line-1") == {("r", 0): 17}  # batch 1 interrupted: from 17
     assert WriteMarks(files).resume_from(0, "line-0") == {("r", 0): 7}   # batch 0 written, not committed
     assert WriteMarks(files).resume_from(0, "other") == {("r", 0): 17}   # another query's batch 0
     # A batch re-reading source offsets 5.. after an unclean stop: 5 re-copies.
-    assert marks.batch_written(1, "line-1", [("r", 0, 5, 17, 10)], {"r": "t"}) == {("r", 0): 5}
+    assert marks.batch_written(1, "line-1", [WrittenRun("r", 0, 5, 17, 10)], {"r": "t"}) == {("r", 0): 5}
     # The re-run of a batch already folded in counts nothing here (the sink counts it).
-    assert marks.batch_written(1, "line-1", [("r", 0, 5, 17, 10)], {"r": "t"}) == {}
+    assert marks.batch_written(1, "line-1", [WrittenRun("r", 0, 5, 17, 10)], {"r": "t"}) == {}
+
+
+def test_an_interrupted_batch_tells_the_sink_what_the_earlier_attempt_wrote(tmp_path, caplog):
+    caplog.set_level("INFO", logger="mirrorspark.integrity.batch_guard")
+    marks = WriteMarks(LocalFiles(tmp_path))
+    marks.learn_targets({("r", 0): 7, ("r", 1): 5})
+    now = {("r", 0): 25, ("r", 1): 5}  # the attempt wrote 18 records to partition 0, none to 1
+    guard = BatchGuard("a->b", marks, LossLog(LocalFiles(tmp_path), "a->b"), lambda parts: {},
+                       lambda parts: {p: now[p] for p in parts}, fail_on_loss=False)
+    ends = {("t", 0): 30, ("t", 1): 9}
+    assert guard.before_write(0, "line", {}, ends, {"t": "r"}, rerun=True) == "r\t0\t7\t25"
+    assert "18 target record(s) an earlier attempt wrote" in caplog.text
+    assert guard.before_write(0, "line", {}, ends, {"t": "r"}, rerun=False) == ""
 
 
 def test_gaps_are_loss_only_below_the_source_log_start(tmp_path):

@@ -1,0 +1,164 @@
+"""What mirrorspark's JVM sink reports to the driver after each micro-batch, read in one place.
+
+When ``save()`` returns inside ``foreachBatch``, Spark has called the sink's ``BatchWrite.commit``
+on the driver with every task's commit message, and ``WrittenBatches.accept`` has folded them into
+per-flow stores of the driver's JVM (``jvm/mirrorspark/.../sink/WrittenBatches.java``,
+``kafka/OffsetRuns.java``, ``kafka/FlowStats.java``; JDK maps that Spark's and py4j's class
+loaders share). :func:`drain` takes them once per batch, as text through py4j, one line a row,
+fields separated by TAB; every topic is a remote (target) topic:
+
+``OffsetRuns.drain``
+    ``topic partition upstream downstream count``: source offsets ``upstream..upstream+count-1``
+    were written, in order, at target offsets ``downstream..``; in source order per partition.
+    A run of count 0 marks a failed write: the next run does not continue the previous one.
+``FlowStats.drain``
+    ``topic partition`` and nine integers: records, bytes (key + value), record age min/max/sum
+    and replication latency min/max/sum (ms), and how many records those six figures cover.
+``WrittenBatches.drainResumed``
+    ``topic partition resumed recopied``: in a re-run batch, rows found already on the target
+    (not sent again) and target records written again.
+``WrittenBatches.drainExecutors``
+    the ids of the executors that wrote, comma separated (not a TAB line).
+
+One text goes the other way: the sink's ``resume`` option (``WriteSettings.java``), lines
+``topic partition from to`` naming the target records an interrupted attempt of the batch wrote,
+made by :func:`resume_option`.
+
+This module is the only reader and writer of those texts: the offset mapping and its syncs, the
+write marks and loss checks, and the metrics all receive the typed rows of :class:`BatchReport`,
+so a change of the format is made here and in the Java classes above, nowhere else. A line that
+does not parse means the jar and this package disagree: :class:`BatchReportError` fails the batch
+(it is not committed, so nothing is lost) and names the store and the line.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from mirrorspark.errors import OperationalError
+
+Partition = tuple[str, int]
+
+
+class BatchReportError(OperationalError):
+    """A line drained from the JVM sink is not in the format this package reads."""
+
+
+@dataclass(frozen=True)
+class WrittenRun:
+    """One line of ``OffsetRuns.drain``: a run of records written in order, or a break (count 0)."""
+
+    topic: str
+    partition: int
+    upstream: int
+    downstream: int
+    count: int
+
+    @property
+    def written(self) -> bool:
+        """False for the marker of a failed write (the next run does not continue the previous one)."""
+        return self.count > 0
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """One line of ``FlowStats.drain``: a remote partition's figures of the records written."""
+
+    topic: str
+    partition: int
+    count: int
+    bytes: int
+    age_min: int
+    age_max: int
+    age_sum: int
+    latency_min: int
+    latency_max: int
+    latency_sum: int
+    timed: int  # records with a source timestamp, which the age and latency figures cover
+
+
+@dataclass(frozen=True)
+class ResumedPartition:
+    """One line of ``WrittenBatches.drainResumed``: what a re-run batch found on the target."""
+
+    topic: str
+    partition: int
+    resumed: int   # rows already on the target, not sent again
+    recopied: int  # target records written again
+
+
+@dataclass(frozen=True)
+class ResumeRange:
+    """One line of the sink's ``resume`` option: target offsets ``begin..end-1`` of the partition
+    were written by an interrupted attempt of the batch, compared before anything is sent again."""
+
+    topic: str
+    partition: int
+    begin: int
+    end: int
+
+    @property
+    def records(self) -> int:
+        return self.end - self.begin
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """Everything the sink reported for one flow since the previous drain (one batch)."""
+
+    runs: tuple[WrittenRun, ...] = ()
+    stats: tuple[PartitionStats, ...] = ()
+    resumed: tuple[ResumedPartition, ...] = ()
+    executors: frozenset[str] = frozenset()
+
+    def first_written(self) -> dict[Partition, int]:
+        """Per remote partition, the lowest source offset written in this batch."""
+        first: dict[Partition, int] = {}
+        for run in self.runs:
+            key = (run.topic, run.partition)
+            if run.written and run.upstream < first.get(key, run.upstream + 1):
+                first[key] = run.upstream
+        return first
+
+
+Row = TypeVar("Row", WrittenRun, PartitionStats, ResumedPartition)
+
+
+def _rows(text: str, row: type[Row], store: str) -> tuple[Row, ...]:
+    """TAB lines of ``store``: a topic, then integers, one per remaining field of ``row``."""
+    width = len(fields(row))
+    out = []
+    for line in text.splitlines():
+        topic, *numbers = line.split("\t")
+        try:
+            if len(numbers) != width - 1:
+                raise ValueError(f"{len(numbers) + 1} fields, expected {width}")
+            out.append(row(topic, *(int(n) for n in numbers)))
+        except ValueError as exc:
+            raise BatchReportError(f"{store} returned a line this version of mirrorspark cannot read ({exc}): "
+                                   f"{line!r}; are the mirrorspark jar and Python package of one version?") from None
+    return tuple(out)
+
+
+def parse_report(runs: str = "", stats: str = "", resumed: str = "", executors: str = "") -> BatchReport:
+    """The typed report from the texts of ``OffsetRuns.drain``, ``FlowStats.drain``,
+    ``WrittenBatches.drainResumed`` and ``WrittenBatches.drainExecutors``."""
+    return BatchReport(_rows(runs, WrittenRun, "OffsetRuns.drain"),
+                       _rows(stats, PartitionStats, "FlowStats.drain"),
+                       _rows(resumed, ResumedPartition, "WrittenBatches.drainResumed"),
+                       frozenset(filter(None, executors.split(","))))
+
+
+def drain(jvm: Any, flow: str) -> BatchReport:
+    """Take what the sink reported for ``flow`` since the last drain; ``jvm`` is py4j's view of the
+    package ``io.mirrorspark`` (``spark._jvm.io.mirrorspark``)."""
+    written = jvm.sink.WrittenBatches
+    return parse_report(runs=jvm.kafka.OffsetRuns.drain(flow), executors=written.drainExecutors(flow),
+                        resumed=written.drainResumed(flow), stats=jvm.kafka.FlowStats.drain(flow))
+
+
+def resume_option(ranges: Iterable[ResumeRange]) -> str:
+    """The sink's ``resume`` option for ``ranges`` ('' when there is nothing to resume)."""
+    return "\n".join(f"{r.topic}\t{r.partition}\t{r.begin}\t{r.end}" for r in ranges)
+

@@ -51,10 +51,6 @@ class FlowConfig:
     def name(self) -> str:
         return f"{self.source.alias}->{self.target.alias}"
 
-    def get(self, key: str, default: str | None = None) -> str | None:
-        """A raw setting (client and Spark pass-through keys); flow keys are read through ``options``."""
-        return self.settings.get(key, default)
-
     def where(self, key: str) -> str:
         """The key as the user wrote it: ``A->B.key`` if set for this flow, else the top-level name."""
         return f"{self.name}.{key}" if key in self.flow_settings else key
@@ -71,6 +67,11 @@ class FlowConfig:
         props.update({k[len(prefix):]: v for k, v in self.flow_settings.items() if k.startswith(prefix)})
         props.update(self.source.role_overrides("consumer"))
         return props
+
+    @cached_property
+    def reads_committed(self) -> bool:
+        """The source consumer reads only committed transactions (``isolation.level = read_committed``)."""
+        return self.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
 
     def target_producer(self) -> dict[str, str]:
         """Connect's worker producer: target connection, ``T.producer.*``, ``S->T.producer.override.*``."""

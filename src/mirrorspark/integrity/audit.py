@@ -350,8 +350,7 @@ def target_reader(flow: FlowConfig) -> FlowConfig:
 
 
 def isolation(flow: FlowConfig) -> IsolationLevel:
-    committed = flow.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
-    return IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    return IsolationLevel.READ_COMMITTED if flow.reads_committed else IsolationLevel.READ_UNCOMMITTED
 
 
 def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_dir: Path) -> AuditReport:

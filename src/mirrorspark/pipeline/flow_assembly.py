@@ -120,9 +120,8 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
                       offsets.on_written if offsets.enabled else None, figures, shared.ship_files, before_start,
                       load_positions(folder))  # where MM2 stopped, after `migrate from-mm2 --execute`
     supervisor = FlowSupervisor(query, loss, shared.metrics)
-    read_committed = flow.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
     probe = LagProbe(shared.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
-                     read_committed, lambda: list(remote.plan.remote), query.committed_positions)
+                     flow.reads_committed, lambda: list(remote.plan.remote), query.committed_positions)
 
     def measure() -> None:
         probe.safe_run()

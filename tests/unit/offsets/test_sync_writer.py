@@ -43,7 +43,11 @@ class FakeError:
         return self.text
 
 
-def writer(producer: FakeProducer, saved: list[set]) -> tuple[OffsetSyncWriter, OffsetRanges]:
+class Saved(list[set[tuple[str, int]]]):
+    """The (source topic, partition) sets the writer asked to save, one per batch."""
+
+
+def writer(producer: FakeProducer, saved: Saved) -> tuple[OffsetSyncWriter, OffsetRanges]:
     ranges = OffsetRanges()
     return OffsetSyncWriter("A->B", ranges, saved.append, "mm2-offset-syncs.B.internal", producer), ranges
 
@@ -53,7 +57,7 @@ def syncs(producer: FakeProducer) -> list[tuple[int, int, int]]:
 
 
 def test_a_run_becomes_the_mapping_and_syncs_at_its_start_and_last_record():
-    producer, saved = FakeProducer(), []
+    producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
     published = sync_writer.on_batch([WrittenRun("A.t", 0, 10, 100, 5)], SOURCE_OF)
     assert published == 2 and syncs(producer) == [(0, 10, 100), (0, 14, 104)]
@@ -66,7 +70,7 @@ def test_a_run_becomes_the_mapping_and_syncs_at_its_start_and_last_record():
 
 
 def test_a_run_continuing_the_last_one_syncs_only_its_last_record():
-    producer, saved = FakeProducer(), []
+    producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
     sync_writer.on_batch([WrittenRun("A.t", 0, 10, 100, 5)], SOURCE_OF)
     producer.sent.clear()
@@ -76,7 +80,7 @@ def test_a_run_continuing_the_last_one_syncs_only_its_last_record():
 
 
 def test_a_gap_or_a_failed_write_starts_a_new_sync():
-    producer, saved = FakeProducer(), []
+    producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
     sync_writer.on_batch([WrittenRun("A.t", 0, 10, 100, 1), WrittenRun("A.t", 0, -1, -1, 0),
                           WrittenRun("A.t", 0, 11, 101, 1), WrittenRun("A.t", 0, 20, 102, 1)], SOURCE_OF)
@@ -87,7 +91,7 @@ def test_a_gap_or_a_failed_write_starts_a_new_sync():
 
 def test_runs_of_a_topic_outside_the_plan_are_skipped_with_a_warning(caplog):
     caplog.set_level(logging.WARNING, logger="mirrorspark.offsets.sync_writer")
-    producer, saved = FakeProducer(), []
+    producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
     assert sync_writer.on_batch([WrittenRun("other", 0, 0, 0, 4)], SOURCE_OF) == 0
     assert producer.sent == [] and producer.polls == 0 and saved == [] and ranges.partitions() == []
@@ -95,7 +99,7 @@ def test_runs_of_a_topic_outside_the_plan_are_skipped_with_a_warning(caplog):
 
 
 def test_an_empty_batch_touches_nothing():
-    producer, saved = FakeProducer(), []
+    producer, saved = FakeProducer(), Saved()
     sync_writer, _ = writer(producer, saved)
     assert sync_writer.on_batch([], SOURCE_OF) == 0
     assert producer.sent == [] and producer.polls == 0 and saved == []
@@ -103,7 +107,7 @@ def test_an_empty_batch_touches_nothing():
 
 def test_a_failed_delivery_is_logged(caplog):
     caplog.set_level(logging.WARNING, logger="mirrorspark.offsets.sync_writer")
-    producer, saved = FakeProducer(fail="broker down"), []
+    producer, saved = FakeProducer(fail="broker down"), Saved()
     sync_writer, ranges = writer(producer, saved)
     sync_writer.on_batch([WrittenRun("A.t", 2, 0, 0, 1)], SOURCE_OF)
     assert "an offset sync to mm2-offset-syncs.B.internal was not written: broker down" in caplog.text
@@ -113,5 +117,5 @@ def test_a_failed_delivery_is_logged(caplog):
 def test_close_flushes_and_reports_what_was_not_acknowledged(caplog):
     caplog.set_level(logging.WARNING, logger="mirrorspark.offsets.sync_writer")
     producer = FakeProducer(unacknowledged=3)
-    writer(producer, [])[0].close()
+    writer(producer, Saved())[0].close()
     assert producer.flushed == [10] and "3 offset sync(s) not acknowledged at stop" in caplog.text

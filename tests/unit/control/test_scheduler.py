@@ -1,6 +1,7 @@
 """The control-plane scheduler: its lanes and its failing tasks."""
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -30,3 +31,113 @@ def test_a_failing_task_is_logged_with_its_traceback_at_debug(caplog):
     time.sleep(0.3)
     scheduler.stop()
     assert "broken task failed: division by zero" in caplog.text and "Traceback" in caplog.text
+
+
+def runs_of(scheduler: Scheduler, name: str, interval: float, count: int, **kwargs) -> tuple[list, threading.Event]:
+    """Register a task that records (monotonic time, thread name) per run; the event is set after ``count`` runs."""
+    runs: list[tuple[float, str]] = []
+    enough = threading.Event()
+
+    def action() -> None:
+        runs.append((time.monotonic(), threading.current_thread().name))
+        if len(runs) >= count:
+            enough.set()
+    scheduler.every(name, interval, action, **kwargs)
+    return runs, enough
+
+
+def test_a_task_runs_at_once_then_every_interval():
+    scheduler = Scheduler()
+    registered = time.monotonic()
+    runs, enough = runs_of(scheduler, "t", 0.15, 4)
+    scheduler.start()
+    try:
+        assert enough.wait(5), runs
+    finally:
+        scheduler.stop()
+    starts = [t for t, _ in runs]
+    assert starts[0] - registered < 0.5  # no initial delay: the first run does not wait an interval
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert all(gap >= 0.15 for gap in gaps), gaps  # the next run is an interval after the previous one ended
+    assert all(gap < 1.5 for gap in gaps), gaps
+
+
+def test_initial_delay_holds_back_only_the_first_run():
+    scheduler = Scheduler()
+    registered = time.monotonic()
+    delayed, delayed_twice = runs_of(scheduler, "delayed", 0.1, 2, initial_delay=0.6)
+    prompt, prompt_ran = runs_of(scheduler, "prompt", 60, 1)
+    scheduler.start()
+    try:
+        assert prompt_ran.wait(5) and delayed_twice.wait(5)
+    finally:
+        scheduler.stop()
+    assert prompt[0][0] - registered < 0.5
+    assert delayed[0][0] >= registered + 0.6 > prompt[0][0]
+    assert delayed[1][0] - delayed[0][0] >= 0.1
+
+
+def test_each_lane_has_one_thread_shared_by_its_tasks():
+    scheduler = Scheduler()
+    first, first_ran = runs_of(scheduler, "first", 60, 1)
+    second, second_ran = runs_of(scheduler, "second", 60, 1)
+    beats, beat = runs_of(scheduler, "heartbeats", 60, 1, lane=HEARTBEATS)
+    scheduler.start()
+    try:
+        assert first_ran.wait(5) and second_ran.wait(5) and beat.wait(5)
+    finally:
+        scheduler.stop()
+    assert first[0][1] == second[0][1] == "mirrorspark-control"
+    assert beats[0][1] == "mirrorspark-heartbeats"
+
+
+def test_an_interval_of_zero_or_infinity_switches_a_task_off():
+    called: list[str] = []
+    before = set(threading.enumerate())
+    scheduler = Scheduler()
+    scheduler.every("zero", 0, lambda: called.append("zero"))
+    scheduler.every("negative", -1, lambda: called.append("negative"))
+    scheduler.every("never", float("inf"), lambda: called.append("never"))
+    scheduler.start()
+    time.sleep(0.2)
+    scheduler.stop()
+    assert called == []
+    assert set(threading.enumerate()) <= before  # no lane, no thread
+
+
+def test_a_failing_task_is_retried_and_does_not_stop_the_others_of_its_lane(caplog):
+    failures: list[float] = []
+
+    def broken() -> None:
+        failures.append(time.monotonic())
+        raise RuntimeError("cluster unreachable")
+    scheduler = Scheduler()
+    scheduler.every("broken", 0.1, broken)
+    runs, enough = runs_of(scheduler, "healthy", 0.1, 4)
+    scheduler.start()
+    try:
+        assert enough.wait(5), runs
+    finally:
+        scheduler.stop()
+    assert len(failures) >= 2  # retried at its next interval
+    assert caplog.text.count("broken failed: cluster unreachable") == len(failures)
+
+
+def test_stop_ends_the_threads_and_no_task_runs_after_it():
+    before = set(threading.enumerate())
+    scheduler = Scheduler()
+    runs, ran = runs_of(scheduler, "t", 0.05, 1)
+    beats, beat = runs_of(scheduler, "beat", 60, 1, lane=HEARTBEATS)  # its lane then waits its longest (1 s)
+    scheduler.start()
+    scheduler.start()  # a second start starts nothing more
+    assert ran.wait(5) and beat.wait(5)
+    time.sleep(0.1)  # both lanes back in their wait
+    lanes = [t for t in threading.enumerate() if t not in before]
+    assert sorted(t.name for t in lanes) == ["mirrorspark-control", "mirrorspark-heartbeats"]
+    started = time.monotonic()
+    scheduler.stop()
+    assert time.monotonic() - started < 0.5  # the lanes wake from their wait at once
+    assert not any(t.is_alive() for t in lanes)
+    done = len(runs) + len(beats)
+    time.sleep(0.2)
+    assert len(runs) + len(beats) == done

@@ -19,9 +19,9 @@ from mirrorspark.control.admin import TopicMissing
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.errors import MirrorsparkError, NotFound, OperationalError
 from mirrorspark.offsets.failover import GroupActive
+from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow
-from mirrorspark.rest.replicator_controller import ReplicatorController
 from mirrorspark.state.files import StateError
 
 

@@ -30,7 +30,7 @@ from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, ch
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY
-from mirrorspark.rest.replicator_controller import ReplicatorController
+from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
 

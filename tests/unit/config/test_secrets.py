@@ -13,7 +13,7 @@ import typer
 
 from mirrorspark.config import parse_config
 from mirrorspark.config.properties_file import parse_properties
-from mirrorspark.config.redaction import HIDDEN, Redactor, install, redact, secret_values
+from mirrorspark.config.redaction import HIDDEN, Redactor, install, redact
 
 PASSWORD = "Kst0re-pass-1234"
 SR_PASSWORD = "sr-secret-5678"
@@ -74,7 +74,7 @@ def test_validate_prints_no_secret(mirror):
 
 
 def test_rest_config_view_hides_values_everywhere(mirror):
-    from mirrorspark.rest.replicator_controller import ReplicatorController
+    from mirrorspark.pipeline.rest_controller import ReplicatorController
 
     class Replicator:
         config = mirror

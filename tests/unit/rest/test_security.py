@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
 from mirrorspark.config.errors import ConfigError
+from mirrorspark.pipeline.rest_controller import TranslationCache
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow
-from mirrorspark.rest.replicator_controller import TranslationCache
 from mirrorspark.rest.security import AllowedHosts, TokenBucket, write_private
 from mirrorspark.rest.server import RestServer, RestSettings
 

@@ -1,9 +1,15 @@
-"""The REST API's view of a running ``Replicator``: state, figures and lag per flow, and control."""
+"""The REST API's view of the running flows: state, figures and lag per flow, and control.
+
+It implements ``rest.controller.Controller`` for the runner. It lives beside the runner because it
+reads the pipeline's objects (queries, supervisors, lag probes); the REST package knows only the
+protocol, so ``rest/`` never imports ``pipeline/``, and the runner is seen here through
+``RunningFlows``, not imported.
+"""
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mirrorspark.config.redaction import Redactor, current
 from mirrorspark.errors import ConfigError, Conflict
@@ -11,7 +17,10 @@ from mirrorspark.rest.controller import UnknownFlow
 
 if TYPE_CHECKING:
     from mirrorspark.client import MirrorClient
-    from mirrorspark.pipeline.runner import Replicator
+    from mirrorspark.config.model import MirrorConfig
+    from mirrorspark.metrics.lag import LagProbe
+    from mirrorspark.pipeline.flow_query import FlowQuery
+    from mirrorspark.pipeline.supervision import FlowSupervisor
 
 TRANSLATE_TTL = 5.0  # seconds a translation is served from memory instead of re-reading checkpoints
 
@@ -45,8 +54,20 @@ class TranslationCache:
             return entries[group][1]
 
 
+class RunningFlows(Protocol):
+    """What the controller reads of the process (the runner's ``Replicator``)."""
+
+    config: MirrorConfig
+    flows: list[FlowQuery]
+    supervisors: dict[str, FlowSupervisor]
+    lag_probes: dict[str, LagProbe]
+    spark: Any
+
+    def cluster_conf(self, alias: str) -> dict[str, str] | None: ...
+
+
 class ReplicatorController:
-    def __init__(self, replicator: "Replicator") -> None:
+    def __init__(self, replicator: RunningFlows) -> None:
         self.replicator = replicator
         self._lock = threading.Lock()  # one control action at a time
         self._translations = TranslationCache(self._client)

@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from spark_fixture import spark_cluster  # noqa: F401  (session fixture: a real standalone cluster)
 
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.local.security import SecurityOptions
-from spark_fixture import spark_cluster  # noqa: F401  (session fixture: a real standalone cluster)
 
 MIRRORSPARK = [sys.executable, "-m", "mirrorspark"]
 
@@ -46,7 +46,8 @@ def write_config(path: Path, clusters: dict[str, str], extra: str) -> Path:
         "clusters = primary, backup\n"
         f"primary.bootstrap.servers = {clusters['primary']}\n"
         f"backup.bootstrap.servers = {clusters['backup']}\n"
-        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n" + extra
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n" + extra
     )
     return path
 
@@ -67,7 +68,7 @@ class MirrorsparkProcess:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            raise AssertionError(f"mirrorspark did not stop within {timeout} s:\n{self.output()[-3000:]}")
+            raise AssertionError(f"mirrorspark did not stop within {timeout} s:\n{self.output()[-3000:]}") from None
 
 
 @contextmanager

@@ -54,7 +54,8 @@ def wait_for_count(bootstrap: str | dict, topic: str, expected: int, timeout: fl
         if seen >= expected:
             return seen
         time.sleep(0.5)
-    raise AssertionError(f"{topic} on {client_conf(bootstrap)['bootstrap.servers']} holds {seen} records, expected {expected} within {timeout} s")
+    raise AssertionError(f"{topic} on {client_conf(bootstrap)['bootstrap.servers']} holds {seen} records, "
+                         f"expected {expected} within {timeout} s")
 
 
 def read_all(bootstrap: str | dict, topic: str) -> list[Rec]:

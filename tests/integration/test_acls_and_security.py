@@ -6,8 +6,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
-                                   ResourcePatternType, ResourceType)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
 from conftest import run_cli, running_mirrorspark
 from kafka_tools import create_topic, produce, read_all, wait_for_count
 from test_topologies_and_topics import records, wait_until
@@ -52,7 +58,9 @@ def test_sync_topic_acls(clusters, tmp_path, unique):
         f"primary.bootstrap.servers = {clusters['primary']}\n"
         f"backup.bootstrap.servers = {clusters['backup']}\n"
         f"third.bootstrap.servers = {clusters['third']}\n"
-        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\nprimary->backup.enabled = true\nthird->backup.enabled = true\n"
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+        "primary->backup.enabled = true\nthird->backup.enabled = true\n"
         f"primary->backup.topics = {topic}\nthird->backup.topics = noauth-{unique}\n"
         "sync.topic.acls.interval.seconds = 1\n")
     expected = {("User:reader", AclOperation.READ, ALLOW), ("User:admin", AclOperation.READ, ALLOW),
@@ -108,7 +116,9 @@ def test_replication_to_ssl_target(clusters, secure_cluster, tmp_path, unique, s
     config = tmp_path / "mm2.properties"
     config.write_text("clusters = primary, tls\n"
                       f"primary.bootstrap.servers = {clusters['primary']}\n" + secured_lines("tls", tls) +
-                      f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\nprimary->tls.enabled = true\nprimary->tls.topics = {topic}\n" + master)
+                      "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+                      "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+                      f"primary->tls.enabled = true\nprimary->tls.topics = {topic}\n" + master)
     target = librdkafka_admin(tls)
     with running_mirrorspark(config, tmp_path / "state") as mirror:
         wait_for_count(target, f"primary.{topic}", len(sent))
@@ -129,7 +139,9 @@ def test_replication_from_sasl_scram_source(clusters, secure_cluster, tmp_path, 
     sent = records(25, 1, unique)
     produce(source, topic, sent)
     config = tmp_path / "mm2.properties"
-    body = (f"backup.bootstrap.servers = {clusters['backup']}\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+    body = (f"backup.bootstrap.servers = {clusters['backup']}\nreplication.factor = 1\n"
+            "checkpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+            "heartbeats.topic.replication.factor = 1\n"
             f"sasl->backup.enabled = true\nsasl->backup.topics = {topic}\n")
     config.write_text("clusters = sasl, backup\n" + secured_lines("sasl", sasl) + body)
     with running_mirrorspark(config, tmp_path / "state"):

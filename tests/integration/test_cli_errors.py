@@ -9,7 +9,8 @@ from conftest import run_cli, write_config
 def test_unreachable_bootstrap_server(clusters, tmp_path):
     (tmp_path / "mm2.properties").write_text(
         f"clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = {clusters['backup']}\n"
-        "A->B.enabled = true\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n")
+        "A->B.enabled = true\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n")
     done = run_cli("run", str(tmp_path / "mm2.properties"))
     assert done.returncode == 1
     assert "cannot reach cluster 'A' at 127.0.0.1:1" in done.stderr and "A.bootstrap.servers" in done.stderr

@@ -33,7 +33,8 @@ def java_translate(tmp_path: Path, bootstrap: str, remote: str, group: str) -> d
     subprocess.run([javac, "-d", str(classes), "-cp", classpath(), str(INTEROP / "TranslateOffsets.java")],
                    check=True, capture_output=True)
     (tmp_path / "log4j2.properties").write_text(QUIET_LOG4J)
-    done = subprocess.run([java_executable(), "-Xmx128m", f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
+    done = subprocess.run([java_executable(), "-Xmx128m",
+                           f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
                            "-cp", classpath(classes), "TranslateOffsets", bootstrap, remote, group],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -4,7 +4,6 @@ the config in logs or REST output."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import urllib.error
@@ -54,17 +53,19 @@ def test_metrics_rest_pause_resume_status_and_no_secrets(clusters, unique, tmp_p
     state = tmp_path / "state"
     with running_mirrorspark(config, state) as mirror:
         wait_for_count(clusters["backup"], remote, 100)
-        url = wait_until(lambda: (state / "rest.json").exists() and json.loads((state / "rest.json").read_text())["url"],
-                         "the REST address")
+        url = wait_until(lambda: (state / "rest.json").exists()
+                         and json.loads((state / "rest.json").read_text())["url"], "the REST address")
         labels = {"source": "primary", "target": "backup", "topic": remote, "partition": "0"}
-        text = wait_until(lambda: (t := call(f"{url}/metrics")[1]) and metric(t, "mirrorspark_record_count_total", **labels)
-                          == 50 and t, "record-count of partition 0")
+        text = wait_until(lambda: (t := call(f"{url}/metrics")[1])
+                          and metric(t, "mirrorspark_record_count_total", **labels) == 50 and t,
+                          "record-count of partition 0")
         assert metric(text, "mirrorspark_replication_latency_ms_min", **labels) >= 60_000
         assert metric(text, "mirrorspark_record_age_ms_max", **labels) >= 60_000
         assert metric(text, "mirrorspark_byte_count_total", **labels) > 0
         source_labels = {**labels, "topic": topic}
-        text = wait_until(lambda: (t := call(f"{url}/metrics")[1]) and metric(t, "mirrorspark_lag_offsets", **source_labels)
-                          == 0 and t, "lag 0 once caught up")
+        text = wait_until(lambda: (t := call(f"{url}/metrics")[1])
+                          and metric(t, "mirrorspark_lag_offsets", **source_labels) == 0 and t,
+                          "lag 0 once caught up")
         assert metric(text, "mirrorspark_lag_seconds", **source_labels) == 0
 
         assert call(f"{url}/flows")[0] == 401  # token set: unauthenticated calls refused

@@ -41,7 +41,8 @@ def config_text(clusters: dict[str, str], topic: str) -> str:
     return ("clusters = north, south\n"
             f"north.bootstrap.servers = {clusters['primary']}\nsouth.bootstrap.servers = {clusters['backup']}\n"
             f"north->south.enabled = true\nnorth->south.topics = {topic}\n"
-            "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+            "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+            "heartbeats.topic.replication.factor = 1\n"
             "offset-syncs.topic.replication.factor = 1\noffset.storage.replication.factor = 1\n"
             "config.storage.replication.factor = 1\nstatus.storage.replication.factor = 1\n"
             "emit.checkpoints.interval.seconds = 1\nsync.topic.acls.enabled = false\n"
@@ -181,7 +182,8 @@ def test_takeover_refuses_what_it_cannot_trust_and_writes_nothing(clusters, uniq
         else:
             key, value = mm2_offset_record(alias, topic, 0, 10)
             producer.produce(offsets_topic, value, key, partition=0)
-            create_topic(clusters["backup"], topic, 1)  # MM2 ran with IdentityReplicationPolicy: `topic`, not `alias.topic`
+            # MM2 ran with IdentityReplicationPolicy: `topic`, not `alias.topic`
+            create_topic(clusters["backup"], topic, 1)
         assert producer.flush(10) == 0
     state = tmp_path / "state"
     done = migrate(config, state, "--execute", "--wait", "1")

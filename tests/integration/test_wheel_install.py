@@ -125,7 +125,8 @@ def test_wheel_in_a_fresh_venv_replicates_without_maven(tmp_path, unique):
             "org.apache.commons_commons-pool2-2.13.1.jar", "org.apache.kafka_kafka-clients-3.9.2.jar",
             "org.apache.spark_spark-sql-kafka-0-10_2.13-4.2.0.jar",
             "org.apache.spark_spark-token-provider-kafka-0-10_2.13-4.2.0.jar"], output[-5000:]
-        print("[wheel] Spark Ivy: " + " ".join(line.strip() for line in output.splitlines() if "artifacts copied" in line))
+        copied = (line.strip() for line in output.splitlines() if "artifacts copied" in line)
+        print("[wheel] Spark Ivy: " + " ".join(copied))
         values = sorted(r.value for r in read_all(bootstrap["backup"], f"primary.{topic}"))
         assert values == sorted(f"v{i}".encode() for i in range(RECORDS))
     finally:

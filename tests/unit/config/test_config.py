@@ -101,7 +101,7 @@ def test_a_cycle_is_refused_even_when_clusters_runs_one_direction(only):
     active/active pair, and the Identity loop must still be refused."""
     text = BASE + ("A->B.enabled = true\nB->A.enabled = true\n"
                    "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
-    with pytest.raises(ConfigError, match="replication.policy.class"):
+    with pytest.raises(ConfigError, match=r"replication\.policy\.class"):
         config(text, only)
 
 
@@ -114,8 +114,8 @@ def test_a_built_in_policy_in_module_colon_class_form_is_the_built_in_one():
 def test_an_interval_of_a_task_switched_off_is_not_range_checked():
     text = BASE + "A->B.enabled = true\nemit.heartbeats.enabled = false\nemit.heartbeats.interval.seconds = -1\n"
     assert config(text).enabled_flows
-    with pytest.raises(ConfigError, match="emit.heartbeats.interval.seconds"):
+    with pytest.raises(ConfigError, match=r"emit\.heartbeats\.interval\.seconds"):
         config(BASE + "A->B.enabled = true\nemit.heartbeats.interval.seconds = -1\n")
-    with pytest.raises(ConfigError, match="A->B.emit.checkpoints.interval.seconds"):  # switched on again per flow
+    with pytest.raises(ConfigError, match=r"A->B\.emit\.checkpoints\.interval\.seconds"):  # switched on again per flow
         config(BASE + "A->B.enabled = true\nemit.checkpoints.enabled = false\nA->B.emit.checkpoints.enabled = true\n"
                "A->B.emit.checkpoints.interval.seconds = 0\n")

@@ -49,7 +49,8 @@ def test_bad_values_name_the_key(extra, key):
 
 def test_identity_policy_cycle_is_refused():
     with pytest.raises(ConfigError) as err:
-        config("B->A.enabled = true\nreplication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
+        config("B->A.enabled = true\n"
+               "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
     assert err.value.key == "replication.policy.class" and "cycle" in str(err.value)
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
 from mirrorspark.integrity.loss import LossLog, load
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import LocalFiles
-
-import pytest
 
 
 def offsets_entry(positions: dict) -> str:

@@ -17,10 +17,10 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
+from unit.rest.test_security import AUTH, TOKEN, FakeController, client
 
 from mirrorspark.rest.security import DOCS_ASSETS, AllowedHosts, RequestGuard, is_open
 from mirrorspark.rest.server import RestServer, RestSettings
-from unit.rest.test_security import AUTH, TOKEN, FakeController, client
 
 PAGES = ("/docs", "/redoc")
 EXPECTED_TYPES = {".js": "javascript", ".css": "text/css", ".png": "image/png"}

@@ -6,11 +6,10 @@ import json
 import pytest
 
 from mirrorspark.offsets.ranges import Run
-from mirrorspark.takeover.mm2_state import parse_source_offset
-from mirrorspark.takeover.plan import load_positions
-from mirrorspark.takeover.mm2_state import TakeoverRefused
-from mirrorspark.takeover.positions import runs_of, starting_offsets
 from mirrorspark.state.files import LocalFiles
+from mirrorspark.takeover.mm2_state import TakeoverRefused, parse_source_offset
+from mirrorspark.takeover.plan import load_positions
+from mirrorspark.takeover.positions import runs_of, starting_offsets
 
 
 def key(connector: str, **partition) -> bytes:
@@ -40,7 +39,7 @@ def test_takeover_positions_round_trip_and_a_damaged_file_is_refused(tmp_path):
     folder.write("takeover.json", json.dumps({"positions": starting_offsets({("t", 0): 5, ("t", 1): 7})}))
     assert load_positions(folder) == {("t", 0): 5, ("t", 1): 7}
     folder.write("takeover.json", "{broken")
-    with pytest.raises(TakeoverRefused, match="takeover.json is damaged"):
+    with pytest.raises(TakeoverRefused, match=r"takeover\.json is damaged"):
         load_positions(folder)
 
 
@@ -54,6 +53,6 @@ def test_offset_syncs_before_the_compared_tail_map_only_the_synced_records():
     runs = history(syncs, (300, 250), target_start=0)
     assert runs == [(Run(0, 0, 1), False), (Run(100, 100, 1), False), (Run(250, 200, 1), False)]
     ranges = OffsetRanges()
-    for run, continues in runs + [(Run(300, 250, 10), False)]:
+    for run, continues in [*runs, (Run(300, 250, 10), False)]:
         ranges.add("t", 0, [run], contiguous_with_previous=continues)
     assert ranges.translate("t", 0, 180) == 101 and ranges.translate("t", 0, 305) == 255

@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 from conftest import running_mirrorspark, write_config
-from confluent_kafka import Producer
 from kafka_tools import count, create_topic, produce, read_all, wait_for_count
 
 from mirrorspark.client import MirrorClient, count_hops
 from mirrorspark.control.admin import admin_client, topic_partitions
 from mirrorspark.offsets.checkpoint_store import read_compacted_topic
-from mirrorspark.offsets.formats import Heartbeat
+from mirrorspark.formats import Heartbeat
 
 pytestmark = pytest.mark.broker
 
@@ -71,7 +71,9 @@ def test_chain_names_hops(clusters, unique, tmp_path):
     (tmp_path / "mm2.properties").write_text(
         "clusters = primary, backup, third\n"
         + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
-        + f"primary->backup.enabled = true\nbackup->third.enabled = true\nreplication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+        + "primary->backup.enabled = true\nbackup->third.enabled = true\nreplication.factor = 1\n"
+          "checkpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+          "heartbeats.topic.replication.factor = 1\n"
         f"topics = chain-{unique}, primary\\.chain-{unique}\n")
     with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
         wait_for_count(clusters["third"], f"backup.primary.{topic}", 10)
@@ -152,8 +154,8 @@ def test_topic_config_sync_excluded_key_untouched_and_use_defaults_from(clusters
                           f"sync.topic.configs.interval.seconds = 2\nuse.defaults.from = {defaults_from}\n")
     target_admin = admin_client({"bootstrap.servers": clusters["backup"]})
     with running_mirrorspark(config, tmp_path / "state"):
-        created = wait_until(lambda: remote in topic_partitions(target_admin) and topic_config(clusters["backup"], remote),
-                             "remote topic")
+        created = wait_until(lambda: remote in topic_partitions(target_admin)
+                             and topic_config(clusters["backup"], remote), "remote topic")
         assert created["retention.ms"].value == "3600000" and created["cleanup.policy"].value == "compact"
         # Target-side changes: an excluded key (kept) and a key the source leaves at its default.
         resource = ConfigResource("TOPIC", remote, incremental_configs=[
@@ -193,7 +195,9 @@ def test_fan_out_aggregation_and_read_committed(clusters, unique, tmp_path):
         "clusters = primary, backup, third\n"
         + "".join(f"{n}.bootstrap.servers = {b}\n" for n, b in clusters.items())
         + "primary->backup.enabled = true\nprimary->third.enabled = true\nthird->backup.enabled = true\n"
-        f"replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\ntopics = {tx}, {plain}\nprimary.consumer.isolation.level = read_committed\n")
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+        f"topics = {tx}, {plain}\nprimary.consumer.isolation.level = read_committed\n")
     with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
         for cluster in ("backup", "third"):
             wait_until(lambda c=cluster: len(read_all(clusters[c], f"primary.{tx}")) >= 10, f"tx records on {cluster}")

@@ -9,6 +9,7 @@ record planted in the checkpoints topic beforehand is skipped, counted and named
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
 from confluent_kafka import Producer
@@ -21,8 +22,8 @@ from test_spark_cluster import seqs
 from test_topologies_and_topics import wait_until
 
 from mirrorspark.control.admin import admin_client, ensure_compacted_topic, topic_partitions
-from mirrorspark.offsets.formats import Checkpoint
-from mirrorspark.offsets.failover import CheckpointAhead, FailoverPlan, PartitionPlan, execute_failover
+from mirrorspark.client.failover import CheckpointAhead, FailoverPlan, PartitionPlan, execute_failover
+from mirrorspark.formats import Checkpoint
 
 pytestmark = pytest.mark.broker
 
@@ -107,14 +108,14 @@ def test_failover_refuses_a_checkpoint_past_the_log_end_and_commits_nothing():
 
 
 def test_failover_leaves_out_checkpoints_of_remote_partitions_that_are_gone(monkeypatch):
-    import mirrorspark.offsets.failover as failover
+    import mirrorspark.client.failover as failover
 
     rows = [PartitionPlan("A.gone", 0, "gone", 5, 5, end=None), PartitionPlan("A.t", 0, "t", 7, 7, end=10)]
     plan = FailoverPlan("g", "A", "B", "EMPTY", rows, source_reachable=False)
     committed: dict = {}
 
     class Config:
-        clusters = {"B": None}
+        clusters: ClassVar[dict[str, None]] = {"B": None}
     monkeypatch.setattr(failover, "_connection", lambda config, alias: {})
     monkeypatch.setattr(failover, "admin_client", lambda conf: None)
     monkeypatch.setattr(failover, "group_state", lambda admin, group: failover.ConsumerGroupState.EMPTY)

@@ -18,7 +18,7 @@ from mirrorspark.config import ConfigError
 from mirrorspark.control.admin import TopicMissing
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.errors import MirrorsparkError, NotFound, OperationalError
-from mirrorspark.offsets.failover import GroupActive
+from mirrorspark.client.failover import GroupActive
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow

@@ -69,7 +69,7 @@ def audit(
     each consumer group with checkpoints is safe to fail over. Exit 1 when anything differs."""
     from mirrorspark.cli.logging_setup import scrub_secrets, setup_logging
     from mirrorspark.config import load_config
-    from mirrorspark.integrity.audit import run_audit
+    from mirrorspark.pipeline.audit import run_audit
     from mirrorspark.paths import default_state_dir
 
     setup_logging(verbose)

@@ -31,7 +31,7 @@ def _table(rows: list[dict], columns) -> str:
 def _plan(config: Path, group: str, source: str, target: str):
     from mirrorspark.config import load_config
     from mirrorspark.config.redaction import Redactor, install
-    from mirrorspark.offsets.failover import plan_failover
+    from mirrorspark.client.failover import plan_failover
 
     mirror = load_config(config)
     install(Redactor(mirror.secret_values()))  # error messages never echo a configured secret
@@ -68,7 +68,7 @@ def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
     Failback is the same command with --from and --to swapped."""
     from mirrorspark.cli.reporting import EXIT_RUNTIME, fail
     from mirrorspark.config import load_config
-    from mirrorspark.offsets.failover import execute_failover
+    from mirrorspark.client.failover import execute_failover
 
     plan = _plan(config, group, source, target)
     if not execute:

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all
-from mirrorspark.offsets.formats import Heartbeat
+from mirrorspark.formats import Heartbeat
 from mirrorspark.policy import ReplicationPolicy
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.integrity.loss import LossReport
 from mirrorspark.offsets.checkpoint_store import decode_checkpoints
-from mirrorspark.offsets.formats import Checkpoint
+from mirrorspark.formats import Checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from mirrorspark.control.admin import TopicMissing, read_to_end
 
-from mirrorspark.offsets.formats import Checkpoint, RecordFormatError
+from mirrorspark.formats import Checkpoint, RecordFormatError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from mirrorspark.control.admin import producer
-from mirrorspark.offsets.formats import OffsetSync
+from mirrorspark.formats import OffsetSync
 from mirrorspark.offsets.ranges import OffsetRanges, Run
 from mirrorspark.sink_report import WrittenRun
 

@@ -28,7 +28,7 @@ from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
-from mirrorspark.pipeline.state_identity import check_state_identity
+from mirrorspark.state.identity import check_state_identity
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.policy.topic_selection import TopicSelection

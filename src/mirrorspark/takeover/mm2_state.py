@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.admin import TopicMissing, read_to_end
 from mirrorspark.errors import OperationalError
-from mirrorspark.offsets.formats import OffsetSync, RecordFormatError
+from mirrorspark.formats import OffsetSync, RecordFormatError
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.admin import admin_client, consumer, partition_offsets, topic_ids, topic_partitions
 from mirrorspark.control.client_settings import admin_settings
-from mirrorspark.offsets.formats import Heartbeat, RecordFormatError
+from mirrorspark.formats import Heartbeat, RecordFormatError
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.policy.topic_selection import TopicSelection
@@ -176,7 +176,7 @@ def check_first_start(flow: FlowConfig, folder: StateFiles) -> None:
 
 def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
     """Write the positions for the flow's first start and the mapping of MM2's last records."""
-    from mirrorspark.pipeline.state_identity import check_state_identity
+    from mirrorspark.state.identity import check_state_identity
 
     check_first_start(flow, folder)
     target = admin_client(admin_settings(flow.target))

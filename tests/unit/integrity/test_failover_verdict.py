@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mirrorspark.integrity.failover_verdict import assess, latest_checkpoints
-from mirrorspark.offsets.formats import Checkpoint
+from mirrorspark.formats import Checkpoint
 
 
 def verdict(committed, checkpointed: dict[int, int], ends: dict[int, int], replicated: dict[int, int]):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
-from mirrorspark.offsets.formats import Checkpoint
+from mirrorspark.formats import Checkpoint
 
 
 def test_checkpoint_store_forgets_groups_that_vanished():

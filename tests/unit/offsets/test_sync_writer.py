@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from mirrorspark.offsets.formats import OffsetSync
+from mirrorspark.formats import OffsetSync
 from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter
 from mirrorspark.sink_report import WrittenRun

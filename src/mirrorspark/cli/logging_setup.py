@@ -23,7 +23,7 @@ class JsonFormatter(logging.Formatter):
         if found:
             entry["flow"] = found.group(1)
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(entry)
 
 
@@ -40,6 +40,12 @@ class SecretScrubber(logging.Filter):
         scrubbed = self.redactor.text(message)
         if scrubbed != message:
             record.msg, record.args = scrubbed, None
+        if record.exc_info and not record.exc_text:
+            # A logged traceback ends with the exception's message, which may echo a value: format it
+            # here (formatters reuse exc_text) so it passes the redactor too.
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redactor.text(record.exc_text)
         return True
 
 

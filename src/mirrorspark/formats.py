@@ -69,7 +69,7 @@ class OffsetSync:
         return struct.pack(">qq", self.upstream, self.downstream)
 
     @classmethod
-    def from_record(cls, key: bytes, value: bytes) -> "OffsetSync":
+    def from_record(cls, key: bytes, value: bytes) -> OffsetSync:
         k, v = _Reader(key, "offset sync key"), _Reader(value, "offset sync value")
         return cls(k.string(), k.take(">i"), v.take(">q"), v.take(">q"))
 
@@ -93,7 +93,7 @@ class Checkpoint:
         return struct.pack(">hqq", VERSION, self.upstream, self.downstream) + _string(self.metadata)
 
     @classmethod
-    def from_record(cls, key: bytes, value: bytes) -> "Checkpoint":
+    def from_record(cls, key: bytes, value: bytes) -> Checkpoint:
         k, v = _Reader(key, "checkpoint key"), _Reader(value, "checkpoint value")
         group, topic, partition = k.string(), k.string(), k.take(">i")
         v.version()
@@ -115,7 +115,7 @@ class Heartbeat:
         return struct.pack(">hq", VERSION, self.timestamp)
 
     @classmethod
-    def from_record(cls, key: bytes, value: bytes) -> "Heartbeat":
+    def from_record(cls, key: bytes, value: bytes) -> Heartbeat:
         k, v = _Reader(key, "heartbeat key"), _Reader(value, "heartbeat value")
         source, target = k.string(), k.string()
         v.version()

@@ -162,7 +162,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fetch(artifact: Artifact, repository: str, folder: Path, progress: "_Progress") -> None:
+def _fetch(artifact: Artifact, repository: str, folder: Path, progress: _Progress) -> None:
     """Download one jar to a .part file, check size, SHA-1 and SHA-256, then rename it into place."""
     url = artifact.url(repository)
     part = folder / (artifact.file_name + ".part")

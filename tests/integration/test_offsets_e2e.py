@@ -11,8 +11,8 @@ from kafka_tools import create_topic, produce, wait_for_count
 from test_topologies_and_topics import records, wait_until
 
 from mirrorspark.control.admin import admin_client, topic_partitions
-from mirrorspark.offsets.checkpoint_store import CheckpointStore, read_compacted_topic
 from mirrorspark.formats import Checkpoint, OffsetSync
+from mirrorspark.offsets.checkpoint_store import CheckpointStore, read_compacted_topic
 
 pytestmark = pytest.mark.broker
 

@@ -12,8 +12,8 @@ from kafka_tools import count, create_topic, produce, read_all, wait_for_count
 
 from mirrorspark.client import MirrorClient, count_hops
 from mirrorspark.control.admin import admin_client, topic_partitions
-from mirrorspark.offsets.checkpoint_store import read_compacted_topic
 from mirrorspark.formats import Heartbeat
+from mirrorspark.offsets.checkpoint_store import read_compacted_topic
 
 pytestmark = pytest.mark.broker
 

@@ -21,8 +21,8 @@ from test_operations import metric
 from test_spark_cluster import seqs
 from test_topologies_and_topics import wait_until
 
-from mirrorspark.control.admin import admin_client, ensure_compacted_topic, topic_partitions
 from mirrorspark.client.failover import CheckpointAhead, FailoverPlan, PartitionPlan, execute_failover
+from mirrorspark.control.admin import admin_client, ensure_compacted_topic, topic_partitions
 from mirrorspark.formats import Checkpoint
 
 pytestmark = pytest.mark.broker

@@ -14,11 +14,11 @@ from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
 from mirrorspark.cli.reporting import EXIT_CONFIG, EXIT_RUNTIME, exit_code, reported
+from mirrorspark.client.failover import GroupActive
 from mirrorspark.config import ConfigError
 from mirrorspark.control.admin import TopicMissing
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.errors import MirrorsparkError, NotFound, OperationalError
-from mirrorspark.client.failover import GroupActive
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow

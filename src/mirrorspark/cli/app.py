@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -23,20 +23,20 @@ def _setup_logging(verbose: bool, json_lines: bool = False) -> None:
     setup_logging(verbose, json_lines)
 
 
-def _clusters_list(values: Optional[list[str]]) -> list[str] | None:
+def _clusters_list(values: list[str] | None) -> list[str] | None:
     if not values:
         return None
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
-StateDir = Annotated[Optional[Path], typer.Option("--state-dir", help="Checkpoints and local clusters (default ./state).")]
+StateDir = Annotated[Path | None, typer.Option("--state-dir", help="Checkpoints and local clusters (default ./state).")]
 
 
 @app.command()
 @reported
 def run(
     config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
-    clusters: Annotated[Optional[list[str]], typer.Option(
+    clusters: Annotated[list[str] | None, typer.Option(
         "--clusters", help="Only run flows whose target is one of these clusters (as MM2's --clusters).")] = None,
     state_dir: StateDir = None,
     progress_interval: Annotated[float, typer.Option(help="Seconds between progress lines.")] = 10.0,
@@ -71,16 +71,15 @@ def run(
 @reported
 def validate(
     config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
-    clusters: Annotated[Optional[list[str]], typer.Option("--clusters", help="As for run.")] = None,
+    clusters: Annotated[list[str] | None, typer.Option("--clusters", help="As for run.")] = None,
     offline: Annotated[bool, typer.Option(help="Do not contact the clusters (no dry-run plan).")] = False,
 ) -> None:
     """Check CONFIG, print resolved flows and settings (secrets hidden) and, with the clusters
     reachable, which topics each flow would replicate under which remote names."""
     from mirrorspark.cli.validate_command import describe
     from mirrorspark.config import load_config
-    from mirrorspark.pipeline.preflight import preflight
-
     from mirrorspark.control.client_settings import check_stores_only
+    from mirrorspark.pipeline.preflight import preflight
 
     mirror = load_config(config, _clusters_list(clusters))
     check_stores_only(True)  # keystores are opened with their passwords, and no converted copy is kept

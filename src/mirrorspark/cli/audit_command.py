@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -57,10 +57,10 @@ def render(report) -> list[str]:
 def audit(
     config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
     flow: Annotated[str, typer.Option("--flow", help="The flow to audit, source->target (e.g. primary->backup).")],
-    topics: Annotated[Optional[str], typer.Option(
+    topics: Annotated[str | None, typer.Option(
         "--topics", help="Only topics whose source or remote name fully matches this regex.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    state_dir: Annotated[Optional[Path], typer.Option(
+    state_dir: Annotated[Path | None, typer.Option(
         "--state-dir", help="The state dir `run` used (default ./state).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -69,8 +69,8 @@ def audit(
     each consumer group with checkpoints is safe to fail over. Exit 1 when anything differs."""
     from mirrorspark.cli.logging_setup import scrub_secrets, setup_logging
     from mirrorspark.config import load_config
-    from mirrorspark.pipeline.audit import run_audit
     from mirrorspark.paths import default_state_dir
+    from mirrorspark.pipeline.audit import run_audit
 
     setup_logging(verbose)
     mirror = load_config(config)

@@ -3,7 +3,7 @@ and tests."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,10 +18,10 @@ spark_app = typer.Typer(no_args_is_help=True,
                         help="Run a real Spark standalone cluster (a master and N workers) on 127.0.0.1.")
 app.add_typer(spark_app, name="spark")
 
-StateDir = Annotated[Optional[Path], typer.Option("--state-dir", help="Where cluster folders live (default ./state).")]
+StateDir = Annotated[Path | None, typer.Option("--state-dir", help="Where cluster folders live (default ./state).")]
 
 
-def _clusters(state_dir: Optional[Path]) -> LocalClusters:
+def _clusters(state_dir: Path | None) -> LocalClusters:
     return LocalClusters(state_dir)
 
 
@@ -70,7 +70,7 @@ def status(state_dir: StateDir = None) -> None:
 
 @app.command()
 @reported
-def down(names: Annotated[Optional[list[str]], typer.Argument(help="Clusters to stop (default: all).")] = None,
+def down(names: Annotated[list[str] | None, typer.Argument(help="Clusters to stop (default: all).")] = None,
          state_dir: StateDir = None,
          purge: Annotated[bool, typer.Option(help="Also delete their data and logs.")] = False) -> None:
     """Stop clusters by pid and wait until they are gone."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,8 +25,8 @@ def _table(rows: list[dict]) -> str:
 def from_mm2(
     config: Annotated[Path, typer.Option("--config", "-c", help="The mm2.properties MM2 ran with.")],
     execute: Annotated[bool, typer.Option("--execute", help="Write the positions (default: dry run).")] = False,
-    clusters: Annotated[Optional[list[str]], typer.Option("--clusters", help="As for run.")] = None,
-    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="As for run (default ./state).")] = None,
+    clusters: Annotated[list[str] | None, typer.Option("--clusters", help="As for run.")] = None,
+    state_dir: Annotated[Path | None, typer.Option("--state-dir", help="As for run (default ./state).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     wait: Annotated[float, typer.Option(help="Seconds to watch for heartbeats of a still running MM2.")] = 3.0,
 ) -> None:
@@ -37,7 +37,8 @@ def from_mm2(
     from mirrorspark.paths import default_state_dir
     from mirrorspark.state import StateLocation
     from mirrorspark.state.location import KEY as STATE_KEY
-    from mirrorspark.takeover.plan import check_first_start, execute as carry_out, plan_flow
+    from mirrorspark.takeover.plan import check_first_start, plan_flow
+    from mirrorspark.takeover.plan import execute as carry_out
 
     mirror = load_config(config, list(clusters) if clusters else None)
     from mirrorspark.pipeline.preflight import preflight

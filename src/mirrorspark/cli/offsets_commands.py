@@ -29,9 +29,9 @@ def _table(rows: list[dict], columns) -> str:
 
 
 def _plan(config: Path, group: str, source: str, target: str):
+    from mirrorspark.client.failover import plan_failover
     from mirrorspark.config import load_config
     from mirrorspark.config.redaction import Redactor, install
-    from mirrorspark.client.failover import plan_failover
 
     mirror = load_config(config)
     install(Redactor(mirror.secret_values()))  # error messages never echo a configured secret
@@ -67,8 +67,8 @@ def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
     (only when the group has no active members on --to; never moves a partition backwards).
     Failback is the same command with --from and --to swapped."""
     from mirrorspark.cli.reporting import EXIT_RUNTIME, fail
-    from mirrorspark.config import load_config
     from mirrorspark.client.failover import execute_failover
+    from mirrorspark.config import load_config
 
     plan = _plan(config, group, source, target)
     if not execute:

@@ -7,7 +7,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -78,9 +78,9 @@ def table(flows: list[dict[str, Any]]) -> list[str]:
 
 
 def status(
-    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="The run's state dir (default ./state).")] = None,
-    url: Annotated[Optional[str], typer.Option(help="The REST API's address, instead of --state-dir.")] = None,
-    token: Annotated[Optional[str], typer.Option(
+    state_dir: Annotated[Path | None, typer.Option("--state-dir", help="The run's state dir (default ./state).")] = None,
+    url: Annotated[str | None, typer.Option(help="The REST API's address, instead of --state-dir.")] = None,
+    token: Annotated[str | None, typer.Option(
         help="REST token (default: $MIRRORSPARK_REST_TOKEN, else the generated one in <state-dir>/rest.token).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The REST answer as JSON.")] = False,
 ) -> None:

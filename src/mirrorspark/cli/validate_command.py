@@ -1,7 +1,7 @@
 """``mirrorspark validate``: resolved flows and settings, then (clusters reachable) a dry-run plan."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.redaction import Redactor, install

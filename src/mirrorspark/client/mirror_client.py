@@ -11,8 +11,8 @@ from typing import Any
 
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import librdkafka_admin
-from mirrorspark.offsets.checkpoint_store import decode_checkpoints, read_compacted_topic
 from mirrorspark.formats import Checkpoint
+from mirrorspark.offsets.checkpoint_store import decode_checkpoints, read_compacted_topic
 from mirrorspark.policy import DefaultReplicationPolicy, ReplicationPolicy
 
 

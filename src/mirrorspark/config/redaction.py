@@ -66,7 +66,7 @@ class Redactor:
         self.embedded = sorted((s for s in self.exact if len(s) >= _MIN_EMBEDDED), key=len, reverse=True)
 
     @classmethod
-    def of(cls, maps: Iterable[Mapping[str, str]]) -> "Redactor":
+    def of(cls, maps: Iterable[Mapping[str, str]]) -> Redactor:
         return cls(secret_values(maps))
 
     def text(self, text: str) -> str:

@@ -11,8 +11,16 @@ import re
 from collections.abc import Mapping
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.keys import (BY_NAME, CONNECT_PREFIXES, MM2_NAMESPACES, PASSTHROUGH_PREFIXES, Key,
-                                     Scope, Type, unsupported)
+from mirrorspark.config.keys import (
+    BY_NAME,
+    CONNECT_PREFIXES,
+    MM2_NAMESPACES,
+    PASSTHROUGH_PREFIXES,
+    Key,
+    Scope,
+    Type,
+    unsupported,
+)
 from mirrorspark.config.values import is_connection_key, parse_bool, split_list
 
 _CLUSTER_PREFIXES = ("consumer.", "producer.", "admin.")

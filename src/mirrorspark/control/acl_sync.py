@@ -12,8 +12,15 @@ import uuid
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
-                                   ResourcePatternType, ResourceType)
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import ClusterConfig
 from mirrorspark.control.admin import admin_client
-from mirrorspark.errors import OperationalError
 from mirrorspark.control.client_settings import admin_settings
+from mirrorspark.errors import OperationalError
 
 
 class ClusterUnreachable(OperationalError):

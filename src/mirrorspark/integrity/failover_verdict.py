@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.formats import Checkpoint
 from mirrorspark.integrity.loss import LossReport
 from mirrorspark.offsets.checkpoint_store import decode_checkpoints
-from mirrorspark.formats import Checkpoint
 
 log = logging.getLogger(__name__)
 

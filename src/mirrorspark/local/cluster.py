@@ -22,8 +22,15 @@ from pathlib import Path
 from mirrorspark import jdk, paths
 from mirrorspark.errors import OperationalError
 from mirrorspark.local import server_properties
-from mirrorspark.local.security import Secrets, SecurityError, SecurityOptions, broker_properties, \
-    client_properties, create_scram_user, uses_scram
+from mirrorspark.local.security import (
+    Secrets,
+    SecurityError,
+    SecurityOptions,
+    broker_properties,
+    client_properties,
+    create_scram_user,
+    uses_scram,
+)
 from mirrorspark.private_files import write_private
 
 DEFAULT_JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
@@ -43,7 +50,7 @@ class ClusterSpec:
     security: SecurityOptions = SecurityOptions()
 
     @classmethod
-    def parse(cls, text: str, security: SecurityOptions | None = None) -> "ClusterSpec":
+    def parse(cls, text: str, security: SecurityOptions | None = None) -> ClusterSpec:
         name, _, port = text.partition(":")
         if not _NAME.match(name):
             raise LocalClusterError(f"invalid cluster name {name!r}: use letters, digits, '.', '_' or '-'")

@@ -69,7 +69,7 @@ class Secrets:
     client_password: str
 
     @classmethod
-    def load_or_create(cls, folder: Path) -> "Secrets":
+    def load_or_create(cls, folder: Path) -> Secrets:
         path = folder / "secrets.json"
         if path.is_file():
             return cls(**json.loads(path.read_text()))

@@ -21,8 +21,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mirrorspark import paths
-from mirrorspark.local.cluster import (LocalClusterError, free_port, java_executable, port_is_free, process_alive,
-                                       reap, tail)
+from mirrorspark.local.cluster import (
+    LocalClusterError,
+    free_port,
+    java_executable,
+    port_is_free,
+    process_alive,
+    reap,
+    tail,
+)
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"

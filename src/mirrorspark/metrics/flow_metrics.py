@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
 from mirrorspark.metrics.registry import PARTITION, MirrorMetrics, drop_series
 from mirrorspark.sink_report import PartitionStats
 

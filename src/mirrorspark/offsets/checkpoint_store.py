@@ -9,9 +9,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-
 from mirrorspark.control.admin import TopicMissing, read_to_end
-
 from mirrorspark.formats import Checkpoint, RecordFormatError
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,9 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Produc
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all, topic_ids
+from mirrorspark.formats import Checkpoint
 from mirrorspark.metrics.registry import CHECKPOINT, MirrorMetrics, drop_series
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
-from mirrorspark.formats import Checkpoint
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.policy.topic_selection import TopicSelection
 

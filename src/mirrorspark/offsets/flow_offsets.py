@@ -86,7 +86,7 @@ class FlowOffsets:
         upstream = self.ranges.inverse(source_topic, partition, committed)
         return None if upstream is None else (source_topic, upstream)
 
-    def link_reverse(self, reverse: "FlowOffsets") -> None:
+    def link_reverse(self, reverse: FlowOffsets) -> None:
         """``reverse`` is the flow target->source in this process: checkpoint failback through it."""
         if self.checkpoints is not None and reverse.enabled:
             self.checkpoints.translate_back = reverse.translate_back

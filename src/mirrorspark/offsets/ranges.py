@@ -55,7 +55,7 @@ class Binding:
         return {"remote": self.remote, "floor": self.floor, "reset": self.reset_checkpoints}
 
     @classmethod
-    def from_json(cls, body: dict | None) -> "Binding":
+    def from_json(cls, body: dict | None) -> Binding:
         body = body or {}
         floor = body.get("floor")
         return cls(body.get("remote"), None if floor is None else int(floor), bool(body.get("reset")))

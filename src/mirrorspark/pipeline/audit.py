@@ -24,10 +24,9 @@ from pathlib import Path
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import partition_offsets
-
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.control.admin import partition_offsets
 from mirrorspark.errors import OperationalError
 from mirrorspark.integrity import loss
 from mirrorspark.integrity.failover_verdict import GroupVerdict, assess, read_checkpoints
@@ -259,7 +258,6 @@ _SIDE_SCHEMA = "st string, topic string, partition int, offset long, hash long"
 
 def _side(df, spark, source_topic):
     """(source topic, topic, partition, offset, hash) of one cluster's records (empty when nothing is read)."""
-    from pyspark.sql import functions as F
 
     if df is None:
         return spark.createDataFrame([], _SIDE_SCHEMA)

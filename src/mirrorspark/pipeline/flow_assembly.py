@@ -28,11 +28,11 @@ from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
-from mirrorspark.state.identity import check_state_identity
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state import StateFiles
+from mirrorspark.state.identity import check_state_identity
 from mirrorspark.takeover.plan import load_positions
 
 log = logging.getLogger(__name__)

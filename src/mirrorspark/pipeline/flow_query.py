@@ -13,6 +13,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import topic_partitions

@@ -29,10 +29,10 @@ class TranslationCache:
     """One ``MirrorClient`` per target cluster, and translations kept ``ttl`` seconds per
     (source, target) pair and group: each uncached call reads a whole checkpoints topic."""
 
-    def __init__(self, make_client: "Any", ttl: float = TRANSLATE_TTL) -> None:
+    def __init__(self, make_client: Any, ttl: float = TRANSLATE_TTL) -> None:
         self._make_client = make_client
         self.ttl = ttl
-        self._clients: dict[tuple[str, str], "MirrorClient"] = {}
+        self._clients: dict[tuple[str, str], MirrorClient] = {}
         self._found: dict[tuple[str, str], dict[str, tuple[float, dict[tuple[str, int], int]]]] = {}
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
@@ -145,7 +145,7 @@ class ReplicatorController:
     def restart(self, name: str) -> dict[str, Any]:
         return self._act(name, "restart")
 
-    def _client(self, source: str, target: str) -> "MirrorClient":
+    def _client(self, source: str, target: str) -> MirrorClient:
         from mirrorspark.client import MirrorClient
         from mirrorspark.policy import policy_for_flow
 

@@ -26,11 +26,11 @@ from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_lo
 from mirrorspark.pipeline.flow_assembly import Shared, assemble_flow, assemble_heartbeats
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.preflight import heartbeat_flows, preflight
+from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY
-from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 
-from mirrorspark.integrity.batch_guard import DataLossStop
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.flow_query import FlowQuery

@@ -111,7 +111,7 @@ class AllowedHosts:
         self.any_ip = any_ip
 
     @classmethod
-    def for_listener(cls, host: str, extra: Iterable[str] = ()) -> "AllowedHosts":
+    def for_listener(cls, host: str, extra: Iterable[str] = ()) -> AllowedHosts:
         names = set(LOOPBACK_NAMES) | set(extra)
         wildcard = host.strip("[]") in WILDCARDS
         if wildcard:

@@ -47,7 +47,7 @@ class RestSettings:
     allowed_hosts: tuple[str, ...] = ()
 
     @classmethod
-    def from_config(cls, top: Mapping[str, str]) -> "RestSettings":
+    def from_config(cls, top: Mapping[str, str]) -> RestSettings:
         read = SettingsReader(top)  # defaults from the key declarations
         auth = read.text("mirrorspark.rest.auth").lower()
         if auth not in ("token", "none"):

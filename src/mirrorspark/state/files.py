@@ -15,7 +15,7 @@ from mirrorspark.errors import OperationalError
 class StateFiles(Protocol):
     """A folder of the state location."""
 
-    def child(self, name: str) -> "StateFiles": ...
+    def child(self, name: str) -> StateFiles: ...
 
     def uri(self) -> str: ...
 
@@ -34,7 +34,7 @@ class LocalFiles:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def child(self, name: str) -> "LocalFiles":
+    def child(self, name: str) -> LocalFiles:
         return LocalFiles(self.path / name)
 
     def uri(self) -> str:
@@ -94,13 +94,13 @@ class HadoopFiles:
         self._conf = conf
 
     @classmethod
-    def of(cls, uri: str, spark) -> "HadoopFiles":
+    def of(cls, uri: str, spark) -> HadoopFiles:
         return cls(uri, spark._jvm.io.mirrorspark.state.StateFiles, spark._jsparkSession.sessionState().newHadoopConf())
 
-    def child(self, name: str) -> "HadoopFiles":
+    def child(self, name: str) -> HadoopFiles:
         return HadoopFiles(f"{self._uri}/{name}", self._java, self._conf)
 
-    def qualified(self) -> "HadoopFiles":
+    def qualified(self) -> HadoopFiles:
         """This folder under its fully qualified URI, created and proven writable (Py4JJavaError if not)."""
         return HadoopFiles(str(self._java.probe(self._uri, self._conf)), self._java, self._conf)
 

@@ -28,7 +28,7 @@ class StateLocation:
     path: Path | None
 
     @classmethod
-    def parse(cls, value: str | None, state_dir: Path) -> "StateLocation":
+    def parse(cls, value: str | None, state_dir: Path) -> StateLocation:
         """``value`` from the config (None: ``<state_dir>/flows``)."""
         if value is None or not value.strip():
             return cls(None, state_dir / "flows")

@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from confluent_kafka import ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -25,8 +25,13 @@ from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateFiles
-from mirrorspark.takeover.mm2_state import (ConnectOffsets, TakeoverRefused, read_connect_offsets,
-                                            read_offset_syncs, worker_group_state)
+from mirrorspark.takeover.mm2_state import (
+    ConnectOffsets,
+    TakeoverRefused,
+    read_connect_offsets,
+    read_offset_syncs,
+    worker_group_state,
+)
 from mirrorspark.takeover.positions import PartitionTakeover, locate, starting_offsets
 
 log = logging.getLogger(__name__)
@@ -197,7 +202,7 @@ def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
         log_.save(ranges, touched)
     positions = {(p.topic, p.partition): p.resume for p in plan.partitions}
     folder.write(FILE, json.dumps({
-        "flow": flow.name, "from": plan.offsets_topic, "created": datetime.now(timezone.utc).isoformat(),
+        "flow": flow.name, "from": plan.offsets_topic, "created": datetime.now(UTC).isoformat(),
         "positions": starting_offsets(positions)}, indent=1))
 
 

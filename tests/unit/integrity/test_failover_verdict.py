@@ -1,8 +1,8 @@
 """The failover verdict of a group, and the checkpoints it is read from."""
 from __future__ import annotations
 
-from mirrorspark.integrity.failover_verdict import assess, latest_checkpoints
 from mirrorspark.formats import Checkpoint
+from mirrorspark.integrity.failover_verdict import assess, latest_checkpoints
 
 
 def verdict(committed, checkpointed: dict[int, int], ends: dict[int, int], replicated: dict[int, int]):

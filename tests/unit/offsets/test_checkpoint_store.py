@@ -1,8 +1,8 @@
 """The checkpoint store forgets groups that vanished."""
 from __future__ import annotations
 
-from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.formats import Checkpoint
+from mirrorspark.offsets.checkpoint_store import CheckpointStore
 
 
 def test_checkpoint_store_forgets_groups_that_vanished():

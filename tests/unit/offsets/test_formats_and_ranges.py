@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from mirrorspark.offsets import range_log
 from mirrorspark.formats import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
+from mirrorspark.offsets import range_log
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.offsets.ranges import OffsetRanges, Run
 from mirrorspark.state.files import LocalFiles

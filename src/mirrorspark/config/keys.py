@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypedDict
 
 
 class Type(str, Enum):
@@ -51,11 +52,19 @@ class Key:
         return text + "".join(f" or {value}" for value in self.also)
 
 
+class _Bounds(TypedDict, total=False):
+    """The range fields of a :class:`Key`, shared by several keys and splatted into them (``**_RF``)."""
+
+    low: float
+    high: float
+    also: tuple[str, ...]
+
+
 # Kafka's replication factors are Java shorts; -1 asks the broker for its default (KIP-464).
-_RF = {"low": 1, "high": 32767, "also": ("-1",)}
+_RF: _Bounds = {"low": 1, "high": 32767, "also": ("-1",)}
 # MM2's intervals are whole seconds: 0 would run a task without pause and MM2 silently skips a task whose interval is
 # negative; the documented way to turn a task off is its ``*.enabled`` key.
-_INTERVAL = {"low": 1}
+_INTERVAL: _Bounds = {"low": 1}
 
 
 _EXCLUDE_TOPICS = r".*[\-\.]internal, .*\.replica, __.*"
@@ -88,7 +97,8 @@ KEYS: tuple[Key, ...] = (
         "mirrorspark extension: explicit remote names, `source:target` pairs, comma separated "
         "(`A->B.topic.map = orders:orders-from-a`). Mapped topics ignore the policy's naming."),
     Key("heartbeats.replication.enabled", Type.BOOLEAN, "true", "Replicate heartbeat topics whatever `topics` says."),
-    Key("refresh.topics.enabled", Type.BOOLEAN, "true", "Look for new topics periodically; `false` replicates only the topics present at start "
+    Key("refresh.topics.enabled", Type.BOOLEAN, "true",
+        "Look for new topics periodically; `false` replicates only the topics present at start "
         "(partitions they gain are still followed, so no record is skipped)."),
     Key("refresh.topics.interval.seconds", Type.LONG, "600",
         "How often remote topics are re-checked on the target (the source is checked every batch).", **_INTERVAL),
@@ -101,17 +111,20 @@ KEYS: tuple[Key, ...] = (
     Key("use.defaults.from", Type.STRING, "target",
         "Whose defaults a remote topic gets for configs left at default on the source.",
         choices=("source", "target")),
-    Key("sync.topic.acls.enabled", Type.BOOLEAN, "true", "Copy LITERAL topic ACLs to remote topics (ALLOW WRITE dropped, ALLOW ALL -> READ, never deletes)."),
+    Key("sync.topic.acls.enabled", Type.BOOLEAN, "true",
+        "Copy LITERAL topic ACLs to remote topics (ALLOW WRITE dropped, ALLOW ALL -> READ, never deletes)."),
     Key("sync.topic.acls.interval.seconds", Type.LONG, "600", "How often ACLs are synced.", **_INTERVAL),
     Key("emit.heartbeats.enabled", Type.BOOLEAN, "true",
         "Emit heartbeats for the pair into the target's `heartbeats` topic (MM2: every pair by default, "
         "including the reverse of an enabled flow)."),
     Key("emit.heartbeats.interval.seconds", Type.LONG, "1", "Heartbeat interval.", **_INTERVAL),
     Key("heartbeats.topic.replication.factor", Type.INT, "3", "RF of the `heartbeats` topic.", **_RF),
-    Key("emit.checkpoints.enabled", Type.BOOLEAN, "true", "Write consumer-group checkpoints to `<source>.checkpoints.internal` on the target."),
+    Key("emit.checkpoints.enabled", Type.BOOLEAN, "true",
+        "Write consumer-group checkpoints to `<source>.checkpoints.internal` on the target."),
     Key("emit.checkpoints.interval.seconds", Type.LONG, "60", "Checkpoint interval.", **_INTERVAL),
     Key("checkpoints.topic.replication.factor", Type.INT, "3", "RF of the checkpoints topic.", **_RF),
-    Key("emit.offset-syncs.enabled", Type.BOOLEAN, "true", "Emit offset syncs (and so checkpoints); `false` turns both off."),
+    Key("emit.offset-syncs.enabled", Type.BOOLEAN, "true",
+        "Emit offset syncs (and so checkpoints); `false` turns both off."),
     Key("offset-syncs.topic.location", Type.STRING, "source", "Cluster holding the offset-syncs topic.",
         choices=("source", "target")),
     Key("offset-syncs.topic.replication.factor", Type.INT, "3", "RF of the offset-syncs topic.", **_RF),

@@ -48,9 +48,9 @@ def parse_config(
     flow_keys: dict[tuple[str, str], dict[str, str]] = {}
     top: dict[str, str] = {}
     for key, value in props.items():
-        flow = _FLOW_KEY.match(key)
-        if flow:
-            source, target = flow["source"], flow["target"]
+        flow_key = _FLOW_KEY.match(key)
+        if flow_key:
+            source, target = flow_key["source"], flow_key["target"]
             for alias in (source, target):
                 if alias not in cluster_keys:
                     raise ConfigError(
@@ -58,7 +58,7 @@ def parse_config(
                     )
             if source == target:
                 raise ConfigError(f"{key}: a flow needs two different clusters", key)
-            flow_keys.setdefault((source, target), {})[flow["key"]] = value
+            flow_keys.setdefault((source, target), {})[flow_key["key"]] = value
             continue
         alias, dot, rest = key.partition(".")
         if dot and alias in cluster_keys:
@@ -89,9 +89,9 @@ def parse_config(
             enabled = parse_bool(own["enabled"], enabled_key) if "enabled" in own else False
             flow = FlowConfig(cluster_configs[source], cluster_configs[target], enabled, settings, own)
             if enabled and here:
-                flow.source.bootstrap_servers  # raises ConfigError naming the missing key
-                flow.target.bootstrap_servers
-                flow.options  # every flow key read once, typed: errors name the key
+                flow.source.require_bootstrap_servers()  # raises ConfigError naming the missing key
+                flow.target.require_bootstrap_servers()
+                flow.resolve_options()  # every flow key read once, typed: errors name the key
             every_flow.append(flow)
 
     # The whole file's topology, not only the flows this process runs: with --clusters each

@@ -25,6 +25,10 @@ class ClusterConfig:
             raise ConfigError(f"{self.alias}.bootstrap.servers is required", f"{self.alias}.bootstrap.servers")
         return value
 
+    def require_bootstrap_servers(self) -> str:
+        """``bootstrap_servers``, read now for its check: a ConfigError naming the key if it is missing."""
+        return self.bootstrap_servers
+
     def connection(self) -> dict[str, str]:
         """Connection settings: cluster level over top level."""
         props = dict(self.top_level_connection)
@@ -59,6 +63,10 @@ class FlowConfig:
     def options(self) -> FlowSettings:
         """The flow's settings resolved into typed values, once (``config/settings.py``)."""
         return FlowSettings.resolve(self.name, self.settings, frozenset(self.flow_settings))
+
+    def resolve_options(self) -> FlowSettings:
+        """``options``, resolved now for its checks (cached): a ConfigError naming the first bad flow key."""
+        return self.options
 
     def source_consumer(self) -> dict[str, str]:
         """MM2 order: source connection, then ``S->T.consumer.*``, then ``S.consumer.*``."""

@@ -121,9 +121,9 @@ def _check_cycle_maps(cycle: list[FlowConfig]) -> None:
         else:
             key = first.where("topic.map")
             raise ConfigError(
-                f"{key} maps {mapped} to {first.options.topic_map[mapped]}, and the flows {_names(cycle)} carry it back "
-                "under names their policy does not recognise as their own: records would loop between the clusters "
-                "forever; remove the entry or the one that sends it back", key)
+                f"{key} maps {mapped} to {first.options.topic_map[mapped]}, and the flows {_names(cycle)} carry it "
+                "back under names their policy does not recognise as their own: records would loop between the "
+                "clusters forever; remove the entry or the one that sends it back", key)
 
 
 def _accepts(flow: FlowConfig, topic: str) -> bool:
@@ -139,11 +139,11 @@ def _check_map_collisions(flows: list[FlowConfig]) -> None:
     claimed: dict[tuple[str, str], tuple[FlowConfig, str]] = {}
     for flow in flows:
         for source_topic, remote in flow.options.topic_map.items():
-            other = claimed.get((flow.target.alias, remote))
-            if other is not None:
+            earlier = claimed.get((flow.target.alias, remote))
+            if earlier is not None:
                 key = flow.where("topic.map")
                 raise ConfigError(
-                    f"{key}: {flow.name} maps {source_topic} to {remote!r} and {other[0].name} maps {other[1]} to "
+                    f"{key}: {flow.name} maps {source_topic} to {remote!r} and {earlier[0].name} maps {earlier[1]} to "
                     f"it too: two sources would write one remote topic on {flow.target.alias}; give one of them "
                     "another name", key)
             claimed[(flow.target.alias, remote)] = (flow, source_topic)

@@ -41,7 +41,7 @@ def clusters_used(config: MirrorConfig) -> list[ClusterConfig]:
 def check_flow(flow: FlowConfig) -> None:
     """One enabled flow's settings, read the way the runner and the Spark query read them."""
     check_policy_class(flow.settings, flow.where(POLICY_KEY))
-    flow.options  # every flow key, typed
+    flow.resolve_options()  # every flow key, typed
     source_options(flow, "")
     sink_options(flow, report_offsets=flow.options.emit_offset_syncs)
 

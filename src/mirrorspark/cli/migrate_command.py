@@ -18,8 +18,9 @@ _COLUMNS = (("topic", "topic"), ("partition", "part"), ("remote", "remote topic"
 def _table(rows: list[dict]) -> str:
     header = [title for _, title in _COLUMNS]
     body = [["?" if row.get(k) is None else str(row.get(k)) for k, _ in _COLUMNS] for row in rows]
-    widths = [max(len(cell) for cell in col) for col in zip(header, *body)]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *body])
+    widths = [max(len(cell) for cell in col) for col in zip(header, *body, strict=True)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+                     for line in [header, *body])
 
 
 def from_mm2(
@@ -54,9 +55,9 @@ def from_mm2(
                                   "path, then copy it there")
         state = location.open()
         folders = [state.child(flow.source.alias).child(flow.target.alias) for flow, _ in plans]
-        for (flow, _), folder in zip(plans, folders):
+        for (flow, _), folder in zip(plans, folders, strict=True):
             check_first_start(flow, folder)  # every flow before anything is written
-        for (flow, plan), folder in zip(plans, folders):
+        for (flow, plan), folder in zip(plans, folders, strict=True):
             carry_out(flow, plan, folder)
     if as_json:
         typer.echo(json.dumps({"executed": execute, "flows": [p.as_dict() for _, p in plans]}, indent=2))
@@ -67,7 +68,8 @@ def from_mm2(
         typer.echo(f"flow {flow.name} (from {plan.offsets_topic}; {plan.skipped_records} unreadable record(s) skipped)")
         typer.echo(_table(body["partitions"]))
         lost = sum(p.lost for p in plan.partitions)
-        typer.echo(f"records copied twice: {'unknown (no offset sync anchored some partitions)' if twice is None else twice}"
-                   f"; records lost: {lost}{' (deleted by retention before anyone copied them; reported again at start)' if lost else ''}\n")
+        copied = "unknown (no offset sync anchored some partitions)" if twice is None else twice
+        retention = " (deleted by retention before anyone copied them; reported again at start)" if lost else ""
+        typer.echo(f"records copied twice: {copied}; records lost: {lost}{retention}\n")
     typer.echo("written: start `mirrorspark run` with the same config and state dir" if execute
                else "dry run: add --execute to write these positions")

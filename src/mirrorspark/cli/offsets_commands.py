@@ -23,8 +23,9 @@ _COLUMNS = (("topic", "topic"), ("partition", "part"), ("source_committed", "com
 def _table(rows: list[dict], columns) -> str:
     header = [title for _, title in columns]
     body = [["-" if row.get(key) is None else str(row.get(key)) for key, _ in columns] for row in rows]
-    widths = [max(len(cell) for cell in col) for col in zip(header, *body)]
-    return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+    widths = [max(len(cell) for cell in col) for col in zip(header, *body, strict=True)]
+    return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w)
+                               for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
                      for line in [header, *body])
 
 

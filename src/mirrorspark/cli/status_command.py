@@ -1,6 +1,7 @@
 """``mirrorspark status``: a readable table of a running replicator's flows, from its REST API."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -53,10 +54,8 @@ def get_json(url: str, token: str | None) -> Any:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")
-        try:
+        with contextlib.suppress(ValueError):
             detail = json.loads(detail).get("detail", detail)
-        except ValueError:
-            pass
         fail(f"{url} answered {exc.code}: {detail}", EXIT_RUNTIME)
     except (urllib.error.URLError, OSError) as exc:
         fail(f"cannot reach {url}: {getattr(exc, 'reason', exc)}; is mirrorspark running?", EXIT_RUNTIME)
@@ -78,10 +77,12 @@ def table(flows: list[dict[str, Any]]) -> list[str]:
 
 
 def status(
-    state_dir: Annotated[Path | None, typer.Option("--state-dir", help="The run's state dir (default ./state).")] = None,
+    state_dir: Annotated[
+        Path | None, typer.Option("--state-dir", help="The run's state dir (default ./state).")] = None,
     url: Annotated[str | None, typer.Option(help="The REST API's address, instead of --state-dir.")] = None,
     token: Annotated[str | None, typer.Option(
-        help="REST token (default: $MIRRORSPARK_REST_TOKEN, else the generated one in <state-dir>/rest.token).")] = None,
+        help="REST token (default: $MIRRORSPARK_REST_TOKEN, else the generated one in <state-dir>/rest.token)."
+    )] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The REST answer as JSON.")] = False,
 ) -> None:
     """Flows of a running mirrorspark: state, records, re-copies, lag and the last batch."""

@@ -7,11 +7,10 @@ from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.redaction import Redactor, install
 
 
-def describe(config: MirrorConfig, echo: Callable[[str], None], probe: bool) -> None:
+def describe(config: MirrorConfig, raw_echo: Callable[[str], None], probe: bool) -> None:
     # Every printed line goes through one redactor that knows the config's secret values, so a
     # password repeated in another value (e.g. spark.driver.extraJavaOptions) is hidden too.
     redactor = install(Redactor(config.secret_values()))
-    raw_echo = echo
 
     def echo(line: str) -> None:
         raw_echo(redactor.text(line))

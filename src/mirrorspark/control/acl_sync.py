@@ -24,8 +24,10 @@ from confluent_kafka.admin import (
 
 log = logging.getLogger(__name__)
 
-_ALL_LITERAL_TOPICS = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.LITERAL, None, None,
-                                       AclOperation.ANY, AclPermissionType.ANY)
+# confluent-kafka annotates name, principal and host as str, but documents None as "match any" in a filter.
+_ALL_LITERAL_TOPICS = AclBindingFilter(
+    ResourceType.TOPIC, None, ResourcePatternType.LITERAL, None, None,  # type: ignore[arg-type]
+    AclOperation.ANY, AclPermissionType.ANY)
 
 
 def remote_binding(binding: AclBinding, remote: Mapping[str, str]) -> AclBinding | None:
@@ -99,7 +101,8 @@ class AclSync:
         broker without an authorizer refuses it with SECURITY_DISABLED (raised to the caller).
         """
         probe = AclBindingFilter(ResourceType.TOPIC, f"mirrorspark-probe-{uuid.uuid4().hex}",
-                                 ResourcePatternType.LITERAL, f"User:mirrorspark-probe-{uuid.uuid4().hex}", None,
+                                 ResourcePatternType.LITERAL, f"User:mirrorspark-probe-{uuid.uuid4().hex}",
+                                 None,  # type: ignore[arg-type]  # host: None matches any (stub says str)
                                  AclOperation.ANY, AclPermissionType.ANY)
         self._authorizer_checked = True
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -18,7 +18,9 @@ _QUIET.propagate = False
 
 def admin_client(conf: dict[str, Any]) -> AdminClient:
     """An AdminClient whose librdkafka chatter goes to a silent logger, not stderr."""
-    return AdminClient({**conf, "logger": _QUIET})
+    # AdminClient's stub types config values as str/int/float/bool, leaving out the documented "logger".
+    settings: dict[str, Any] = {**conf, "logger": _QUIET}
+    return AdminClient(settings)
 
 
 def producer(conf: dict[str, Any]):
@@ -52,13 +54,11 @@ def group_coordinator_ready(bootstrap: str, timeout: float = 5.0) -> bool:
             "mirrorspark-local-ready"].result()
     except KafkaException as exc:
         error = exc.args[0] if exc.args else None
-        code = error.code() if hasattr(error, "code") else None
+        code = error.code() if error is not None and hasattr(error, "code") else None
         if code in (KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                     KafkaError.NOT_COORDINATOR, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT):
             return False
-    if "__consumer_offsets" not in admin.list_topics(timeout=timeout).topics:
-        return False
-    return True
+    return "__consumer_offsets" in admin.list_topics(timeout=timeout).topics
 
 
 def client_conf(cluster: str | dict[str, Any]) -> dict[str, Any]:
@@ -217,13 +217,16 @@ def read_to_end(conf: dict[str, Any], topic: str, timeout: float = 60.0, partiti
             msg = reader.poll(1.0)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ends.pop(msg.partition(), None)
+            error = msg.error()
+            partition = cast(int, msg.partition())  # None only on errors that concern no partition
+            if error:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    ends.pop(partition, None)
                     continue
-                raise KafkaException(msg.error())
-            yield msg.key(), msg.value(), msg.partition(), msg.offset(), msg.timestamp()[1]
-            if msg.offset() >= ends.get(msg.partition(), 0) - 1:
-                ends.pop(msg.partition(), None)
+                raise KafkaException(error)
+            offset = cast(int, msg.offset())  # set on every record
+            yield msg.key(), msg.value(), partition, offset, msg.timestamp()[1]
+            if offset >= ends.get(partition, 0) - 1:
+                ends.pop(partition, None)
     finally:
         reader.close()

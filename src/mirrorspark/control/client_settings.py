@@ -194,8 +194,9 @@ class _ConvertedStores:
                 remove_stale(root)
                 self._folder = private_dir(root / str(os.getpid()))
             except OSError as exc:
-                raise ConfigError(f"cannot keep converted key material under {base}: {exc.strerror or exc}; choose "
-                                  "a writable state dir (--state-dir or MIRRORSPARK_STATE_DIR)", "--state-dir") from None
+                raise ConfigError(f"cannot keep converted key material under {base}: {exc.strerror or exc}; "
+                                  "choose a writable state dir (--state-dir or MIRRORSPARK_STATE_DIR)",
+                                  "--state-dir") from None
             atexit.register(shutil.rmtree, self._folder, True)
         return self._folder
 
@@ -209,7 +210,7 @@ class _ConvertedStores:
             "-destkeystore", str(out), "-deststoretype", "PKCS12",
             passwords={"-srcstorepass": password or "", "-deststorepass": password or ""}))
 
-    def _convert(self, location: str, kind: str, key: str, make: Callable[[Path], None]) -> Path:
+    def _convert(self, location: str, kind: str, key: str, make: Callable[[Path], object]) -> Path:
         path = Path(location)
         if not path.is_file():
             raise ConfigError(f"{key}={location} does not exist or is not a file", key)

@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -77,7 +77,8 @@ class LagProbe:
         while len(found) < len(positions) and time.monotonic() < deadline:
             for message in self._consumer.consume(500, timeout=0.5):
                 if message.error() is None:
-                    found.setdefault((message.topic(), message.partition()), message.timestamp()[1])
+                    key = cast(tuple[str, int], (message.topic(), message.partition()))  # set on every record
+                    found.setdefault(key, message.timestamp()[1])
         self._consumer.unassign()
         return found
 

@@ -57,11 +57,11 @@ class MirrorMetrics:
                                     PARTITION, registry=r)
         self.internal_skipped = Counter("mirrorspark_internal_records_skipped", "Records of an internal topic "
                                         "(checkpoints) that are not in MM2's format and were skipped when read.",
-                                        FLOW + ("topic",), registry=r)
+                                        (*FLOW, "topic"), registry=r)
         self.flow_restarts = Counter("mirrorspark_flow_restarts", "Times the flow's query failed and was "
                                      "started again.", FLOW, registry=r)
         self.flow_state = Gauge("mirrorspark_flow_state", "1 for the flow's current state (running, degraded, "
-                                "restarting, paused, failed), 0 for the others.", FLOW + ("state",), registry=r)
+                                "restarting, paused, failed), 0 for the others.", (*FLOW, "state"), registry=r)
         self.flow_running = Gauge("mirrorspark_flow_running", "1 while the flow's query runs, 0 when paused or "
                                   "failed.", FLOW, registry=r)
 

@@ -37,11 +37,11 @@ def decode_checkpoints(topic: str, records: Iterable[Record]) -> tuple[list[tupl
     out: list[tuple[Checkpoint, int]] = []
     skipped = 0
     for key, value, partition, offset, ts in records:
-        if key is not None and value is None:
-            continue  # a tombstone: a deleted key of the compacted topic, not a malformed record
         try:
             if key is None:
                 raise RecordFormatError("no key")
+            if value is None:
+                continue  # a tombstone: a deleted key of the compacted topic, not a malformed record
             out.append((Checkpoint.from_record(bytes(key), bytes(value)), int(ts)))
         except RecordFormatError as exc:
             skipped += 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
@@ -93,7 +94,7 @@ class CheckpointTask:
         topic_id = self._remote_ids[remote_topic]
         return None if topic_id is None else f"{remote_topic}@{topic_id}"
 
-    def checkpoints(self, group: str, resets: set[tuple[str, int]] = frozenset()) -> list[Checkpoint]:
+    def checkpoints(self, group: str, resets: AbstractSet[tuple[str, int]] = frozenset()) -> list[Checkpoint]:
         """Translated checkpoints of one group that are newer than the stored ones (or replace one
         written for a previous remote topic: ``resets``)."""
         out = []

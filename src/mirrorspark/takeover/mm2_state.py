@@ -41,7 +41,8 @@ class ConnectOffsets:
     skipped: int = 0  # records that are not MirrorSourceConnector offsets of this source (named in warnings)
 
 
-def read_all(conf: dict[str, Any], topic: str, timeout: float = 60.0) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
+def read_all(conf: dict[str, Any], topic: str,
+             timeout: float = 60.0) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
     """(partition, offset, key, value) of every partition of ``topic`` up to its end at call time.
     Raises TakeoverRefused when the topic does not exist."""
     try:

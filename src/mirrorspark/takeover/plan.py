@@ -52,7 +52,7 @@ class FlowTakeover:
         rows = [p.as_dict() for p in self.partitions]
         known = [p.copied_twice for p in self.partitions]
         return {"flow": self.flow, "offsets_topic": self.offsets_topic, "skipped_records": self.skipped_records,
-                "copied_twice": None if None in known else sum(known),  # type: ignore[arg-type]
+                "copied_twice": None if None in known else sum(known),
                 "partitions": rows}
 
 
@@ -156,7 +156,8 @@ def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
     s_start = partition_offsets(source, keys, earliest=True)
     out = FlowTakeover(flow.name, topic, skipped_records=mm2.skipped)
     # MM2's consumer reads uncommitted records unless told otherwise: compare what it copied.
-    consumer_conf = {**source_conf, "isolation.level": flow.source_consumer().get("isolation.level", "read_uncommitted")}
+    consumer_conf = {**source_conf,
+                     "isolation.level": flow.source_consumer().get("isolation.level", "read_uncommitted")}
     for t, p in keys:
         r = remote[t]
         out.partitions.append(locate(consumer_conf, target_conf, t, p, r, mm2.committed.get((t, p)),
@@ -186,8 +187,8 @@ def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
     check_first_start(flow, folder)
     target = admin_client(admin_settings(flow.target))
     # The clusters' ids go with the positions: `run` against other clusters refuses this state.
-    check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, admin_client(admin_settings(flow.source)),
-                         target)
+    check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias,
+                         admin_client(admin_settings(flow.source)), target)
     ids = topic_ids(target, sorted({p.remote for p in plan.partitions}))
     if flow.options.emit_offset_syncs:
         log_ = RangeLog(folder.child("offset-ranges"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
 
@@ -66,12 +66,14 @@ def read_from(conf: dict[str, Any], topic: str, partition: int, start: int, coun
             if not batch:
                 break
             for msg in batch:
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                error = msg.error()
+                if error:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         return out
-                    raise TakeoverRefused(f"reading {topic}[{partition}] failed: {msg.error().str()}")
+                    raise TakeoverRefused(f"reading {topic}[{partition}] failed: {error.str()}")
                 kind, ts = msg.timestamp()
-                out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()),
+                offset = cast(int, msg.offset())  # set on every record
+                out.append((offset, msg.key(), msg.value(), tuple(msg.headers() or ()),
                             ts if kind == TIMESTAMP_CREATE_TIME else None))
                 if len(out) >= count:
                     break
@@ -91,7 +93,8 @@ def runs_of(offsets: list[int], downstream: int) -> list[Run]:
     runs: list[Run] = []
     for index, offset in enumerate(offsets):
         last = runs[-1] if runs else None
-        if last is not None and last.upstream + last.count == offset and last.downstream + last.count == downstream + index:
+        if (last is not None and last.upstream + last.count == offset
+                and last.downstream + last.count == downstream + index):
             runs[-1] = Run(last.upstream, last.downstream, last.count + 1)
         else:
             runs.append(Run(offset, downstream + index, 1))
@@ -115,7 +118,7 @@ def _compared(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: s
     if len(source) != written or not source or source[0][0] != upstream:
         return None
     target = read_from(target_conf, remote, partition, downstream, written)
-    if len(target) != written or not all(same(a, b) for a, b in zip(source, target)):
+    if len(target) != written or not all(same(a, b) for a, b in zip(source, target, strict=True)):
         return None
     return [r[0] for r in source]
 
@@ -136,7 +139,8 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
         if offsets is None:
             continue
         after = sum(1 for o in offsets if mm2_committed is None or o > mm2_committed)
-        runs = history(syncs, anchor, target_start) + [(run, i > 0) for i, run in enumerate(runs_of(offsets, anchor[1]))]
+        compared = [(run, i > 0) for i, run in enumerate(runs_of(offsets, anchor[1]))]
+        runs = history(syncs, anchor, target_start) + compared
         return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, offsets[-1] + 1,
                                  f"offset sync {anchor[0]}->{anchor[1]} and {len(offsets)} record(s) compared",
                                  written_after_commit=after, copied_twice=0, runs=runs)
@@ -146,7 +150,8 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
     unknown = target_end > target_start  # MM2 wrote something: how much of it after its commit is unknown
     return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, resume, method,
                              lost=max(0, source_start - resume), written_after_commit=None if unknown else 0,
-                             copied_twice=None if unknown else 0, runs=history(syncs, (resume, target_end), target_start))
+                             copied_twice=None if unknown else 0,
+                             runs=history(syncs, (resume, target_end), target_start))
 
 
 def starting_offsets(positions: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:

@@ -13,6 +13,7 @@ in one shuffle join by source offset. Only one row per partition comes back to P
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -68,7 +69,7 @@ class PartitionRuns:
         """``(source lo, source hi, target lo, target hi)`` between runs whose history was thinned:
         what lies there was probably copied, but which record went where is no longer known."""
         gaps = []
-        for (u, d, n, exact), (u2, d2, _, _) in zip(self.runs, self.runs[1:]):
+        for (u, d, n, exact), (u2, d2, _, _) in itertools.pairwise(self.runs):
             if not exact:
                 gaps.append((u + n, u2, d + n, max(d + n, d2)))
         return gaps
@@ -172,7 +173,7 @@ def select_partitions(ranges: OffsetRanges, selection: TopicSelection,
 def _check_disjoint(plan: PartitionRuns) -> None:
     """Two runs claiming one target offset would make every count below wrong: refuse."""
     spans = sorted((d, d + n) for _, d, n, _ in plan.runs)
-    for (_, end), (start, _) in zip(spans, spans[1:]):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         if start < end:
             raise StateError(f"offset ranges of {plan.source_topic}[{plan.partition}] map two source offsets to "
                              f"target offset {start}: the range log is damaged, the audit cannot trust it")
@@ -416,8 +417,8 @@ def _plans(folder: StateFiles, flow: FlowConfig, selection: TopicSelection, patt
     ranges = RangeLog(folder.child("offset-ranges")).load()
     if not ranges.partitions():
         raise ConfigError(f"no offset ranges for flow {flow.name} in {folder.uri()}/offset-ranges: nothing has been "
-                          f"replicated with this state location ({where}); pass the --state-dir `mirrorspark run` used, "
-                          "or check mirrorspark.state.location", "mirrorspark.state.location")
+                          f"replicated with this state location ({where}); pass the --state-dir `mirrorspark run` "
+                          "used, or check mirrorspark.state.location", "mirrorspark.state.location")
     plans = select_partitions(ranges, selection, pattern)
     if not plans:
         names = sorted({t for t, _ in ranges.partitions()})
@@ -453,7 +454,7 @@ def _verdicts(flow: FlowConfig, plans: list[PartitionRuns], partitions: list[Par
     source_of = {p.remote_topic: p.source_topic for p in plans}
     groups = sorted({c.group for c, _ in checkpoints if c.topic in source_of})
     audited = {p.source_topic for p in plans}
-    committed = {}
+    committed: dict[str, dict[tuple[str, int], int] | None] = {}  # None: the group's offsets could not be read
     for group in groups:
         try:
             committed[group] = {k: v for k, v in committed_offsets(source_admin, group).items() if k[0] in audited}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
@@ -39,15 +40,17 @@ def files_to_ship(flows: Iterable[FlowConfig]) -> list[Path]:
     because shipped files land in one folder per executor."""
     by_name: dict[str, tuple[Path, str]] = {}
     for flow in flows:
-        for role, settings in ((flow.source.alias, flow.source_consumer()), (flow.target.alias, flow.target_producer())):
+        for role, settings in ((flow.source.alias, flow.source_consumer()),
+                               (flow.target.alias, flow.target_producer())):
             for key, value in _file_settings(settings).items():
                 path = Path(value)
                 if not path.is_file():
                     raise ConfigError(f"{role}.{key}={value}: no such file on the driver", f"{role}.{key}")
                 seen = by_name.get(path.name)
                 if seen is not None and seen[0] != path:
-                    raise ConfigError(f"{role}.{key}={value} and {seen[1]}={seen[0]} have the same file name; executors "
-                                      "receive shipped files in one folder: rename one of them", f"{role}.{key}")
+                    raise ConfigError(f"{role}.{key}={value} and {seen[1]}={seen[0]} have the same file name; "
+                                      "executors receive shipped files in one folder: rename one of them",
+                                      f"{role}.{key}")
                 by_name[path.name] = (path, f"{role}.{key}")
     return [path for path, _ in by_name.values()]
 
@@ -72,7 +75,7 @@ def check_executors(spark, shipped: list[Path], timeout: float = 120.0) -> list[
     lacks, or saying that no executor came within ``timeout`` (Spark itself would wait forever)."""
     from py4j.protocol import Py4JJavaError
 
-    outcome: dict[str, object] = {}
+    outcome: dict[str, Any] = {}  # "report": the JVM's answer, or "error": the Py4JJavaError (py4j is untyped)
 
     def probe() -> None:
         spark.sparkContext.setJobGroup("mirrorspark-preflight", "mirrorspark: executor check", True)

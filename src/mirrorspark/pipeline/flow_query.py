@@ -321,7 +321,8 @@ class FlowQuery:
             last = self._last_written
         if last is not None and self.query is not None and self.query.isActive:
             deadline = time.monotonic() + commit_timeout
-            while self.spark_log.commits.read(str(last)) is None and self.query.isActive and time.monotonic() < deadline:
+            while (self.spark_log.commits.read(str(last)) is None and self.query.isActive
+                   and time.monotonic() < deadline):
                 time.sleep(0.05)
         if self.query is not None:
             self.query.stop()

@@ -151,7 +151,8 @@ class ReplicatorController:
 
         conf = self.replicator.cluster_conf(target)
         assert conf is not None
-        flows = [f for f in self.replicator.config.enabled_flows if (f.source.alias, f.target.alias) == (source, target)]
+        flows = [f for f in self.replicator.config.enabled_flows
+                 if (f.source.alias, f.target.alias) == (source, target)]
         policy = policy_for_flow(flows[0].settings, source) if flows else None
         return MirrorClient(conf, policy, java_style=False)  # cluster_conf is already librdkafka's
 

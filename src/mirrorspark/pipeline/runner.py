@@ -187,7 +187,7 @@ class Replicator:
         for flow in self.flows:
             try:
                 flow.stop()
-            except Exception as exc:  # a query that already failed may refuse to stop
+            except Exception as exc:  # noqa: BLE001 - a query that already failed may refuse to stop
                 log.debug("stopping flow %s: %s", flow.flow.name, exc)
         for offsets in self.offsets:
             offsets.close()

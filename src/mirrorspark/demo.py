@@ -1,6 +1,7 @@
 """``mirrorspark demo``: the README's first command, end to end on two real local clusters."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Callable
@@ -22,10 +23,8 @@ RECORDS = 3000
 def _produce_sample(bootstrap: str) -> None:
     admin = admin_client({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
-        try:
+        with contextlib.suppress(KafkaException):  # already there from an earlier demo
             future.result(timeout=30)
-        except KafkaException:
-            pass  # already there from an earlier demo
     sample = producer({"bootstrap.servers": bootstrap, "linger.ms": 10})
     now = int(time.time() * 1000)
     for i in range(RECORDS):
@@ -40,7 +39,7 @@ def _first_records(bootstrap: str, topic: str, partition: int, n: int) -> list[s
                          "enable.auto.commit": False})
     try:
         consumer.assign([TopicPartition(topic, partition, 0)])
-        lines = []
+        lines: list[str] = []
         while len(lines) < n:
             msg = consumer.poll(5)
             if msg is None:
@@ -71,7 +70,8 @@ def run_demo(state_dir: Path, echo: Callable[[str], None]) -> None:
             f"backup.bootstrap.servers = {started['backup']}\n"
             "primary->backup.enabled = true\n"
             f"primary->backup.topics = {TOPIC}\n"
-            "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+            "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+            "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
         )
         echo(f"== replicating primary->backup with {config_file}")
         replicator = Replicator(load_config(config_file), state_dir)

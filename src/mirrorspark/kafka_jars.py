@@ -52,7 +52,8 @@ class Artifact:
         return f"{self.artifact}-{self.version}.jar"
 
     def url(self, repository: str) -> str:
-        return f"{repository.rstrip('/')}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
+        group_path = self.group.replace(".", "/")
+        return f"{repository.rstrip('/')}/{group_path}/{self.artifact}/{self.version}/{self.file_name}"
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def kafka_libs() -> Path:
 def spark_jars() -> list[Path]:
     """Local jars only (checkout): the connector, its Kafka client, and our interceptor; for tools that
     build a plain JVM classpath (bench/)."""
-    return sorted(_jar_folder("spark-kafka-jars").glob("*.jar")) + [mirrorspark_jar()]
+    return [*sorted(_jar_folder("spark-kafka-jars").glob("*.jar")), mirrorspark_jar()]
 
 
 def spark_dependencies() -> SparkJars:

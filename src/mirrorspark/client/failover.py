@@ -50,7 +50,7 @@ class PartitionPlan:
     @property
     def not_replicated(self) -> int | None:
         """Unconsumed records on the old cluster not yet on the new one (contiguous estimate)."""
-        if None in (self.source_end, self.source_committed, self.end):
+        if self.source_end is None or self.source_committed is None or self.end is None:
             return None
         return max(0, (self.source_end - self.source_committed) - (self.end - self.translated))
 

@@ -7,6 +7,7 @@ later process.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import socket
 import subprocess
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mirrorspark import jdk, paths
@@ -47,7 +48,7 @@ class ClusterSpec:
 
     name: str
     port: int | None = None
-    security: SecurityOptions = SecurityOptions()
+    security: SecurityOptions = field(default_factory=SecurityOptions)
 
     @classmethod
     def parse(cls, text: str, security: SecurityOptions | None = None) -> ClusterSpec:
@@ -355,10 +356,8 @@ class LocalClusters:
     def _stop_pid(self, name: str, pid: int | None, timeout: float = 60.0) -> None:
         if pid is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + timeout
         while pid_alive(pid, self.folder(name)) and time.monotonic() < deadline:
             reap(pid)
@@ -404,7 +403,5 @@ def _port_open(port: int) -> bool:
 
 def reap(pid: int) -> None:
     """Collect a child's exit status so it does not linger as a zombie (when we started it)."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass

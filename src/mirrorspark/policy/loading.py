@@ -87,7 +87,7 @@ def policy_for_flow(settings: Mapping[str, str], source_alias: str, where: str =
     try:
         module = importlib.import_module(module_name)
         cls = getattr(module, class_name)
-    except Exception as exc:  # importing runs the module: any error of it means the class cannot be used
+    except Exception as exc:  # noqa: BLE001 - importing runs the module: any error means the class is unusable
         raise ConfigError(f"{where}={name!r} cannot be loaded ({type(exc).__name__}: {exc}); use {_FORMS}",
                           where) from None
     if not (isinstance(cls, type) and issubclass(cls, ReplicationPolicy)):
@@ -99,6 +99,6 @@ def policy_for_flow(settings: Mapping[str, str], source_alias: str, where: str =
         configure = getattr(policy, "configure", None)
         if callable(configure):
             configure(dict(settings))
-    except Exception as exc:  # the user's code: whatever it raises is a configuration problem
+    except Exception as exc:  # noqa: BLE001 - the user's code: whatever it raises is a configuration problem
         raise ConfigError(f"{where}={name!r} failed to initialise: {type(exc).__name__}: {exc}", where) from None
     return policy

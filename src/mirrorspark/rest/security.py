@@ -156,12 +156,12 @@ class RequestGuard:
             if own is None or origin.rstrip("/").lower() != own.lower():
                 return JSONResponse({"detail": "cross-origin requests are refused: the REST API is not for web "
                                                "pages of other origins"}, status_code=403)
-        if self.token is not None and not is_open(scope.get("path", "")):
-            if not token_matches(self.token, headers.get("authorization")):
-                return JSONResponse(
-                    {"detail": "missing or wrong token: send 'Authorization: Bearer <token>' (mirrorspark.rest.token, "
-                               "or the generated one in <state-dir>/rest.token, which `mirrorspark status` reads)"},
-                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        if (self.token is not None and not is_open(scope.get("path", ""))
+                and not token_matches(self.token, headers.get("authorization"))):
+            return JSONResponse(
+                {"detail": "missing or wrong token: send 'Authorization: Bearer <token>' (mirrorspark.rest.token, "
+                           "or the generated one in <state-dir>/rest.token, which `mirrorspark status` reads)"},
+                status_code=401, headers={"WWW-Authenticate": "Bearer"})
         return None
 
 

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import typer
@@ -18,6 +19,7 @@ from mirrorspark.config.redaction import HIDDEN, Redactor, install, redact
 PASSWORD = "Kst0re-pass-1234"
 SR_PASSWORD = "sr-secret-5678"
 JAAS_PASSWORD = "scram-pw-9012"
+JAAS = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="{JAAS_PASSWORD}";'
 CONFIG = f"""
 clusters = a, b
 a.bootstrap.servers = 127.0.0.1:1
@@ -27,7 +29,7 @@ b.ssl.truststore.password = {PASSWORD}
 b.basic.auth.user.info = registry-user:{SR_PASSWORD}
 a.security.protocol = SASL_PLAINTEXT
 a.sasl.mechanism = SCRAM-SHA-512
-a.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="{JAAS_PASSWORD}";
+a.sasl.jaas.config = {JAAS}
 a->b.consumer.client.rack = r-{PASSWORD}
 spark.driver.extraJavaOptions = -Djavax.net.ssl.trustStorePassword={PASSWORD} -Dsr={SR_PASSWORD} -Dfoo=bar
 spark.executor.extraJavaOptions = -Dother.keyStorePassword=short -Dx=1
@@ -78,7 +80,7 @@ def test_rest_config_view_hides_values_everywhere(mirror):
 
     class Replicator:
         config = mirror
-        flows: list = []
+        flows: ClassVar[list[object]] = []
 
     view = repr(ReplicatorController(Replicator()).config())  # type: ignore[arg-type]
     assert "extraJavaOptions" in view

@@ -131,7 +131,8 @@ def test_translate_rate_limited():
     url = "/offsets/translate?group=g&source=a&target=b"
     assert [api.get(url, headers=AUTH).status_code for _ in range(3)] == [200, 200, 200]
     limited = api.get(url, headers=AUTH)
-    assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1 and "retry" in limited.json()["detail"]
+    assert (limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+            and "retry" in limited.json()["detail"])
     clock[0] += 0.5  # one call's worth of tokens back at 2/s
     assert api.get(url, headers=AUTH).status_code == 200
     assert controller.translations == 4

@@ -9,8 +9,10 @@ demo: setup
 
 # ruff and mypy, as configured in pyproject.toml.
 lint: setup
-	.venv/bin/ruff check src tests
+	.venv/bin/ruff check src tests scripts
 	.venv/bin/mypy
+	.venv/bin/python scripts/import_cycles.py
+	.venv/bin/python scripts/import_cycles.py --packages
 
 # Everything: lint, then every test (unit and against real local brokers and Spark).
 test: lint

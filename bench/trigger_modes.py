@@ -28,15 +28,23 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import (BROKER_JVM, PRODUCER, create, percentile, producer_perf, properties,  # noqa: E402
-                                steady_latency, wait_for_copy)
+from interceptor_path import interceptor_sink_options, target_headers
+from mm2_vs_mirrorspark import (
+    BROKER_JVM,
+    PRODUCER,
+    create,
+    percentile,
+    producer_perf,
+    properties,
+    steady_latency,
+    wait_for_copy,
+)
 
-from mirrorspark.config.loader import load_config  # noqa: E402
-from mirrorspark.config.model import FlowConfig  # noqa: E402
-from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
-from mirrorspark.pipeline.flow_query import sink_options, source_options  # noqa: E402
-from interceptor_path import interceptor_sink_options, target_headers  # noqa: E402
-from mirrorspark.pipeline.spark_session import build_session  # noqa: E402
+from mirrorspark.config.loader import load_config
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.local import ClusterSpec, LocalClusters
+from mirrorspark.pipeline.flow_query import sink_options, source_options
+from mirrorspark.pipeline.spark_session import build_session
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from interceptor_path import interceptor_rows, interceptor_sink_options
 
 from mirrorspark import paths
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
-from interceptor_path import interceptor_rows, interceptor_sink_options
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.pipeline.spark_session import build_session
 from mirrorspark.sink_report import parse_report

@@ -150,12 +150,18 @@ def parse_report(runs: str = "", stats: str = "", resumed: str = "", executors: 
                        frozenset(filter(None, executors.split(","))))
 
 
-def drain(jvm: Any, flow: str) -> BatchReport:
-    """Take what the sink reported for ``flow`` since the last drain; ``jvm`` is py4j's view of the
-    package ``io.mirrorspark`` (``spark._jvm.io.mirrorspark``)."""
-    written = jvm.sink.WrittenBatches
-    return parse_report(runs=jvm.kafka.OffsetRuns.drain(flow), executors=written.drainExecutors(flow),
-                        resumed=written.drainResumed(flow), stats=jvm.kafka.FlowStats.drain(flow))
+def drain_written(jvm: Any, flow: str) -> BatchReport:
+    """Take what the sink wrote for ``flow`` since the last drain (offset runs, executors); ``jvm`` is
+    py4j's view of the package ``io.mirrorspark`` (``spark._jvm.io.mirrorspark``)."""
+    return parse_report(runs=jvm.kafka.OffsetRuns.drain(flow),
+                        executors=jvm.sink.WrittenBatches.drainExecutors(flow))
+
+
+def drain_figures(jvm: Any, flow: str) -> BatchReport:
+    """Take the sink's figures for ``flow`` (per-partition stats, resumed partitions). Drained only once
+    the batch's bookkeeping succeeded: when it fails they stay in the JVM and count with the next batch,
+    since the records were written all the same."""
+    return parse_report(resumed=jvm.sink.WrittenBatches.drainResumed(flow), stats=jvm.kafka.FlowStats.drain(flow))
 
 
 def resume_option(ranges: Iterable[ResumeRange]) -> str:

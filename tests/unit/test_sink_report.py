@@ -11,7 +11,8 @@ from mirrorspark.sink_report import (
     ResumedPartition,
     ResumeRange,
     WrittenRun,
-    drain,
+    drain_figures,
+    drain_written,
     parse_report,
     resume_option,
 )
@@ -62,7 +63,7 @@ def test_a_line_of_another_format_fails_the_batch_naming_the_store_and_line(stor
     assert where in str(caught.value) and repr(text.rstrip("\n")) in str(caught.value)
 
 
-def test_drain_takes_each_store_of_the_flow_once():
+def test_the_written_rows_and_the_figures_are_drained_apart():
     calls: list[tuple[str, str]] = []
 
     def store(name: str, text: str):
@@ -77,16 +78,19 @@ def test_drain_takes_each_store_of_the_flow_once():
                 drain = staticmethod(store("runs", "r\t0\t1\t2\t3\n"))
 
             class FlowStats:
-                drain = staticmethod(store("stats", ""))
+                drain = staticmethod(store("stats", "r\t0\t5\t50\t1\t2\t3\t4\t5\t6\t5\n"))
 
         class sink:
             class WrittenBatches:
                 drainResumed = staticmethod(store("resumed", ""))
                 drainExecutors = staticmethod(store("executors", "7"))
 
-    report = drain(Jvm, "A->B")
-    assert report == BatchReport(runs=(WrittenRun("r", 0, 1, 2, 3),), executors=frozenset({"7"}))
-    assert sorted(calls) == [("executors", "A->B"), ("resumed", "A->B"), ("runs", "A->B"), ("stats", "A->B")]
+    written = drain_written(Jvm, "A->B")
+    assert written == BatchReport(runs=(WrittenRun("r", 0, 1, 2, 3),), executors=frozenset({"7"}))
+    assert sorted(calls) == [("executors", "A->B"), ("runs", "A->B")]  # figures stay until the bookkeeping is done
+    figures = drain_figures(Jvm, "A->B")
+    assert not figures.runs and [s.count for s in figures.stats] == [5]
+    assert sorted(calls[2:]) == [("resumed", "A->B"), ("stats", "A->B")]
 
 
 def test_the_resume_option_is_one_line_per_range():

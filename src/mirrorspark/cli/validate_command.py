@@ -54,7 +54,8 @@ def describe(config: MirrorConfig, raw_echo: Callable[[str], None], probe: bool)
 
 def _plan(flow, selection, names, echo: Callable[[str], None]) -> None:
     from mirrorspark.control.admin import topic_partitions
-    from mirrorspark.control.clusters import ClusterUnreachable, admin_settings, reach
+    from mirrorspark.control.client_settings import admin_settings
+    from mirrorspark.control.clusters import ClusterUnreachable, reach
 
     try:
         source = reach(flow.source, admin_settings(flow.source), timeout=10)

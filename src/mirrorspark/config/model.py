@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from mirrorspark.config.errors import ConfigError
-from mirrorspark.config.settings import DriverSettings, FlowSettings
+from mirrorspark.config.settings import DriverSettings, FlowSettings, HeartbeatSettings
 from mirrorspark.config.values import is_connection_key
 
 
@@ -63,6 +63,11 @@ class FlowConfig:
     def options(self) -> FlowSettings:
         """The flow's settings resolved into typed values, once (``config/settings.py``)."""
         return FlowSettings.resolve(self.name, self.settings, frozenset(self.flow_settings))
+
+    @cached_property
+    def heartbeats(self) -> HeartbeatSettings:
+        """The pair's heartbeat settings, typed (read for disabled flows too, as MM2 beats for them)."""
+        return HeartbeatSettings.resolve(self.name, self.settings, frozenset(self.flow_settings))
 
     def resolve_options(self) -> FlowSettings:
         """``options``, resolved now for its checks (cached): a ConfigError naming the first bad flow key."""

@@ -116,16 +116,12 @@ class FlowSettings:
     config_exclude_key: str
     policy_class: str
     separator: str
-    internal_separator: bool
     heartbeats_replicated: bool
     refresh_topics: bool
     refresh_topics_interval: float
     topic_configs_interval: float
     defaults_from_source: bool
     topic_acls_interval: float
-    emit_heartbeats: bool
-    heartbeats_interval: float
-    heartbeats_replication_factor: int
     emit_offset_syncs: bool
     offset_syncs_on_target: bool
     offset_syncs_replication_factor: int
@@ -162,16 +158,12 @@ class FlowSettings:
             config_exclude=config_exclude, config_exclude_key=config_exclude_key,
             policy_class=read.text("replication.policy.class"),
             separator=read.text("replication.policy.separator"),
-            internal_separator=read.flag("replication.policy.internal.topic.separator.enabled"),
             heartbeats_replicated=read.flag("heartbeats.replication.enabled"),
             refresh_topics=read.flag("refresh.topics.enabled"),
             refresh_topics_interval=read.interval("refresh.topics"),
             topic_configs_interval=read.interval("sync.topic.configs"),
             defaults_from_source=read.choice("use.defaults.from") == "source",
             topic_acls_interval=read.interval("sync.topic.acls"),
-            emit_heartbeats=read.flag("emit.heartbeats.enabled"),
-            heartbeats_interval=read.interval("emit.heartbeats"),
-            heartbeats_replication_factor=read.integer("heartbeats.topic.replication.factor"),
             emit_offset_syncs=emit_offset_syncs,
             offset_syncs_on_target=read.choice("offset-syncs.topic.location") == "target",
             offset_syncs_replication_factor=read.integer("offset-syncs.topic.replication.factor"),
@@ -185,6 +177,23 @@ class FlowSettings:
             restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),
             restart_backoff=read.number("mirrorspark.flow.restart.backoff.seconds"),
         )
+
+
+@dataclass(frozen=True)
+class HeartbeatSettings:
+    """The heartbeat keys of an ordered pair. MM2 beats for every pair whose flow or heartbeats are
+    enabled, so these are read for disabled flows too, and only these: the rest of a disabled flow's
+    settings is never resolved (a flow nobody runs cannot refuse the file)."""
+
+    emit: bool
+    interval: float
+    replication_factor: int
+
+    @classmethod
+    def resolve(cls, name: str, settings: Mapping[str, str], flow_keys: frozenset[str]) -> HeartbeatSettings:
+        read = SettingsReader(settings, flow_keys, name)
+        return cls(emit=read.flag("emit.heartbeats.enabled"), interval=read.interval("emit.heartbeats"),
+                   replication_factor=read.integer("heartbeats.topic.replication.factor"))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ def policy_kind(flow: FlowConfig) -> str:
 
 
 def separator(flow: FlowConfig) -> str:
-    return flow.options.separator or "."
+    return flow.options.separator
 
 
 def check_topology(flows: list[FlowConfig]) -> None:

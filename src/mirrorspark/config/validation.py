@@ -163,10 +163,17 @@ def _disabled_tasks(*levels: Mapping[str, str]) -> frozenset[str]:
     return frozenset(off)
 
 
+def _enabled_tasks(level: Mapping[str, str]) -> set[str]:
+    """Task prefixes this level switches on explicitly."""
+    return {name.removesuffix(".enabled") for name, value in level.items()
+            if name.endswith(".enabled") and value.strip().lower() == "true"}
+
+
 def check_all(top: Mapping[str, str], clusters: Mapping[str, Mapping[str, str]],
               flows: Mapping[tuple[str, str], Mapping[str, str]]) -> list[str]:
     warnings: list[str] = []
-    top_off = _disabled_tasks(top)
+    # A top-level interval of a task switched off is unused, unless a flow switches the task back on.
+    top_off = _disabled_tasks(top) - {prefix for settings in flows.values() for prefix in _enabled_tasks(settings)}
     for name, value in top.items():
         check_flow_or_top(name, value, name, warnings, top_level=True, disabled=top_off)
     for alias, settings in clusters.items():

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def emits_heartbeats(flow: FlowConfig) -> bool:
     """MM2's pair rule: an enabled flow, or heartbeats enabled for the pair."""
-    return flow.enabled or flow.options.emit_heartbeats
+    return flow.enabled or flow.heartbeats.emit
 
 
 class HeartbeatEmitter:
@@ -38,7 +38,7 @@ class HeartbeatEmitter:
         self.target = target
         self.replication_factor = replication_factor
         self._producer = producer({**target_conf, "acks": "all"})
-        self.enabled = flow.options.emit_heartbeats
+        self.enabled = flow.heartbeats.emit
 
     def start(self) -> None:
         if self.enabled and ensure_compacted_topic(self.target, self.topic, self.replication_factor):

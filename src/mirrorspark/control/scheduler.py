@@ -25,6 +25,7 @@ class _Task:
     interval: float
     action: Callable[[], object]
     next_run: float
+    failures: int = 0  # in a row
 
 
 class Scheduler:
@@ -64,7 +65,16 @@ class Scheduler:
         try:
             task.action()
         except Exception as exc:  # logged, retried next interval
-            log.warning("%s failed: %s", task.name, exc, exc_info=True)
+            task.failures += 1
+            # The first failure of a streak carries the traceback; the repeats (a heartbeat every second
+            # while a cluster is down) one line each.
+            log.warning("%s failed: %s%s", task.name, exc,
+                        f" ({task.failures} times in a row)" if task.failures > 1 else "",
+                        exc_info=task.failures == 1)
+        else:
+            if task.failures:
+                log.info("%s works again after %d failure(s)", task.name, task.failures)
+            task.failures = 0
         took = time.monotonic() - started
         if took > max(5.0, task.interval):
             log.warning("%s took %.1f s, delaying the other tasks of its thread", task.name, took)

@@ -355,7 +355,8 @@ def isolation(flow: FlowConfig) -> IsolationLevel:
 def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_dir: Path) -> AuditReport:
     """Everything ``mirrorspark audit`` does; bad input raises ConfigError before Spark starts
     (unless the state location is a URI, which Spark's JVM reads)."""
-    from mirrorspark.control.clusters import admin_settings, reach
+    from mirrorspark.control.client_settings import admin_settings
+    from mirrorspark.control.clusters import reach
     from mirrorspark.pipeline.executors import files_to_ship, is_local
     from mirrorspark.pipeline.flow_query import source_options
     from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master

@@ -137,18 +137,18 @@ def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPol
     on a scheduler lane of its own (slow admin tasks never delay them)."""
     emitters = []
     for flow in config.flows:
-        if not (emits_heartbeats(flow) and flow.options.emit_heartbeats):
+        if not (emits_heartbeats(flow) and flow.heartbeats.emit):
             continue
         if not (flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")):
             log.warning("pair %s: no heartbeats, a cluster of the pair has no bootstrap.servers", flow.name)
             continue
         target, target_conf = shared.clusters.admin(flow.target)
         rf_key = "heartbeats.topic.replication.factor"
-        rf = flow.options.heartbeats_replication_factor
+        rf = flow.heartbeats.replication_factor
         check_replication_factor(target, rf, flow.where(rf_key), f"cluster {flow.target.alias!r}")
         emitter = HeartbeatEmitter(flow, policies[flow.name], target, target_conf, rf)
         emitter.start()
         emitters.append(emitter)
-        shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.options.heartbeats_interval, emitter.beat,
+        shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.heartbeats.interval, emitter.beat,
                                lane=HEARTBEATS)
     return emitters

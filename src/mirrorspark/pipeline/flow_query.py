@@ -25,7 +25,7 @@ from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline.executors import through_provider
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
 from mirrorspark.policy.topic_selection import TopicSelection
-from mirrorspark.sink_report import WrittenRun, drain
+from mirrorspark.sink_report import WrittenRun, drain_figures, drain_written
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -206,20 +206,22 @@ class FlowQuery:
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the report of this batch is all here, from whichever executor.
-            report = drain(df.sparkSession._jvm.io.mirrorspark, self.flow.name)
+            jvm = df.sparkSession._jvm.io.mirrorspark
+            report = drain_written(jvm, self.flow.name)
             self.executors |= report.executors
             self.guard.after_write(starts, ends, plan.remote, report.first_written())
             if self._on_written is not None:
                 self._on_written(report.runs, plan.source_of)
             t3 = time.perf_counter()
             recopied = self.guard.marks.batch_written(batch_id, planned, report.runs, plan.source_of)
-            for row in report.resumed:
+            figures = drain_figures(jvm, self.flow.name)
+            for row in figures.resumed:
                 recopied[(row.topic, row.partition)] = recopied.get((row.topic, row.partition), 0) + row.recopied
                 log.info("flow %s: batch %d resumed %s[%s]: %s record(s) already on the target were not sent "
                          "again, %s written again", self.flow.name, batch_id, row.topic, row.partition, row.resumed,
                          row.recopied)
             if self.metrics is not None:
-                self.metrics.batch_written(report.stats, recopied)
+                self.metrics.batch_written(figures.stats, recopied)
             self._last_written = batch_id
             self.batches_written += 1
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
-from mirrorspark.control.clusters import admin_settings
+from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.control.heartbeats import emits_heartbeats
 from mirrorspark.pipeline.executors import files_to_ship, is_local
 from mirrorspark.pipeline.flow_query import sink_options, source_options
@@ -23,7 +23,7 @@ REST_LISTENER = "mirrorspark.rest.listener"
 def heartbeat_flows(config: MirrorConfig) -> list[FlowConfig]:
     """MM2's herder pairs that beat: the pair's flow or its heartbeats enabled, both clusters located."""
     return [flow for flow in config.flows
-            if emits_heartbeats(flow) and flow.options.emit_heartbeats
+            if emits_heartbeats(flow) and flow.heartbeats.emit
             and flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")]
 
 

@@ -28,7 +28,7 @@ def test_defaults_come_from_the_key_declarations():
     assert flow.emit_offset_syncs and flow.emit_checkpoints and not flow.sync_group_offsets
     assert not flow.offset_syncs_on_target and not flow.defaults_from_source and not flow.fail_on_data_loss
     assert flow.policy_class == BY_NAME["replication.policy.class"].default
-    assert flow.separator == "." and flow.internal_separator
+    assert flow.separator == "."
 
 
 def test_flow_level_beats_top_level_and_where_names_the_key_as_written():
@@ -99,3 +99,22 @@ def test_driver_settings():
     driver = DriverSettings.resolve({"mirrorspark.metrics.lag.interval.seconds": "2.5",
                                      "mirrorspark.state.location": "/tmp/x"})
     assert driver.lag_interval == 2.5 and driver.state_location == "/tmp/x" and driver.rest_enabled
+
+
+def test_a_top_level_interval_a_flow_switches_back_on_is_validated():
+    flow_on = {"emit.checkpoints.enabled": "false", "emit.checkpoints.interval.seconds": "0",
+               "A->B.emit.checkpoints.enabled": "true"}
+    with pytest.raises(ConfigError, match="emit.checkpoints.interval.seconds must be at least 1, got 0 "
+                                          r"\(seconds between runs"):
+        parse_config({**BASE, **flow_on})
+    off_everywhere = {"emit.checkpoints.enabled": "false", "emit.checkpoints.interval.seconds": "0"}
+    assert math.isinf(options(**off_everywhere).checkpoints_interval)  # unused, so not refused
+
+
+def test_a_disabled_flow_resolves_only_its_heartbeat_settings():
+    mirror = parse_config({**BASE, "B->A.enabled": "false", "B->A.topic.map": "not-a-pair",
+                           "B->A.emit.heartbeats.interval.seconds": "3"})
+    pair = next(f for f in mirror.flows if f.name == "B->A")
+    assert pair.heartbeats.emit and pair.heartbeats.interval == 3.0
+    with pytest.raises(ConfigError, match=r"B->A\.topic\.map"):  # would refuse it, but nobody asks
+        pair.resolve_options()

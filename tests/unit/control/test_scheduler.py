@@ -5,7 +5,7 @@ import itertools
 import threading
 import time
 
-from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
+from mirrorspark.control.scheduler import HEARTBEATS, Scheduler, _Task
 
 
 def test_a_slow_control_task_does_not_delay_heartbeats():
@@ -23,7 +23,7 @@ def test_a_slow_control_task_does_not_delay_heartbeats():
     assert len(beats) >= 5  # while the slow task held its own thread
 
 
-def test_a_failing_task_is_logged_with_its_traceback_at_debug(caplog):
+def test_a_failing_task_is_logged_with_its_traceback(caplog):
     caplog.set_level("DEBUG", logger="mirrorspark.control.scheduler")
     scheduler = Scheduler()
     scheduler.every("broken task", 60, lambda: 1 / 0)
@@ -141,3 +141,21 @@ def test_stop_ends_the_threads_and_no_task_runs_after_it():
     done = len(runs) + len(beats)
     time.sleep(0.2)
     assert len(runs) + len(beats) == done
+
+
+def test_a_failure_streak_logs_one_traceback_then_one_line_per_repeat_and_the_recovery(caplog):
+    caplog.set_level("INFO", logger="mirrorspark.control.scheduler")
+    outcomes = iter([ValueError("down"), ValueError("down"), ValueError("down"), None, ValueError("down")])
+
+    def flaky() -> None:
+        outcome = next(outcomes, None)
+        if outcome is not None:
+            raise outcome
+    task = _Task("heartbeats", 1.0, flaky, 0.0)
+    for _ in range(5):
+        Scheduler._run(task)
+    failed = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert [bool(r.exc_info) for r in failed] == [True, False, False, True]  # a new streak: a traceback
+    assert [r.getMessage() for r in failed][1:3] == ["heartbeats failed: down (2 times in a row)",
+                                                     "heartbeats failed: down (3 times in a row)"]
+    assert "heartbeats works again after 3 failure(s)" in caplog.text

@@ -3,6 +3,7 @@ the first-use download verifies and caches, and paths falls back from build/ to 
 from __future__ import annotations
 
 import hashlib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,7 @@ def test_first_use_download_is_verified_cached_and_reused(tmp_path, monkeypatch,
     assert capsys.readouterr().err == ""
 
 
-def test_a_jar_that_does_not_match_its_checksum_is_refused(tmp_path, monkeypatch):
+def test_a_jar_that_does_not_match_its_checksum_is_refused(tmp_path, monkeypatch, capsys):
     url, jars = _fake_repo(tmp_path)
     bad = Artifact(**{**jars.artifacts[1].__dict__, "sha256": "0" * 64})
     monkeypatch.setenv(kafka_jars.REPOSITORY_ENV, url)
@@ -56,7 +57,9 @@ def test_a_jar_that_does_not_match_its_checksum_is_refused(tmp_path, monkeypatch
         kafka_jars.ensure(tmp_path / "cache", JarList("9.9.9", (jars.artifacts[0], bad)))
     assert not (tmp_path / "cache" / "kafka-9.9.9").exists()
     # the good jar stays in the partial folder, so the retry only fetches what is missing
-    kafka_jars.ensure(tmp_path / "cache", jars)
+    capsys.readouterr()
+    assert kafka_jars.ensure(tmp_path / "cache", jars) == tmp_path / "cache" / "kafka-9.9.9"
+    assert "fetching 1 Kafka 9.9.9 jar" in capsys.readouterr().err
 
 
 def test_an_unreachable_repository_names_the_url_and_the_way_out(tmp_path, monkeypatch):
@@ -87,9 +90,10 @@ def test_checkout_uses_build_and_an_install_uses_packages_and_its_own_jar(tmp_pa
     monkeypatch.setattr(paths, "PACKAGED_JAR", jar)
     installed = paths.spark_dependencies()
     assert installed.jars == (jar,)
-    assert installed.packages == ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",)
+    connector = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version('pyspark')}"  # matches Spark's version
+    assert installed.packages == (connector,)
     conf = spark_conf({"spark.jars.packages": "org.example:user:1.0"})
-    assert conf["spark.jars.packages"] == "org.example:user:1.0,org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+    assert conf["spark.jars.packages"] == f"org.example:user:1.0,{connector}"
     assert "org.apache.hadoop:hadoop-client-runtime" in conf["spark.jars.excludes"]
     assert conf["spark.jars"] == str(jar)
 

@@ -62,12 +62,12 @@ class FlowConfig:
     @cached_property
     def options(self) -> FlowSettings:
         """The flow's settings resolved into typed values, once (``config/settings.py``)."""
-        return FlowSettings.resolve(self.name, self.settings, frozenset(self.flow_settings))
+        return FlowSettings.resolve(self.settings, self.where)
 
     @cached_property
     def heartbeats(self) -> HeartbeatSettings:
         """The pair's heartbeat settings, typed (read for disabled flows too, as MM2 beats for them)."""
-        return HeartbeatSettings.resolve(self.name, self.settings, frozenset(self.flow_settings))
+        return HeartbeatSettings.resolve(self.settings, self.where)
 
     def resolve_options(self) -> FlowSettings:
         """``options``, resolved now for its checks (cached): a ConfigError naming the first bad flow key."""

@@ -9,27 +9,24 @@ the accessors still name the key if something slips through (a programmatic ``pa
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import BY_NAME
-from mirrorspark.config.values import parse_bool, parse_topic_map, split_list
+from mirrorspark.config.validation import check_value
+from mirrorspark.config.values import parse_topic_map, split_list
 
 _DISABLED = math.inf  # the interval of a task switched off: it never runs
 
 
 class SettingsReader:
-    """Raw ``key -> string`` settings read through their declarations; ``where`` names a key as written."""
+    """Raw ``key -> string`` settings read through their declarations. Values are checked by the same
+    ``validation.check_value`` that checks the file, so a message is the same wherever it is raised;
+    ``where`` names a key as the user wrote it (``FlowConfig.where`` for a flow)."""
 
-    def __init__(self, values: Mapping[str, str], flow_keys: frozenset[str] = frozenset(), prefix: str = "") -> None:
+    def __init__(self, values: Mapping[str, str], where: Callable[[str], str] = str) -> None:
         self._values = values
-        self._flow_keys = flow_keys
-        self._prefix = prefix
-
-    def where(self, key: str) -> str:
-        """The key as the user wrote it: ``A->B.key`` when set for the flow, else the top-level name."""
-        return f"{self._prefix}.{key}" if key in self._flow_keys else key
+        self.where = where
 
     def raw(self, key: str) -> str:
         """The value, or the declared default (the one place defaults live)."""
@@ -40,37 +37,24 @@ class SettingsReader:
         """A STRING or CLASS value, trimmed; empty means the declared default, as MM2's optional strings."""
         return self.raw(key).strip() or (BY_NAME[key].default or "")
 
+    def _checked(self, key: str) -> str:
+        text = self.raw(key).strip() or (BY_NAME[key].default or "")
+        check_value(BY_NAME[key], text, self.where(key))
+        return text
+
     def flag(self, key: str) -> bool:
-        return parse_bool(self.raw(key) or BY_NAME[key].default or "", self.where(key))
+        return self._checked(key).lower() == "true"
 
     def integer(self, key: str) -> int:
-        text = self.raw(key).strip()
-        try:
-            value = int(text)
-        except ValueError:
-            raise ConfigError(f"{self.where(key)} must be an integer, got {text!r}", self.where(key)) from None
-        self._check_range(key, value, text)
-        return value
+        return int(self._checked(key))
 
     def number(self, key: str) -> float:
-        text = self.raw(key).strip()
-        try:
-            value = float(text)
-        except ValueError:
-            raise ConfigError(f"{self.where(key)} must be a number, got {text!r}", self.where(key)) from None
-        if not math.isfinite(value):
-            raise ConfigError(f"{self.where(key)} must be a finite number, got {text!r}", self.where(key))
-        self._check_range(key, value, text)
-        return value
+        return float(self._checked(key))
 
     def choice(self, key: str) -> str:
         """One of the declared choices, in its declared spelling (MM2 compares case-insensitively)."""
-        text = self.raw(key).strip()
-        for choice in BY_NAME[key].choices:
-            if choice.lower() == text.lower():
-                return choice
-        raise ConfigError(f"{self.where(key)} must be one of {', '.join(BY_NAME[key].choices)}, got {text!r}",
-                          self.where(key))
+        text = self._checked(key).lower()
+        return next(choice for choice in BY_NAME[key].choices if choice.lower() == text)
 
     def patterns(self, key: str) -> tuple[tuple[str, ...], str]:
         """A LIST of regexes and the key it came from: ``key``, else its deprecated alias, else the default.
@@ -86,21 +70,12 @@ class SettingsReader:
             return _DISABLED
         return self.number(f"{prefix}.interval.seconds")
 
-    def _check_range(self, key: str, value: float, text: str) -> None:
-        declared = BY_NAME[key]
-        if text in declared.also:
-            return
-        if (declared.low is not None and value < declared.low) or (declared.high is not None and value > declared.high):
-            where = self.where(key)
-            raise ConfigError(f"{where} must be {declared.bounds()}, got {text}", where)
-
 
 @dataclass(frozen=True)
 class FlowSettings:
     """Everything a flow's components act on, typed. Built by ``FlowSettings.resolve`` from the flow's
     resolved strings (top level overridden by ``A->B.*``); ``where`` names a key as the user wrote it."""
 
-    name: str
     reader: SettingsReader = field(repr=False, compare=False)
     replication_factor: int
     topic_map: Mapping[str, str]
@@ -139,16 +114,16 @@ class FlowSettings:
         return self.reader.where(key)
 
     @classmethod
-    def resolve(cls, name: str, settings: Mapping[str, str], flow_keys: frozenset[str]) -> FlowSettings:
+    def resolve(cls, settings: Mapping[str, str], where: Callable[[str], str]) -> FlowSettings:
         """Read every flow key once. Errors name the key; the replication factor and ``topic.map`` come
         first, as the loader has always checked them in that order."""
-        read = SettingsReader(settings, flow_keys, name)
+        read = SettingsReader(settings, where)
         topics_exclude, topics_exclude_key = read.patterns("topics.exclude")
         groups_exclude, groups_exclude_key = read.patterns("groups.exclude")
         config_exclude, config_exclude_key = read.patterns("config.properties.exclude")
         emit_offset_syncs = read.flag("emit.offset-syncs.enabled")
         return cls(
-            name=name, reader=read,
+            reader=read,
             replication_factor=read.integer("replication.factor"),
             topic_map=parse_topic_map(read.raw("topic.map"), read.where("topic.map")),
             topics=read.patterns("topics")[0], topics_key=read.where("topics"),
@@ -190,8 +165,8 @@ class HeartbeatSettings:
     replication_factor: int
 
     @classmethod
-    def resolve(cls, name: str, settings: Mapping[str, str], flow_keys: frozenset[str]) -> HeartbeatSettings:
-        read = SettingsReader(settings, flow_keys, name)
+    def resolve(cls, settings: Mapping[str, str], where: Callable[[str], str]) -> HeartbeatSettings:
+        read = SettingsReader(settings, where)
         return cls(emit=read.flag("emit.heartbeats.enabled"), interval=read.interval("emit.heartbeats"),
                    replication_factor=read.integer("heartbeats.topic.replication.factor"))
 

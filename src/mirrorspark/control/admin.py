@@ -195,7 +195,8 @@ def read_to_end(conf: dict[str, Any], topic: str, timeout: float = 60.0, partiti
                 ) -> Iterator[tuple[bytes | None, bytes | None, int, int, int]]:
     """(key, value, partition, offset, timestamp ms) of every record of ``topic`` (or of ``partitions``)
     up to the end offsets at call time, in offset order per partition. Internal topics (checkpoints,
-    MM2's Connect offsets and syncs) are read this way. Raises TopicMissing."""
+    MM2's Connect offsets and syncs) are read this way. Raises TopicMissing, and OperationalError when
+    ``timeout`` seconds pass without a record before the end: a partial read is never taken for a whole."""
     reader = consumer({**conf, "group.id": "mirrorspark-internal-reader", "enable.auto.commit": False,
                        "enable.partition.eof": True})
     try:
@@ -212,21 +213,26 @@ def read_to_end(conf: dict[str, Any], topic: str, timeout: float = 60.0, partiti
         if not starts:
             return
         reader.assign(starts)
-        deadline = time.monotonic() + timeout
-        while ends and time.monotonic() < deadline:
-            msg = reader.poll(1.0)
-            if msg is None:
-                continue
-            error = msg.error()
-            partition = cast(int, msg.partition())  # None only on errors that concern no partition
-            if error:
-                if error.code() == KafkaError._PARTITION_EOF:
+        deadline = time.monotonic() + timeout  # moved on by every batch that brings something
+        while ends:
+            if time.monotonic() > deadline:
+                left = ", ".join(f"{topic}[{p}] (end {end})" for p, end in sorted(ends.items()))
+                raise OperationalError(f"reading {topic} made no progress for {timeout:.0f} s before its end "
+                                       f"({left}): refused rather than read in part")
+            for msg in reader.consume(10_000, 1.0):
+                deadline = time.monotonic() + timeout
+                error = msg.error()
+                partition = cast(int, msg.partition())  # None only on errors that concern no partition
+                if error:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        ends.pop(partition, None)
+                        continue
+                    raise KafkaException(error)
+                offset = cast(int, msg.offset())  # set on every record
+                if partition not in ends:
+                    continue  # past the end offset of the call: a record written meanwhile
+                yield msg.key(), msg.value(), partition, offset, msg.timestamp()[1]
+                if offset >= ends[partition] - 1:
                     ends.pop(partition, None)
-                    continue
-                raise KafkaException(error)
-            offset = cast(int, msg.offset())  # set on every record
-            yield msg.key(), msg.value(), partition, offset, msg.timestamp()[1]
-            if offset >= ends.get(partition, 0) - 1:
-                ends.pop(partition, None)
     finally:
         reader.close()

@@ -118,6 +118,9 @@ class FlowQuery:
         self.remote_topics = remote_topics
         self.checkpoint = checkpoint  # Spark's checkpoint folder, in the flow's state location
         self.spark_log = SparkOffsetLog(checkpoint)
+        # The last offset log entry read (batch id, end positions): the next batch starts there, so it
+        # is not read again from the state location (a round trip per batch on HDFS or S3).
+        self._previous: tuple[int, dict[tuple[str, int], int]] | None = None
         self.guard = guard
         self._rerun: int | None = None  # the batch a crash interrupted, run again first
         self.before_start = before_start  # e.g. move the checkpoint back for a re-created topic
@@ -145,6 +148,7 @@ class FlowQuery:
         if self.before_start is not None:
             self.before_start()
         self._rerun = self.spark_log.pending()
+        self._previous = None  # a rewind (re-created topic) may have rewritten the entries meanwhile
         reader = spark.readStream.format("kafka")
         options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
         if self.takeover and self.spark_log.last_committed() is None and self._rerun is None:
@@ -192,8 +196,8 @@ class FlowQuery:
             plan = self._plan_for(batch_id, {topic for topic, _ in ends})
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
-            # Batch 0 starts where MM2 stopped after a takeover: a gap there (retention) is reported too.
-            starts = self.spark_log.entry(batch_id - 1)[1] if batch_id > 0 else dict(self.takeover)
+            starts = self._starts(batch_id)
+            self._previous = (batch_id, ends)
             try:
                 resume = self.guard.before_write(batch_id, planned, starts, ends, plan.remote,
                                                  batch_id == self._rerun)
@@ -227,6 +231,15 @@ class FlowQuery:
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
                                     "offsets": round((t3 - t2) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t3) * 1000, 1)}
+
+    def _starts(self, batch_id: int) -> dict[tuple[str, int], int]:
+        """Where ``batch_id`` starts: the end of the batch before it. Batch 0 starts where MM2 stopped
+        after a takeover, so a gap there (retention) is reported too."""
+        if batch_id == 0:
+            return dict(self.takeover)
+        if self._previous is not None and self._previous[0] == batch_id - 1:
+            return self._previous[1]
+        return self.spark_log.entry(batch_id - 1)[1]
 
     def _plan_for(self, batch_id: int, batch_topics: set[str]) -> TopicPlan:
         """The topic plan, checked against the topics Spark put in this batch (its offset log) so a

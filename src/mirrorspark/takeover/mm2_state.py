@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,17 +40,6 @@ class ConnectOffsets:
     skipped: int = 0  # records that are not MirrorSourceConnector offsets of this source (named in warnings)
 
 
-def read_all(conf: dict[str, Any], topic: str,
-             timeout: float = 60.0) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
-    """(partition, offset, key, value) of every partition of ``topic`` up to its end at call time.
-    Raises TakeoverRefused when the topic does not exist."""
-    try:
-        for key, value, partition, offset, _ in read_to_end(conf, topic, timeout):
-            yield partition, offset, key, value
-    except TopicMissing:
-        raise TakeoverRefused(f"topic {topic} does not exist") from None
-
-
 def parse_source_offset(key: bytes | None, value: bytes | None, source_alias: str) -> tuple[Key, int | None] | None:
     """((topic, partition), last offset or None for a tombstone) of a MirrorSourceConnector record of
     ``source_alias``; None for records of the other connectors. Raises ValueError when malformed."""
@@ -67,8 +55,9 @@ def parse_source_offset(key: bytes | None, value: bytes | None, source_alias: st
 
 
 def read_connect_offsets(conf: dict[str, Any], topic: str, source_alias: str) -> ConnectOffsets:
+    """MM2's committed positions of ``source_alias`` in its Connect offsets ``topic``; raises TopicMissing."""
     found = ConnectOffsets(topic)
-    for partition, offset, key, value in read_all(conf, topic):
+    for key, value, partition, offset, _ in read_to_end(conf, topic):
         found.records += 1
         try:
             parsed = parse_source_offset(key, value, source_alias)
@@ -92,13 +81,13 @@ def read_offset_syncs(conf: dict[str, Any], topic: str) -> dict[Key, list[tuple[
     """Every (upstream, downstream) MM2 recorded per source partition, oldest first; {} without the topic."""
     out: dict[Key, list[tuple[int, int]]] = {}
     try:
-        for _, _, key, value in read_all(conf, topic):
+        for key, value, _, _, _ in read_to_end(conf, topic):
             try:
                 sync = OffsetSync.from_record(key or b"", value or b"")
             except RecordFormatError:
                 continue
             out.setdefault((sync.topic, sync.partition), []).append((sync.upstream, sync.downstream))
-    except TakeoverRefused:
+    except TopicMissing:
         return {}
     return out
 

@@ -17,8 +17,15 @@ from datetime import UTC, datetime
 from confluent_kafka import ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.config.model import FlowConfig, MirrorConfig
-from mirrorspark.control.admin import admin_client, consumer, partition_offsets, topic_ids, topic_partitions
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.admin import (
+    TopicMissing,
+    admin_client,
+    consumer,
+    partition_offsets,
+    topic_ids,
+    topic_partitions,
+)
 from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.formats import Heartbeat, RecordFormatError
 from mirrorspark.offsets.range_log import RangeLog
@@ -118,7 +125,7 @@ def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
     topic = offsets_topic(flow)
     try:
         mm2: ConnectOffsets = read_connect_offsets(target_conf, topic, flow.source.alias)
-    except TakeoverRefused as exc:
+    except TopicMissing as exc:
         raise TakeoverRefused(f"{exc} on cluster {flow.target.alias!r}: expected MM2's Connect offsets topic of flow "
                               f"{flow.name} (dedicated mode keeps {topic} on the target; set "
                               f"{flow.target.alias}.offset.storage.topic if MM2 used another name)") from None
@@ -156,8 +163,7 @@ def plan_flow(flow: FlowConfig, running_wait: float = 3.0) -> FlowTakeover:
     s_start = partition_offsets(source, keys, earliest=True)
     out = FlowTakeover(flow.name, topic, skipped_records=mm2.skipped)
     # MM2's consumer reads uncommitted records unless told otherwise: compare what it copied.
-    consumer_conf = {**source_conf,
-                     "isolation.level": flow.source_consumer().get("isolation.level", "read_uncommitted")}
+    consumer_conf = {**source_conf, "isolation.level": "read_committed" if flow.reads_committed else "read_uncommitted"}
     for t, p in keys:
         r = remote[t]
         out.partitions.append(locate(consumer_conf, target_conf, t, p, r, mm2.committed.get((t, p)),
@@ -218,9 +224,3 @@ def load_positions(folder: StateFiles) -> dict[tuple[str, int], int]:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise TakeoverRefused(f"{folder.uri()}/{FILE} is damaged ({exc}); run `mirrorspark migrate from-mm2 "
                               "--execute` again or remove the file") from None
-
-
-def plan_all(config: MirrorConfig, running_wait: float = 3.0) -> list[FlowTakeover]:
-    return [plan_flow(flow, running_wait) for flow in config.enabled_flows]
-
-

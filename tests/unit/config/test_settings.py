@@ -75,7 +75,7 @@ def test_group_filter_uses_the_resolved_lists():
 
 
 def test_resolving_names_the_key_of_a_bad_value():
-    reader = SettingsReader({"replication.factor": "many"}, frozenset({"replication.factor"}), "A->B")
+    reader = SettingsReader({"replication.factor": "many"}, lambda key: f"A->B.{key}")
     with pytest.raises(ConfigError) as raised:
         reader.integer("replication.factor")
     assert raised.value.key == "A->B.replication.factor"

@@ -1,4 +1,4 @@
-"""control.admin without brokers: the replication-factor check against a cluster's broker count."""
+"""control.admin without brokers: the replication-factor check, reading a topic to its end."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -31,3 +31,67 @@ def test_replication_factor_above_broker_count_names_key_and_cluster():
     assert str(caught.value) == ("primary->backup.replication.factor=3 but target cluster 'backup' has only 1 "
                                  "broker(s); set primary->backup.replication.factor to at most 1")
     assert caught.value.key == "primary->backup.replication.factor"
+
+
+class Record:
+    def __init__(self, partition: int, offset: int) -> None:
+        self._partition, self._offset = partition, offset
+
+    def error(self) -> None:
+        return None
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return b"k%d" % self._offset
+
+    def value(self) -> bytes:
+        return b"v"
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1000 + self._offset
+
+
+class FakeReader:
+    """A consumer whose partition 0 ends at offset 3 (call time) and that delivers ``batches``."""
+
+    def __init__(self, batches: list[list[Record]]) -> None:
+        self.batches = batches
+
+    def list_topics(self, topic: str, timeout: float) -> SimpleNamespace:
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions={0: None})})
+
+    def get_watermark_offsets(self, tp, timeout: float) -> tuple[int, int]:
+        return 0, 3
+
+    def assign(self, partitions) -> None:
+        pass
+
+    def consume(self, count: int, timeout: float) -> list[Record]:
+        return self.batches.pop(0) if self.batches else []
+
+    def close(self) -> None:
+        pass
+
+
+def test_read_to_end_stops_at_the_end_of_call_time(monkeypatch):
+    import mirrorspark.control.admin as admin
+
+    reader = FakeReader([[Record(0, 0), Record(0, 1)], [Record(0, 2), Record(0, 3)]])  # 3 was written later
+    monkeypatch.setattr(admin, "consumer", lambda conf: reader)
+    assert [(key, offset) for key, _, _, offset, _ in admin.read_to_end({}, "t")] == \
+        [(b"k0", 0), (b"k1", 1), (b"k2", 2)]
+
+
+def test_read_to_end_refuses_a_partial_read(monkeypatch):
+    import mirrorspark.control.admin as admin
+    from mirrorspark.errors import OperationalError
+
+    reader = FakeReader([[Record(0, 0)]])  # then nothing: offsets 1 and 2 never come
+    monkeypatch.setattr(admin, "consumer", lambda conf: reader)
+    with pytest.raises(OperationalError, match=r"made no progress for 0 s before its end \(t\[0\] \(end 3\)\)"):
+        list(admin.read_to_end({}, "t", timeout=0.2))

@@ -30,7 +30,7 @@ def test_config_error_keeps_its_key_and_stays_a_value_error():
     assert error.key == "a.bootstrap.servers" and str(error) == "a.bootstrap.servers is required"
     assert ConfigError("no key").key is None
     assert isinstance(error, MirrorsparkError) and isinstance(error, ValueError)
-    from mirrorspark.config.errors import ConfigError as old_home
+    from mirrorspark.errors import ConfigError as old_home
 
     assert old_home is ConfigError
 
@@ -148,3 +148,16 @@ def test_a_failing_scheduler_task_logs_its_traceback(caplog):
     failed = [r for r in caplog.records if r.getMessage() == "broken task failed: cannot read state/x"]
     assert failed and failed[0].levelno == logging.WARNING and failed[0].exc_info is not None
     assert "Traceback" in caplog.text and "StateError" in caplog.text
+
+
+def test_cli_internal_error_traceback_hides_secrets(caplog):
+    from mirrorspark.config.redaction import Redactor, current, install
+
+    before = current()
+    install(Redactor(["s3cret-value"]))
+    try:
+        done = CliRunner().invoke(_cli(ZeroDivisionError("password s3cret-value")), [])
+    finally:
+        install(before)
+    assert done.exit_code == 1 and "s3cret-value" not in done.stderr
+    assert "ZeroDivisionError" in caplog.text and "s3cret-value" not in caplog.text

@@ -20,6 +20,20 @@ EXIT_RUNTIME = 1
 log = logging.getLogger(__name__)
 
 
+class _Redacted(logging.Filter):
+    """Every record of this logger, its traceback included, through the current redactor: commands
+    other than ``run`` log through Python's default handler, without the scrubbing one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from mirrorspark.cli.logging_setup import SecretScrubber
+        from mirrorspark.config.redaction import current
+
+        return SecretScrubber(current()).filter(record)
+
+
+log.addFilter(_Redacted())
+
+
 def fail(message: str, code: int) -> None:
     from mirrorspark.config.redaction import current
 

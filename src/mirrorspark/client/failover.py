@@ -12,11 +12,10 @@ from dataclasses import asdict, dataclass
 from confluent_kafka import ConsumerGroupState, KafkaException
 
 from mirrorspark.client import client_for
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.control.admin import admin_client, end_offsets
+from mirrorspark.control.admin import admin_client, partition_offsets
 from mirrorspark.control.client_settings import admin_settings
-from mirrorspark.errors import Conflict, OperationalError
+from mirrorspark.errors import ConfigError, Conflict, OperationalError
 from mirrorspark.offsets.group_sync import commit_offsets, committed_offsets, group_state
 
 
@@ -95,13 +94,12 @@ def plan_failover(config: MirrorConfig, group: str, source: str, target: str) ->
     current = committed_offsets(target_admin, group)
     policy = client.policy
     rows = []
-    ends: dict[str, dict[int, int]] = {}
+    ends = partition_offsets(target_admin, sorted(checkpoints))  # one request; partitions gone are left out
     for (topic, partition), cp in sorted(checkpoints.items()):
-        ends.setdefault(topic, end_offsets(target_conf, topic))
         source_topic = (policy.upstream_topic(topic) if policy.topic_source(topic) == source
                         else policy.format_remote_topic(target, topic)) or topic
         rows.append(PartitionPlan(topic, partition, source_topic, cp.upstream, cp.downstream,
-                                  ends[topic].get(partition), current.get((topic, partition))))
+                                  ends.get((topic, partition)), current.get((topic, partition))))
     reachable = _fill_source_side(config, group, source, rows)
     return FailoverPlan(group, source, target, state.name, rows, reachable)
 
@@ -113,11 +111,10 @@ def _fill_source_side(config: MirrorConfig, group: str, source: str, rows: list[
         admin = admin_client(conf)
         admin.list_topics(timeout=5)
         committed = committed_offsets(admin, group)
-        source_ends: dict[str, dict[int, int]] = {}
+        source_ends = partition_offsets(admin, sorted({(row.source_topic, row.partition) for row in rows}), timeout=5)
         for row in rows:
-            source_ends.setdefault(row.source_topic, end_offsets(conf, row.source_topic, timeout=5))
             row.source_committed = committed.get((row.source_topic, row.partition))
-            row.source_end = source_ends[row.source_topic].get(row.partition)
+            row.source_end = source_ends.get((row.source_topic, row.partition))
     except KafkaException:
         return False
     return True

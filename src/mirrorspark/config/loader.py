@@ -5,12 +5,12 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.config.topology import check_topology
 from mirrorspark.config.validation import check_all
 from mirrorspark.config.values import is_connection_key, parse_bool, split_list
+from mirrorspark.errors import ConfigError
 
 _FLOW_KEY = re.compile(r"^(?P<source>[^.>\s]+?)->(?P<target>[^.\s]+)\.(?P<key>.+)$")
 _ALIAS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")

@@ -5,9 +5,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.settings import DriverSettings, FlowSettings, HeartbeatSettings
 from mirrorspark.config.values import is_connection_key
+from mirrorspark.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ import itertools
 import re
 from collections.abc import Iterator
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import builtin_policy
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.errors import ConfigError
 
 POLICY_KEY = "replication.policy.class"
 _LAPS = 3  # a mapped name still travelling after this many laps round a cycle travels forever

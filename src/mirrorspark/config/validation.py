@@ -10,7 +10,6 @@ import math
 import re
 from collections.abc import Mapping
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import (
     BY_NAME,
     CONNECT_PREFIXES,
@@ -22,6 +21,7 @@ from mirrorspark.config.keys import (
     unsupported,
 )
 from mirrorspark.config.values import is_connection_key, parse_bool, split_list
+from mirrorspark.errors import ConfigError
 
 _CLUSTER_PREFIXES = ("consumer.", "producer.", "admin.")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from mirrorspark.config.errors import ConfigError
+from mirrorspark.errors import ConfigError
 
 # MM2's client connection keys (MirrorClientConfig.CLIENT_CONFIG_DEF): these flow from the
 # cluster (or top) level into every client talking to that cluster.

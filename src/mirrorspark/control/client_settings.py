@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mirrorspark import jdk
-from mirrorspark.config.errors import ConfigError
+from mirrorspark.errors import ConfigError
 
 if TYPE_CHECKING:
     from mirrorspark.config.model import ClusterConfig

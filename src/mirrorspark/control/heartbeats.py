@@ -23,11 +23,6 @@ from mirrorspark.policy import ReplicationPolicy
 log = logging.getLogger(__name__)
 
 
-def emits_heartbeats(flow: FlowConfig) -> bool:
-    """MM2's pair rule: an enabled flow, or heartbeats enabled for the pair."""
-    return flow.enabled or flow.heartbeats.emit
-
-
 class HeartbeatEmitter:
     """The heartbeat side of one ordered pair (MM2's MirrorHeartbeatTask)."""
 
@@ -38,10 +33,9 @@ class HeartbeatEmitter:
         self.target = target
         self.replication_factor = replication_factor
         self._producer = producer({**target_conf, "acks": "all"})
-        self.enabled = flow.heartbeats.emit
 
     def start(self) -> None:
-        if self.enabled and ensure_compacted_topic(self.target, self.topic, self.replication_factor):
+        if ensure_compacted_topic(self.target, self.topic, self.replication_factor):
             log.info("pair %s: created %s on %s", self.flow.name, self.topic, self.flow.target.alias)
 
     def beat(self) -> None:

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import check_replication_factor, topic_partitions
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.policy.topic_selection import TopicSelection
 
 if TYPE_CHECKING:

@@ -25,10 +25,9 @@ from pathlib import Path
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.admin import partition_offsets
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.integrity import loss
 from mirrorspark.integrity.failover_verdict import GroupVerdict, assess, read_checkpoints
 from mirrorspark.offsets.range_log import RangeLog

@@ -15,9 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ConfigError, OperationalError
 
 PROVIDER = "mirrorspark-file"
 PROVIDER_CLASS = "io.mirrorspark.kafka.ShippedFileProvider"

@@ -14,7 +14,7 @@ from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.acl_sync import AclSync
 from mirrorspark.control.admin import check_replication_factor, partition_offsets
 from mirrorspark.control.clusters import Clusters
-from mirrorspark.control.heartbeats import HeartbeatEmitter, emits_heartbeats
+from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
 from mirrorspark.control.topic_configs import TopicConfigs
@@ -137,7 +137,7 @@ def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPol
     on a scheduler lane of its own (slow admin tasks never delay them)."""
     emitters = []
     for flow in config.flows:
-        if not (emits_heartbeats(flow) and flow.heartbeats.emit):
+        if not flow.heartbeats.emit:
             continue
         if not (flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")):
             log.warning("pair %s: no heartbeats, a cluster of the pair has no bootstrap.servers", flow.name)

@@ -14,11 +14,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import topic_partitions
 from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics

@@ -8,10 +8,9 @@ runs the module's code), so ``validate`` checks its form and that its package ex
 """
 from __future__ import annotations
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.control.client_settings import admin_settings
-from mirrorspark.control.heartbeats import emits_heartbeats
+from mirrorspark.errors import ConfigError
 from mirrorspark.pipeline.executors import files_to_ship, is_local
 from mirrorspark.pipeline.flow_query import sink_options, source_options
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS
@@ -21,9 +20,9 @@ REST_LISTENER = "mirrorspark.rest.listener"
 
 
 def heartbeat_flows(config: MirrorConfig) -> list[FlowConfig]:
-    """MM2's herder pairs that beat: the pair's flow or its heartbeats enabled, both clusters located."""
-    return [flow for flow in config.flows
-            if emits_heartbeats(flow) and flow.heartbeats.emit
+    """MM2's herder pairs that beat: ``emit.heartbeats.enabled`` for the pair (true by default, for
+    disabled flows too), both clusters located."""
+    return [flow for flow in config.flows if flow.heartbeats.emit
             and flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")]
 
 

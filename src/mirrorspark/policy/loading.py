@@ -13,9 +13,9 @@ import logging
 import re
 from collections.abc import Mapping
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.keys import builtin_policy
 from mirrorspark.config.settings import SettingsReader
+from mirrorspark.errors import ConfigError
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
 from mirrorspark.policy.identity import IdentityReplicationPolicy

@@ -18,9 +18,9 @@ from pathlib import Path
 import uvicorn
 from prometheus_client import CollectorRegistry
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.config.settings import SettingsReader
 from mirrorspark.config.values import split_list
+from mirrorspark.errors import ConfigError
 from mirrorspark.rest.controller import Controller
 from mirrorspark.rest.security import TOKEN_FILE, AllowedHosts, generate_token, is_loopback, write_private
 

@@ -12,7 +12,7 @@ import json
 
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.config.errors import ConfigError
+from mirrorspark.errors import ConfigError
 from mirrorspark.state.files import StateFiles
 
 FILE = "clusters.json"

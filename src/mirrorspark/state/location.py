@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mirrorspark.config.errors import ConfigError
+from mirrorspark.errors import ConfigError
 from mirrorspark.state.files import HadoopFiles, LocalFiles, StateFiles, java_cause
 
 KEY = "mirrorspark.state.location"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from mirrorspark.config.errors import ConfigError
 from mirrorspark.control.client_settings import librdkafka_admin, parse_jaas
+from mirrorspark.errors import ConfigError
 
 
 def test_jaas_and_truststore_mapping_errors(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
-from mirrorspark.config.errors import ConfigError
+from mirrorspark.errors import ConfigError
 from mirrorspark.pipeline.rest_controller import TranslationCache
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow

@@ -8,7 +8,9 @@ end offsets last seen), and the old offset mapping is dropped. A re-created or d
 topic is re-created by the topic refresh; the records the flow had written to the old one are
 reported lost on the target, and the offset mapping is bound to the new topic (it starts again at
 the new topic's start); a remote partition whose end went back below what the flow wrote (truncated
-by an unclean leader election) is reported and its mapping cut at the new end.
+by an unclean leader election) is reported and its mapping cut at the new end. Losses on the target
+are counted by the remote topic's id and offsets, so a check that fails half-way and runs again, or
+a truncation seen before the re-creation, never counts one record twice.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Protocol
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.admin import partition_offsets, topic_ids
-from mirrorspark.integrity.loss import LossLog
+from mirrorspark.integrity.loss import LossLog, Span
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.state.files import StateFiles
@@ -123,7 +125,8 @@ class TopicIdentity:
             if end < mark:
                 self.loss.report(names[name], partition, -1, -1,
                                  f"remote partition {name}[{partition}] was truncated on the target (an unclean "
-                                 f"leader election?): its end went back from {mark} to {end}", records=mark - end)
+                                 f"leader election?): its end went back from {mark} to {end}", records=mark - end,
+                                 span=Span.target(name, now[name], end, mark))
                 self.marks.reset_target(name, {partition: end})
                 self.mapping.truncate_remote(names[name], partition, end)  # its runs point past the end now
         for name in names:
@@ -142,7 +145,7 @@ class TopicIdentity:
                                  f"remote topic {name} was deleted on the target"
                                  f"{' and re-created' if new else ''} (topic id {old} -> {new or 'none'}): the "
                                  f"{count} record(s) its partition {partition} held after this flow's last write "
-                                 "are gone from the target", records=count)
+                                 "are gone from the target", records=count, span=Span.target(name, old, 0, count))
         ends = partition_offsets(self.target, [(name, p) for p in written]) if new else {}
         self.marks.reset_target(name, {p: ends.get((name, p), 0) for p in written})
 

@@ -1,0 +1,132 @@
+"""A lost range counts once, whichever path sees it first (the REST total and the Prometheus counter
+must agree): a topic-identity check retried after it failed half-way, the batch's source check and
+the identity check on overlapping ranges, and two threads reporting one range at the same time."""
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from mirrorspark.integrity import loss as loss_module
+from mirrorspark.integrity import topic_identity
+from mirrorspark.integrity.batch_guard import BatchGuard
+from mirrorspark.integrity.loss import LossLog, LossReport, Span, load, uncovered
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.topic_identity import TopicIdentity
+from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.sink_report import WrittenRun
+from mirrorspark.state.files import LocalFiles
+
+
+class Mapping:
+    def forget_topic(self, topic: str) -> None: ...
+
+    def bind_remote(self, topic, remote, partitions, starts) -> None: ...
+
+    def truncate_remote(self, topic, partition, end) -> None: ...
+
+
+def counted(log: LossLog) -> Counter:
+    """What the metric listener saw, per (topic, partition)."""
+    seen: Counter = Counter()
+    log.listeners.append(lambda r: seen.update({(r.topic, r.partition): r.records}))
+    return seen
+
+
+def identity(tmp_path: Path, remote_ids: dict[str, str], written: int) -> tuple[TopicIdentity, LossLog]:
+    files = LocalFiles(tmp_path)
+    files.write("topic-ids.json", json.dumps({"source": {"t": "S"}, "remote": remote_ids}))
+    marks = WriteMarks(files)
+    marks.batch_written(0, "p", [WrittenRun("a.t", p, 0, 0, written) for p in (0, 1)], {"a.t": "t"})
+    loss = LossLog(files, "a->b")
+    (tmp_path / "checkpoint").mkdir()
+    return TopicIdentity(files, "a->b", None, None, loss, marks,  # type: ignore[arg-type]
+                         SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")), Mapping()), loss
+
+
+def test_a_remote_topic_recreation_seen_again_after_a_failed_check_counts_once(tmp_path, monkeypatch):
+    """The drill's failure: the check reports the deleted remote topic, then reading the new topic's
+    ends fails (its leader not elected yet, a timeout on a loaded machine); the next round sees the
+    same old id again and reported the same 300 records per partition a second time."""
+    ident, loss = identity(tmp_path, {"a.t": "X"}, 300)
+    seen = counted(loss)
+    ends_fail = [True]
+
+    def partition_offsets(admin, parts, earliest=False, **_):
+        if admin == "target" and not earliest and ends_fail and any(t == "a.t" for t, _ in parts):
+            ends_fail.clear()
+            raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE))
+        return {p: 0 for p in parts}
+
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S"} if admin == "source"
+                        else {"a.t": "Y"})
+    monkeypatch.setattr(topic_identity, "partition_offsets", partition_offsets)
+    ident.source, ident.target = "source", "target"  # type: ignore[assignment]
+    with pytest.raises(KafkaException):
+        ident.check({"t": "a.t"}, {"t": 2})
+    ident.check({"t": "a.t"}, {"t": 2})
+    ident.check({"t": "a.t"}, {"t": 2})
+    assert seen == {("t", 0): 300, ("t", 1): 300}
+    assert loss.total() == 600 and len(load(LocalFiles(tmp_path))) == 2
+
+
+def test_a_truncation_then_the_recreation_of_one_remote_partition_counts_once(tmp_path, monkeypatch):
+    """A check that read the old id while the topic was being re-created sees the partition's end go
+    back to 0 (a truncation of the old topic), a later one the new id: one loss, counted once."""
+    ident, loss = identity(tmp_path, {"a.t": "X"}, 300)
+    seen = counted(loss)
+    ids = iter(["X", "Y", "Y"])
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S"} if admin == "source"
+                        else {"a.t": next(ids)})
+    monkeypatch.setattr(topic_identity, "partition_offsets", lambda admin, parts, **_: {p: 0 for p in parts})
+    ident.source, ident.target = "source", "target"  # type: ignore[assignment]
+    for _ in range(3):
+        ident.check({"t": "a.t"}, {"t": 2})
+    assert seen == {("t", 0): 300, ("t", 1): 300}
+
+
+def test_the_batch_check_and_a_source_recreation_on_overlapping_ranges_count_each_offset_once(tmp_path):
+    files = LocalFiles(tmp_path)
+    loss = LossLog(files, "a->b")
+    seen = counted(loss)
+    guard = BatchGuard("a->b", WriteMarks(files), loss, lambda parts: {p: 40 for p in parts},
+                       lambda parts: {p: 0 for p in parts}, fail_on_loss=False)
+    guard.after_write({("t", 0): 10}, {("t", 0): 100}, {"t": "r"}, {("r", 0): 40})  # 10..39 gone
+    loss.report("t", 0, 10, 59, "the source topic was deleted and re-created")   # 10..59 not copied
+    loss.report("t", 0, 20, 29, "seen again by a re-run batch")
+    assert seen == {("t", 0): 50} and loss.total() == 50
+    assert [r.records for r in load(files)] == [30, 20]
+
+
+def test_two_threads_reporting_one_range_at_once_count_it_once(tmp_path, monkeypatch):
+    loss = LossLog(LocalFiles(tmp_path), "a->b")
+    seen = counted(loss)
+    inside, release = threading.Event(), threading.Event()
+    real_error = loss_module.log.error
+
+    def slow_error(*args, **kwargs):  # the first reporter pauses in its log line
+        if not inside.is_set():
+            inside.set()
+            release.wait(2)
+        real_error(*args, **kwargs)
+
+    monkeypatch.setattr(loss_module.log, "error", slow_error)
+    first = threading.Thread(target=loss.report, args=("t", 0, 0, 99, "retention"))
+    first.start()
+    assert inside.wait(2)
+    loss.report("t", 0, 0, 99, "retention")  # the other thread, meanwhile
+    release.set()
+    first.join(5)
+    assert seen == {("t", 0): 100} and loss.total() == 100
+
+
+def test_uncovered_offsets_and_reports_of_earlier_versions():
+    assert uncovered(Span("l", 0, 10), [Span("l", 2, 4), Span("l", 8, 20)]) == 6
+    assert uncovered(Span("l", 0, 10), []) == 10 and uncovered(Span("l", 0, 10), [Span("l", 0, 10)]) == 0
+    old = LossReport("a->b", "t", 0, 5, 9, 5, "retention", 0.0)  # a data-loss.json entry of an earlier version
+    assert old.span() == Span("source t", 5, 10)
+    assert LossReport("a->b", "t", 0, -1, -1, 5, "remote topic deleted", 0.0).span() is None

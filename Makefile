@@ -14,9 +14,10 @@ lint: setup
 	.venv/bin/python scripts/import_cycles.py
 	.venv/bin/python scripts/import_cycles.py --packages
 
-# Everything: lint, then every test (unit and against real local brokers and Spark).
+# Everything: lint, then every test (unit and against real local brokers and Spark), two at a time
+# (each pytest worker starts its own session clusters); the 15 slowest are listed at the end.
 test: lint
-	.venv/bin/pytest
+	.venv/bin/pytest -n 2 --dist worksteal --durations=15
 
 # The unit tests only (tests/unit): no broker, no Spark, no network; under a minute.
 test-unit: setup

@@ -59,7 +59,8 @@ jvm_jar() {
   rm -rf "$out" "$BUILD/mirrorspark-jvm" && mkdir -p "$out" "$BUILD/mirrorspark-jvm"
   local clients; clients=$(ls "$BUILD"/spark-kafka-jars/kafka-clients-*.jar)
   local spark; spark=$(.venv/bin/python -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
-  javac --release 17 -nowarn -cp "$clients:$spark/*" -d "$out" $(find jvm/mirrorspark/src -name '*.java')
+  # Warnings on, and fatal: the JVM code is product code too.
+  javac --release 17 -Xlint:all,-path,-serial,-processing -Werror -cp "$clients:$spark/*" -d "$out" $(find jvm/mirrorspark/src -name '*.java')
   jar cf "$BUILD/mirrorspark-jvm/mirrorspark.jar" -C "$out" .
 }
 

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 _SOURCE_MANAGED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
                    "enable.auto.commit", "interceptor.classes", "bootstrap.servers"}
 _SINK_MANAGED = {"key.serializer", "value.serializer", "bootstrap.servers"}
+# mirrorspark's Kafka source: tasks that each read a group of partitions with one consumer.
+SOURCE_FORMAT = "io.mirrorspark.source.MirrorSource"
 
 
 def root_cause(text: str) -> str:
@@ -148,8 +150,9 @@ class FlowQuery:
             self.before_start()
         self._rerun = self.spark_log.pending()
         self._previous = None  # a rewind (re-created topic) may have rewritten the entries meanwhile
-        reader = spark.readStream.format("kafka")
+        reader = spark.readStream.format(SOURCE_FORMAT)
         options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
+        options["groups"] = str(spark.sparkContext.defaultParallelism)
         if self.takeover and self.spark_log.last_committed() is None and self._rerun is None:
             options["startingOffsets"] = self._takeover_offsets(options["startingOffsets"],
                                                                 options["subscribePattern"])

@@ -4,6 +4,8 @@ import java.util.EnumSet;
 import java.util.Map;
 import java.util.Set;
 
+import io.mirrorspark.kafka.Columns;
+import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -61,8 +63,8 @@ public final class MirrorSink implements TableProvider {
         }
 
         @Override
-        public StructType schema() {
-            return schema;
+        public Column[] columns() {
+            return Columns.of(schema);
         }
 
         @Override

@@ -1,0 +1,224 @@
+"""Many quiet partitions, side by side: real MirrorMaker 2 and mirrorspark on the same local brokers,
+one after the other (MM2 ``tasks.max`` = Spark ``local[N]`` = N cores).
+
+Per partition count P (topics of 10 partitions, 20 records of 100 B in each partition):
+- full sync: process start -> the target holds all P x 20 records;
+- CPU while idle: user + system seconds of the replicator's process tree over ``--idle-seconds``
+  after the sync (nothing produced);
+- latency of a one-record-per-second topic among the quiet ones: p50/p99 of arrival time minus the
+  source timestamp, over ``--pulse-seconds``;
+- peak RSS of the process tree over the whole run.
+
+    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000] [--only mm2|mirrorspark]
+
+Prints a table and writes bench/results/partition_scale.json (with the commit and the machine).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic, OffsetSpec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mm2_vs_mirrorspark import BROKER_JVM, RssSampler, launch, percentile, stop  # noqa: E402
+
+from mirrorspark.control.admin import admin_client  # noqa: E402
+from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PER_TOPIC = 10
+RECORDS_PER_PARTITION = 20
+SIZE = 100
+
+
+def machine() -> dict:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown")
+    return {"commit": commit.strip() + ("+dirty" if dirty else ""), "cpus": os.cpu_count(), "cpu": model}
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            stats[int(entry)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    ticks, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        if p in stats:
+            ticks += int(stats[p][11]) + int(stats[p][12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def target_total(admin, topics: list[str]) -> int:
+    """Sum of the end offsets of ``topics`` on the target (missing topics count 0)."""
+    listed = admin.list_topics(timeout=10).topics
+    wanted = {TopicPartition(t, p): OffsetSpec.latest() for t in topics if t in listed
+              for p in listed[t].partitions}
+    if not wanted:
+        return 0
+    total = 0
+    for future in admin.list_offsets(wanted, request_timeout=20).values():
+        try:
+            total += future.result().offset
+        except Exception:  # noqa: BLE001 - a partition just created: no leader yet, counted next round
+            pass
+    return total
+
+
+def fill(bootstrap: str, prefix: str, partitions: int) -> list[str]:
+    topics = [f"{prefix}-{i:04d}" for i in range(partitions // PER_TOPIC)]
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(t, PER_TOPIC, 1) for t in topics] + [NewTopic(f"{prefix}-pulse", 1, 1)],
+                                 operation_timeout=60).values():
+        f.result(120)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    payload = b"q" * SIZE
+    for t in topics:
+        for p in range(PER_TOPIC):
+            for _ in range(RECORDS_PER_PARTITION):
+                producer.produce(t, payload, partition=p)
+            producer.poll(0)
+    producer.flush(120)
+    return topics
+
+
+def pulse_latency(clusters: dict[str, str], topic: str, remote: str, seconds: int) -> dict:
+    """One record per second on ``topic``; a target consumer measures arrival - source timestamp."""
+    latencies: list[float] = []
+    consumer = Consumer({"bootstrap.servers": clusters["dst"], "group.id": f"pulse-{time.time_ns()}",
+                         "auto.offset.reset": "latest", "enable.auto.commit": False, "fetch.wait.max.ms": 10})
+    consumer.subscribe([remote])
+    done = threading.Event()
+
+    def consume() -> None:
+        while not done.is_set():
+            for m in consumer.consume(100, timeout=0.1):
+                if m.error() is None:
+                    latencies.append(time.time() * 1000 - m.timestamp()[1])
+
+    deadline = time.monotonic() + 30
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    producer = Producer({"bootstrap.servers": clusters["src"], "linger.ms": 0, "acks": "all"})
+    for _ in range(seconds):
+        producer.produce(topic, b"p" * SIZE, timestamp=int(time.time() * 1000))
+        producer.flush(10)
+        time.sleep(1)
+    time.sleep(15)  # the last records arrive
+    done.set()
+    reader.join(10)
+    consumer.close()
+    return {"sent": seconds, "seen": len(latencies), "p50_ms": round(percentile(latencies, 0.5), 1),
+            "p99_ms": round(percentile(latencies, 0.99), 1)}
+
+
+def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, args) -> dict:
+    prefix = f"q{partitions}{tool[:2]}"
+    topics = fill(clusters["src"], prefix, partitions)
+    remote = [f"src.{t}" for t in topics]
+    expected = partitions * RECORDS_PER_PARTITION
+    target = admin_client({"bootstrap.servers": clusters["dst"]})
+    started = time.monotonic()
+    proc = launch(tool, work / f"{tool}-{partitions}", clusters, f"{prefix}-.*", args.cores, args.extra)
+    sampler = RssSampler(proc.pid)
+    sampler.start()
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{tool} exited with {proc.returncode}; see {work / f'{tool}-{partitions}'}")
+            if target_total(target, remote) >= expected:
+                break
+            if time.monotonic() - started > args.timeout:
+                raise RuntimeError(f"{tool}: {partitions} partitions not synced within {args.timeout} s")
+            time.sleep(0.5)
+        sync = time.monotonic() - started
+        print(f"[{tool} {partitions}] full sync in {sync:.1f} s", flush=True)
+        time.sleep(10)  # settle: the last batch commits, checkpoints are written once
+        cpu0 = tree_cpu_seconds(proc.pid)
+        time.sleep(args.idle_seconds)
+        idle = (tree_cpu_seconds(proc.pid) - cpu0) * 60 / args.idle_seconds
+        print(f"[{tool} {partitions}] idle CPU {idle:.1f} s per 60 s", flush=True)
+        pulse = pulse_latency(clusters, f"{prefix}-pulse", f"src.{prefix}-pulse", args.pulse_seconds)
+        print(f"[{tool} {partitions}] pulse {pulse}", flush=True)
+    finally:
+        peak = sampler.stop()
+        stop(proc)
+    return {"full_sync_seconds": round(sync, 1), "idle_cpu_seconds_per_60s": round(idle, 1),
+            "pulse": pulse, "peak_rss_mb": round(peak / 2**20)}
+
+
+def table(result: dict) -> list[str]:
+    lines = ["| partitions | full sync, s: MM2 / mirrorspark | CPU while idle, s per 60 s | "
+             "p50 of the one-per-second records, ms | peak RSS, MB |", "|---|---|---|---|---|"]
+    for count, runs in sorted(result["runs"].items(), key=lambda kv: int(kv[0])):
+        if "mm2" not in runs or "mirrorspark" not in runs:
+            continue
+        m, s = runs["mm2"], runs["mirrorspark"]
+
+        def pair(a: float, b: float) -> str:
+            return f"{a:,} / {b:,} ({b / a:.2f}x)" if a else f"{a:,} / {b:,}"
+        lines.append(f"| {int(count):,} | {pair(m['full_sync_seconds'], s['full_sync_seconds'])} | "
+                     f"{pair(m['idle_cpu_seconds_per_60s'], s['idle_cpu_seconds_per_60s'])} | "
+                     f"{m['pulse']['p50_ms']:,} / {s['pulse']['p50_ms']:,} | "
+                     f"{pair(m['peak_rss_mb'], s['peak_rss_mb'])} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", default="60,600,3000", help="comma-separated partition counts")
+    parser.add_argument("--only", choices=("mm2", "mirrorspark"))
+    parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--idle-seconds", type=int, default=60)
+    parser.add_argument("--pulse-seconds", type=int, default=30)
+    parser.add_argument("--timeout", type=float, default=1200)
+    parser.add_argument("--extra", action="append", default=[], metavar="'KEY = VALUE'",
+                        help="an extra mm2.properties line for mirrorspark only")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "partition_scale.json")
+    args = parser.parse_args()
+
+    work = ROOT / "state" / "bench-partitions"
+    shutil.rmtree(work, ignore_errors=True)
+    local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
+    local.down(purge=True)
+    clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+    result: dict = {"machine": machine(), "settings": {**vars(args), "out": str(args.out)}, "runs": {}}
+    try:
+        for count in (int(c) for c in args.partitions.split(",")):
+            for tool in ("mm2", "mirrorspark"):
+                if args.only in (None, tool):
+                    run = one_run(tool, count, clusters, work, args)
+                    result["runs"].setdefault(str(count), {})[tool] = run
+                    args.out.parent.mkdir(parents=True, exist_ok=True)
+                    args.out.write_text(json.dumps(result, indent=2))
+    finally:
+        local.down(purge=True)
+    print("\n".join(table(result)))
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

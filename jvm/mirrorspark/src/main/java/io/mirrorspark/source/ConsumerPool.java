@@ -1,0 +1,94 @@
+package io.mirrorspark.source;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Idle consumers of an executor JVM, by settings, reused across batches: a new consumer per task
+ * would pay a metadata round trip and new broker connections every batch. A task takes one,
+ * assigns it its partitions and gives it back; one that failed is closed instead. Consumers idle
+ * for five minutes are closed (a flow that stopped, or fewer tasks than before).
+ */
+final class ConsumerPool {
+    private static final long IDLE_MS = 5 * 60_000L;
+    private static final Map<Map<String, String>, Deque<Idle>> POOL = new HashMap<>();
+
+    private static final class Idle {
+        final KafkaConsumer<byte[], byte[]> consumer;
+        final long since;
+
+        Idle(KafkaConsumer<byte[], byte[]> consumer, long since) {
+            this.consumer = consumer;
+            this.since = since;
+        }
+    }
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            synchronized (POOL) {
+                for (Deque<Idle> idle : POOL.values()) {
+                    for (Idle i : idle) {
+                        i.consumer.close(Duration.ofSeconds(2));
+                    }
+                }
+                POOL.clear();
+            }
+        }, "mirrorspark-consumers-close"));
+    }
+
+    private ConsumerPool() {
+    }
+
+    static KafkaConsumer<byte[], byte[]> acquire(Map<String, String> settings) {
+        synchronized (POOL) {
+            Deque<Idle> idle = POOL.get(settings);
+            Idle found = idle == null ? null : idle.pollFirst();
+            if (found != null) {
+                return found.consumer;
+            }
+        }
+        return create(settings);
+    }
+
+    static void release(Map<String, String> settings, KafkaConsumer<byte[], byte[]> consumer, boolean failed) {
+        if (failed) {
+            consumer.close(Duration.ofSeconds(2));
+            return;
+        }
+        consumer.unsubscribe();
+        long now = System.currentTimeMillis();
+        java.util.List<KafkaConsumer<byte[], byte[]>> expired = new java.util.ArrayList<>();
+        synchronized (POOL) {
+            POOL.computeIfAbsent(settings, s -> new ArrayDeque<>()).addFirst(new Idle(consumer, now));
+            for (Deque<Idle> idle : POOL.values()) {
+                for (Iterator<Idle> it = idle.iterator(); it.hasNext(); ) {
+                    Idle i = it.next();
+                    if (now - i.since > IDLE_MS) {
+                        it.remove();
+                        expired.add(i.consumer);
+                    }
+                }
+            }
+        }
+        for (KafkaConsumer<byte[], byte[]> c : expired) {
+            c.close(Duration.ofSeconds(2));
+        }
+    }
+
+    private static KafkaConsumer<byte[], byte[]> create(Map<String, String> settings) {
+        Map<String, Object> config = new HashMap<>(settings);
+        config.remove("group.id");
+        config.put("enable.auto.commit", "false");
+        config.put("auto.offset.reset", "none");
+        config.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        config.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        return new KafkaConsumer<>(config);
+    }
+}

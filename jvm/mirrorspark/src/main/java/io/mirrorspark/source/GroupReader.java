@@ -1,0 +1,200 @@
+package io.mirrorspark.source;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One task: a single consumer reads every range of its group, each partition from its first offset
+ * up to (not including) its end, in order. A partition is done when the consumer's position
+ * reaches the end, which also covers offsets with no record (transaction markers, compaction).
+ * Records retention removed before they were read are skipped from the earliest offset left
+ * (mirrorspark reports the gap from the batch's first written offsets); a partition that stops
+ * answering (its topic deleted) is given up after {@code pollTimeoutMs}, and a shrunken one
+ * (re-created) when its end is behind our position.
+ */
+final class GroupReader implements PartitionReader<InternalRow> {
+    private static final Logger LOG = LoggerFactory.getLogger(GroupReader.class);
+    private static final long CHECK_MS = 2_000L;
+
+    private final SourceSettings settings;
+    private final KafkaConsumer<byte[], byte[]> consumer;
+    private final Map<TopicPartition, Long> until = new HashMap<>();
+    private final Set<TopicPartition> open = new HashSet<>();
+    private final Map<TopicPartition, UTF8String> topicNames = new HashMap<>();
+    private Iterator<ConsumerRecord<byte[], byte[]>> buffered = java.util.Collections.emptyIterator();
+    private InternalRow current;
+    private boolean failed = true;
+    private long lastProgress = System.currentTimeMillis();
+    private long lastCheck = System.currentTimeMillis();
+
+    GroupReader(SourceSettings settings, List<OffsetRange> ranges) {
+        this.settings = settings;
+        this.consumer = ConsumerPool.acquire(settings.consumer);
+        List<TopicPartition> assigned = new ArrayList<>();
+        for (OffsetRange r : ranges) {
+            TopicPartition tp = new TopicPartition(r.topic, r.partition);
+            assigned.add(tp);
+            until.put(tp, r.until);
+            topicNames.put(tp, UTF8String.fromString(r.topic));
+            if (r.until > r.from) {
+                open.add(tp);
+            }
+        }
+        consumer.assign(assigned);
+        for (OffsetRange r : ranges) {
+            consumer.seek(new TopicPartition(r.topic, r.partition), r.from);
+        }
+        pauseDone();
+    }
+
+    @Override
+    public boolean next() {
+        while (true) {
+            while (buffered.hasNext()) {
+                ConsumerRecord<byte[], byte[]> r = buffered.next();
+                TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+                Long end = until.get(tp);
+                if (end == null || r.offset() >= end || !open.contains(tp)) {
+                    continue;
+                }
+                current = row(r, topicNames.get(tp));
+                return true;
+            }
+            closeFinished();
+            if (open.isEmpty()) {
+                failed = false;
+                return false;
+            }
+            poll();
+        }
+    }
+
+    private void poll() {
+        ConsumerRecords<byte[], byte[]> records;
+        try {
+            records = consumer.poll(Duration.ofMillis(200));
+        } catch (OffsetOutOfRangeException e) {
+            skipToEarliest(e.partitions());
+            return;
+        }
+        long now = System.currentTimeMillis();
+        if (!records.isEmpty()) {
+            lastProgress = now;
+            lastCheck = now;
+            buffered = records.iterator();
+            return;
+        }
+        if (now - lastCheck >= CHECK_MS) {
+            lastCheck = now;
+            checkStalled(now);
+        }
+    }
+
+    /** Partitions whose position reached their end are done; paused so no more is fetched for them. */
+    private void closeFinished() {
+        List<TopicPartition> done = new ArrayList<>();
+        for (TopicPartition tp : open) {
+            if (consumer.position(tp) >= until.get(tp)) {
+                done.add(tp);
+            }
+        }
+        if (!done.isEmpty()) {
+            open.removeAll(done);
+            consumer.pause(done);
+        }
+    }
+
+    private void pauseDone() {
+        List<TopicPartition> done = new ArrayList<>(until.keySet());
+        done.removeAll(open);
+        if (!done.isEmpty()) {
+            consumer.pause(done);
+        }
+    }
+
+    private void skipToEarliest(Collection<TopicPartition> lost) {
+        Map<TopicPartition, Long> earliest = consumer.beginningOffsets(lost, Duration.ofSeconds(30));
+        for (TopicPartition tp : lost) {
+            long to = earliest.getOrDefault(tp, until.get(tp));
+            LOG.warn("{}: offsets before {} are gone from the source (retention or deletion); reading on from there",
+                tp, to);
+            consumer.seek(tp, Math.min(to, until.get(tp)));
+        }
+    }
+
+    /** Nothing came for a while: give up partitions whose end moved behind us or that stopped answering. */
+    private void checkStalled(long now) {
+        List<TopicPartition> waiting = new ArrayList<>(open);
+        Map<TopicPartition, Long> ends;
+        try {
+            ends = consumer.endOffsets(waiting, Duration.ofSeconds(10));  // the stable end in read_committed
+        } catch (RuntimeException e) {
+            ends = new HashMap<>();
+            LOG.debug("end offsets of {} unavailable: {}", waiting, e.toString());
+        }
+        for (TopicPartition tp : waiting) {
+            Long end = ends.get(tp);
+            long position = consumer.position(tp);
+            if (end != null && end <= position) {
+                LOG.warn("{}: ends at {}, before the batch's end {}; the rest is not there to read", tp, end,
+                    until.get(tp));
+                giveUp(tp);
+            } else if (now - lastProgress > settings.pollTimeoutMs) {
+                LOG.warn("{}: no record for {} ms at offset {} (topic deleted?); the rest of this batch's range is "
+                    + "skipped", tp, now - lastProgress, position);
+                giveUp(tp);
+            }
+        }
+    }
+
+    private void giveUp(TopicPartition tp) {
+        open.remove(tp);
+        consumer.pause(List.of(tp));
+    }
+
+    private static InternalRow row(ConsumerRecord<byte[], byte[]> r, UTF8String topic) {
+        GenericArrayData headers = null;
+        Header[] hs = r.headers().toArray();
+        if (hs.length > 0) {
+            Object[] rows = new Object[hs.length];
+            for (int i = 0; i < hs.length; i++) {
+                rows[i] = new GenericInternalRow(new Object[] {UTF8String.fromString(hs[i].key()), hs[i].value()});
+            }
+            headers = new GenericArrayData(rows);
+        }
+        return new GenericInternalRow(new Object[] {
+            r.key(), r.value(), topic, r.partition(), r.offset(),
+            r.timestamp() * 1000L, r.timestampType().id, headers});
+    }
+
+    @Override
+    public InternalRow get() {
+        return current;
+    }
+
+    @Override
+    public void close() {
+        ConsumerPool.release(settings.consumer, consumer, failed);
+    }
+}

@@ -1,0 +1,241 @@
+package io.mirrorspark.source;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.spark.SparkContext;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The driver side: which partitions the pattern matches (re-listed every {@code topicRefreshMs}),
+ * where each ends (one ListOffsets per trigger, through one driver consumer whose isolation level
+ * gives the stable end in read_committed), and the batch's tasks ({@link RangeGroups}).
+ *
+ * New partitions start at their earliest offset, as with Spark's Kafka source; a partition gone
+ * from the source or whose end went back is left out of the batch with a warning (mirrorspark's
+ * guard reports and counts the loss).
+ */
+final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissionControl {
+    private static final Logger LOG = LoggerFactory.getLogger(GroupedMicroBatchStream.class);
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    private final SourceSettings settings;
+    private final String checkpointLocation;
+    private final Pattern pattern;
+    private KafkaConsumer<byte[], byte[]> driver;
+    private List<TopicPartition> partitions = List.of();
+    private long listedAt;
+
+    GroupedMicroBatchStream(SourceSettings settings, String checkpointLocation) {
+        this.settings = settings;
+        this.checkpointLocation = checkpointLocation;
+        this.pattern = Pattern.compile(settings.pattern);
+    }
+
+    private KafkaConsumer<byte[], byte[]> driver() {
+        if (driver == null) {
+            Map<String, Object> config = new HashMap<>(settings.consumer);
+            config.remove("group.id");
+            config.put("enable.auto.commit", "false");
+            config.put("key.deserializer", ByteArrayDeserializer.class.getName());
+            config.put("value.deserializer", ByteArrayDeserializer.class.getName());
+            driver = new KafkaConsumer<>(config);
+        }
+        return driver;
+    }
+
+    /** The partitions the pattern matches now (listed again when the last listing is older than the refresh). */
+    private List<TopicPartition> partitions(boolean fresh) {
+        long now = System.currentTimeMillis();
+        if (fresh || now - listedAt >= settings.topicRefreshMs) {
+            List<TopicPartition> found = new ArrayList<>();
+            for (Map.Entry<String, List<PartitionInfo>> topic : driver().listTopics(TIMEOUT).entrySet()) {
+                if (pattern.matcher(topic.getKey()).matches()) {
+                    for (PartitionInfo p : topic.getValue()) {
+                        found.add(new TopicPartition(p.topic(), p.partition()));
+                    }
+                }
+            }
+            partitions = found;
+            listedAt = now;
+        }
+        return partitions;
+    }
+
+    private Map<TopicPartition, Long> ends(Collection<TopicPartition> tps) {
+        return tps.isEmpty() ? new HashMap<>() : new HashMap<>(driver().endOffsets(tps, TIMEOUT));
+    }
+
+    private Map<TopicPartition, Long> earliest(Collection<TopicPartition> tps) {
+        return tps.isEmpty() ? new HashMap<>() : new HashMap<>(driver().beginningOffsets(tps, TIMEOUT));
+    }
+
+    @Override
+    public synchronized Offset initialOffset() {
+        Path file = new Path(checkpointLocation, "mirrorspark-initial-offsets");
+        try {
+            FileSystem fs = file.getFileSystem(SparkContext.getOrCreate().hadoopConfiguration());
+            if (fs.exists(file)) {
+                try (InputStream in = fs.open(file)) {
+                    return PartitionOffsets.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+                }
+            }
+            PartitionOffsets initial = resolveStart();
+            // Kept so a restart before the first batch commits starts from the same place ("latest" moves).
+            try (OutputStream out = fs.create(file, true)) {
+                out.write(initial.json().getBytes(StandardCharsets.UTF_8));
+            }
+            return initial;
+        } catch (IOException e) {
+            throw new IllegalStateException("the source's initial offsets at " + file + ": " + e, e);
+        }
+    }
+
+    private PartitionOffsets resolveStart() {
+        List<TopicPartition> now = partitions(true);
+        String start = settings.startingOffsets.trim();
+        if (start.equalsIgnoreCase("earliest")) {
+            return new PartitionOffsets(earliest(now));
+        }
+        if (start.equalsIgnoreCase("latest")) {
+            return new PartitionOffsets(ends(now));
+        }
+        Map<TopicPartition, Long> given = PartitionOffsets.parse(start).positions();
+        Map<TopicPartition, Long> earliest = earliest(now);
+        Map<TopicPartition, Long> latest = ends(now);
+        Map<TopicPartition, Long> out = new HashMap<>();
+        for (TopicPartition tp : now) {
+            long at = given.getOrDefault(tp, -2L);
+            out.put(tp, at == -2L ? earliest.get(tp) : at == -1L ? latest.get(tp) : at);
+        }
+        return new PartitionOffsets(out);
+    }
+
+    @Override
+    public Offset latestOffset() {
+        throw new UnsupportedOperationException("latestOffset(Offset, ReadLimit) is used");
+    }
+
+    @Override
+    public ReadLimit getDefaultReadLimit() {
+        return settings.maxRecords > 0 ? ReadLimit.maxRows(settings.maxRecords) : ReadLimit.allAvailable();
+    }
+
+    @Override
+    public synchronized Offset latestOffset(Offset startOffset, ReadLimit limit) {
+        Map<TopicPartition, Long> start = ((PartitionOffsets) startOffset).positions();
+        Map<TopicPartition, Long> latest = ends(partitions(false));
+        if (!(limit instanceof ReadMaxRows)) {
+            return new PartitionOffsets(latest);
+        }
+        long max = ((ReadMaxRows) limit).maxRows();
+        List<TopicPartition> added = new ArrayList<>(latest.keySet());
+        added.removeAll(start.keySet());
+        Map<TopicPartition, Long> from = new HashMap<>(start);
+        from.putAll(earliest(added));
+        long total = 0;
+        for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
+            total += Math.max(0L, e.getValue() - from.getOrDefault(e.getKey(), e.getValue()));
+        }
+        if (total <= max) {
+            return new PartitionOffsets(latest);
+        }
+        Map<TopicPartition, Long> bounded = new HashMap<>();
+        for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
+            long begin = from.getOrDefault(e.getKey(), e.getValue());
+            long size = e.getValue() - begin;
+            if (size <= 0) {
+                bounded.put(e.getKey(), e.getValue());
+                continue;
+            }
+            double share = (double) max * size / total;
+            long step = share < 1 ? (long) Math.ceil(share) : (long) Math.floor(share);
+            bounded.put(e.getKey(), begin + Math.min(size, step));
+        }
+        return new PartitionOffsets(bounded);
+    }
+
+    @Override
+    public synchronized InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
+        Map<TopicPartition, Long> start = ((PartitionOffsets) startOffset).positions();
+        Map<TopicPartition, Long> end = ((PartitionOffsets) endOffset).positions();
+        List<TopicPartition> added = new ArrayList<>(end.keySet());
+        added.removeAll(start.keySet());
+        Map<TopicPartition, Long> from = new HashMap<>(start);
+        from.putAll(earliest(added));
+        for (TopicPartition gone : start.keySet()) {
+            if (!end.containsKey(gone)) {
+                LOG.warn("{} is gone from the source (topic deleted?); records after offset {} were not read", gone,
+                    start.get(gone));
+            }
+        }
+        List<OffsetRange> ranges = new ArrayList<>();
+        for (Map.Entry<TopicPartition, Long> e : end.entrySet()) {
+            TopicPartition tp = e.getKey();
+            long begin = from.getOrDefault(tp, e.getValue());
+            if (e.getValue() < begin) {
+                LOG.warn("{} went back from offset {} to {} (topic re-created?); read again from the new earliest", tp,
+                    begin, e.getValue());
+                continue;
+            }
+            ranges.add(new OffsetRange(tp.topic(), tp.partition(), begin, e.getValue()));
+        }
+        List<List<OffsetRange>> groups = RangeGroups.split(ranges, settings.groups);
+        InputPartition[] out = new InputPartition[groups.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = new GroupPartition(groups.get(i));
+        }
+        return out;
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+        return new GroupReaderFactory(settings);
+    }
+
+    @Override
+    public Offset deserializeOffset(String json) {
+        return PartitionOffsets.parse(json);
+    }
+
+    @Override
+    public void commit(Offset end) {
+        // Nothing to commit on the source cluster: positions live in Spark's offset log.
+    }
+
+    @Override
+    public synchronized void stop() {
+        if (driver != null) {
+            driver.close(Duration.ofSeconds(5));
+            driver = null;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "mirrorspark Kafka source (" + settings.pattern + ")";
+    }
+}

@@ -1,0 +1,69 @@
+package io.mirrorspark.source;
+
+import java.io.Serializable;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * The source's options, resolved once on the driver and shipped to executors with each task:
+ * {@code kafka.*} (the consumer's settings), {@code subscribePattern} (Java regex, whole topic
+ * names), {@code startingOffsets} (earliest, latest or partition JSON with -2/-1),
+ * {@code maxOffsetsPerTrigger} (0: no bound), {@code groups} (tasks per batch) and
+ * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering).
+ */
+public final class SourceSettings implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    public final Map<String, String> consumer;
+    public final String pattern;
+    public final String startingOffsets;
+    public final long maxRecords;
+    public final int groups;
+    public final long pollTimeoutMs;
+    public final long topicRefreshMs;
+    public final long idlePollMs;
+
+    public SourceSettings(Map<String, String> options) {
+        Map<String, String> kafka = new HashMap<>();
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            if (e.getKey().toLowerCase(java.util.Locale.ROOT).startsWith("kafka.")) {
+                kafka.put(e.getKey().substring("kafka.".length()), e.getValue());
+            }
+        }
+        if (!kafka.containsKey("bootstrap.servers")) {
+            throw new IllegalArgumentException("kafka.bootstrap.servers is required");
+        }
+        this.consumer = kafka;
+        this.pattern = required(options, "subscribePattern");
+        Pattern.compile(pattern);
+        this.startingOffsets = get(options, "startingOffsets", "latest");
+        this.maxRecords = Long.parseLong(get(options, "maxOffsetsPerTrigger", "0"));
+        this.groups = Math.max(1, Integer.parseInt(get(options, "groups", "2")));
+        this.pollTimeoutMs = Long.parseLong(get(options, "pollTimeoutMs", "120000"));
+        this.topicRefreshMs = Long.parseLong(get(options, "topicRefreshMs", "1000"));
+        this.idlePollMs = Long.parseLong(get(options, "idlePollMs", "100"));
+    }
+
+    /** read_committed: end offsets are the last stable offsets, as the consumer reads them. */
+    public boolean readCommitted() {
+        return "read_committed".equalsIgnoreCase(consumer.getOrDefault("isolation.level", "").trim());
+    }
+
+    private static String get(Map<String, String> options, String key, String fallback) {
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            if (e.getKey().equalsIgnoreCase(key)) {
+                return e.getValue();
+            }
+        }
+        return fallback;
+    }
+
+    private static String required(Map<String, String> options, String key) {
+        String value = get(options, key, null);
+        if (value == null || value.isEmpty()) {
+            throw new IllegalArgumentException(key + " is required");
+        }
+        return value;
+    }
+}

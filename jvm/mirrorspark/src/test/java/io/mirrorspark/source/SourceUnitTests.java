@@ -1,0 +1,94 @@
+package io.mirrorspark.source;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * The source's planning logic without brokers or Spark: run by tests/unit/test_jvm_units.py
+ * (exit code 1 and the failed check on standard error when one fails).
+ */
+public final class SourceUnitTests {
+    private static int checks;
+
+    private SourceUnitTests() {
+    }
+
+    private static void check(boolean ok, String what) {
+        checks++;
+        if (!ok) {
+            throw new AssertionError(what);
+        }
+    }
+
+    static void groupsAreBalancedByRecords() {
+        List<OffsetRange> ranges = new ArrayList<>();
+        ranges.add(new OffsetRange("busy", 0, 0, 1000));
+        ranges.add(new OffsetRange("busy", 1, 0, 900));
+        for (int p = 0; p < 20; p++) {
+            ranges.add(new OffsetRange("quiet", p, 5, 10));
+        }
+        List<List<OffsetRange>> groups = RangeGroups.split(ranges, 2);
+        check(groups.size() == 2, "two groups, got " + groups.size());
+        long a = groups.get(0).stream().mapToLong(OffsetRange::size).sum();
+        long b = groups.get(1).stream().mapToLong(OffsetRange::size).sum();
+        check(a + b == 2000, "every record planned once: " + (a + b));
+        check(Math.abs(a - b) <= 100, "balanced by records: " + a + " vs " + b);
+        check(groups.get(0).get(0).partition != groups.get(1).get(0).partition, "the two busy partitions apart");
+    }
+
+    static void everyPartitionInExactlyOneGroup() {
+        List<OffsetRange> ranges = new ArrayList<>();
+        for (int p = 0; p < 3000; p++) {
+            ranges.add(new OffsetRange("t" + (p / 10), p % 10, 0, 20));
+        }
+        ranges.add(new OffsetRange("empty", 0, 7, 7));
+        List<List<OffsetRange>> groups = RangeGroups.split(ranges, 4);
+        check(groups.size() == 4, "3,000 partitions in 4 tasks, got " + groups.size());
+        Set<String> seen = new HashSet<>();
+        for (List<OffsetRange> g : groups) {
+            check(g.size() == 750, "750 partitions per task, got " + g.size());
+            for (OffsetRange r : g) {
+                check(seen.add(r.topic + "-" + r.partition), "planned twice: " + r);
+            }
+        }
+        check(seen.size() == 3000 && !seen.contains("empty-0"), "every partition with records, no empty range");
+    }
+
+    static void fewerRangesThanGroups() {
+        List<List<OffsetRange>> groups = RangeGroups.split(List.of(new OffsetRange("t", 0, 0, 1)), 8);
+        check(groups.size() == 1, "one range, one task");
+        check(RangeGroups.split(List.of(), 8).isEmpty(), "nothing to read, no task");
+    }
+
+    static void offsetsJsonRoundTrip() {
+        Map<TopicPartition, Long> positions = new HashMap<>();
+        positions.put(new TopicPartition("a.b", 10), 7L);
+        positions.put(new TopicPartition("a.b", 2), 0L);
+        positions.put(new TopicPartition("q\"uote", 0), 123456789012L);
+        String json = new PartitionOffsets(positions).json();
+        check(json.equals("{\"a.b\":{\"2\":0,\"10\":7},\"q\\\"uote\":{\"0\":123456789012}}"), "Spark's JSON, sorted: " + json);
+        check(PartitionOffsets.parse(json).positions().equals(positions), "parses back");
+        check(PartitionOffsets.parse("{\"t\":{\"0\":-2,\"1\":-1}}").positions().get(new TopicPartition("t", 1)) == -1L,
+            "earliest/latest markers kept for the caller");
+        try {
+            PartitionOffsets.parse("[1]");
+            check(false, "a non-object is refused");
+        } catch (IllegalArgumentException expected) {
+            checks++;
+        }
+    }
+
+    public static void main(String[] args) {
+        groupsAreBalancedByRecords();
+        everyPartitionInExactlyOneGroup();
+        fewerRangesThanGroups();
+        offsetsJsonRoundTrip();
+        System.out.println("ok: " + checks + " checks");
+    }
+}

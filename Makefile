@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo lint test test-unit bench dist clean
+.PHONY: setup demo lint test test-unit bench bench-partitions dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -9,7 +9,7 @@ demo: setup
 
 # ruff and mypy, as configured in pyproject.toml.
 lint: setup
-	.venv/bin/ruff check src tests scripts
+	.venv/bin/ruff check src tests scripts bench
 	.venv/bin/mypy
 	.venv/bin/python scripts/import_cycles.py
 	.venv/bin/python scripts/import_cycles.py --packages
@@ -26,6 +26,12 @@ test-unit: setup
 # Real MirrorMaker 2 vs mirrorspark on the same local brokers (5-10 minutes on 2 cores).
 bench: setup
 	.venv/bin/python bench/mm2_vs_mirrorspark.py
+	.venv/bin/python bench/render_readme.py
+
+# Many quiet partitions (60, 600, 3,000) vs real MM2: full sync, idle CPU, latency, memory (about 25 minutes).
+bench-partitions: setup
+	.venv/bin/python bench/partition_scale.py
+	.venv/bin/python bench/render_readme.py
 
 # The wheel for `pip install` (mirrorspark's jar inside; see README "Install with pip").
 dist: setup

@@ -52,6 +52,21 @@ QUIET_LOG4J = ("status = error\nrootLogger.level = WARN\nrootLogger.appenderRef.
 
 
 # -- small helpers -------------------------------------------------------------------------------
+def machine() -> dict:
+    """The commit measured and the machine it ran on, kept in every result file."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown")
+    kafka = sorted(p.name for p in paths.kafka_libs().glob("kafka-clients-*.jar"))
+    import pyspark
+    return {"commit": git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain",
+                                                                              "--untracked-files=no") else ""),
+            "cpus": os.cpu_count(), "cpu": model, "platform": platform.platform(),
+            "python": platform.python_version(), "pyspark": pyspark.__version__,
+            "kafka_clients": kafka[0].removeprefix("kafka-clients-").removesuffix(".jar") if kafka else "unknown"}
+
+
 def create(bootstrap: str, topic: str, partitions: int) -> None:
     admin = admin_client({"bootstrap.servers": bootstrap})  # kept alive until the futures resolve
     for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
@@ -119,7 +134,8 @@ def producer_perf(bootstrap: str, topic: str, records: int, size: int, log: Path
     """Kafka's ProducerPerformance with PRODUCER settings; returns records/s it reports."""
     props = [f"{k}={v}" for k, v in {**PRODUCER, "bootstrap.servers": bootstrap}.items()]
     (log.parent / "log4j2.properties").write_text(QUIET_LOG4J)
-    out = subprocess.run([java_executable(), "-Xmx512m", f"-Dlog4j2.configurationFile={log.parent / 'log4j2.properties'}",
+    log4j = f"-Dlog4j2.configurationFile={log.parent / 'log4j2.properties'}"
+    out = subprocess.run([java_executable(), "-Xmx512m", log4j,
                           "-cp", f"{paths.kafka_libs()}/*", "org.apache.kafka.tools.ProducerPerformance",
                           "--topic", topic, "--num-records", str(records), "--record-size", str(size),
                           "--throughput", "-1", "--producer-props", *props],
@@ -283,7 +299,8 @@ def failover_redelivery(clusters: dict[str, str], topic: str, remote: str, group
 def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master: str | None = None) -> dict:
     """One replicator over fresh topics; ``master``: mirrorspark on that Spark cluster (RSS is then
     the driver's alone: executors are children of the Spark workers)."""
-    backlog, steady = f"backlog-{tool}", f"steady-{tool}"
+    tag = getattr(args, "tag", "")  # the extra record sizes copy topics of their own
+    backlog, steady = f"backlog-{tool}{tag}", f"steady-{tool}{tag}"
     create(clusters["src"], backlog, args.partitions)
     create(clusters["src"], steady, args.partitions)
     print(f"[{tool}] filling {args.records:,} x {args.size} B into {backlog} ...", flush=True)
@@ -291,7 +308,7 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     remote = f"src.{backlog}"
     started = time.monotonic()
     extra = [] if tool == "mm2" else args.extra + (BOUNDED_EXTRA if tool == BOUNDED else [])
-    proc = launch("mm2" if tool == "mm2" else "mirrorspark", work / tool, clusters, f"{backlog}, {steady}",
+    proc = launch("mm2" if tool == "mm2" else "mirrorspark", work / f"{tool}{tag}", clusters, f"{backlog}, {steady}",
                   args.cores, extra, master)
     sampler = RssSampler(proc.pid)
     sampler.start()
@@ -299,13 +316,12 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
         copy = wait_for_copy(clusters["dst"], remote, args.records, args.timeout, started,
                              lambda: None if proc.poll() is None else
                              f"{tool} exited with {proc.returncode}; see {work / tool / (tool + '.log')}")
-        first, half, done = copy.first, copy.half, copy.done
+        first, done = copy.first, copy.done
         print(f"[{tool}] backlog copied in {done - started:.1f} s", flush=True)
-        latency = {"p50_ms": float("nan"), "p99_ms": float("nan")}
+        latency = failover = None  # a skipped step is absent from the result, never a placeholder
         if args.steady_seconds > 0:
             latency = steady_latency(clusters, steady, f"src.{steady}", args.rate, args.steady_seconds, args.size,
                                      args.partitions)
-        failover = {"redelivered_records": -1}
         if not args.no_failover:
             failover = failover_redelivery(clusters, backlog, remote, f"bench-group-{tool}")
     finally:
@@ -313,7 +329,7 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
         stop(proc)
     copy_seconds = done - first
     mb = args.records * args.size / 1e6
-    return {
+    measured = {
         "startup_seconds": round(first - started, 2),
         "backlog_seconds_from_start": round(done - started, 2),
         "backlog_copy_seconds": round(copy_seconds, 2),
@@ -322,9 +338,12 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
         # The second half alone: the JVM's JIT has warmed up, as it has in a replicator running for days.
         "backlog_second_half_records_per_second": copy.second_half_rate,
         "peak_rss_mb": round(peak / 2**20),
-        "steady": latency,
-        "failover": failover,
     }
+    if latency is not None:
+        measured["steady"] = latency
+    if failover is not None:
+        measured["failover"] = failover
+    return measured
 
 
 CLUSTER = "mirrorspark-cluster"
@@ -339,16 +358,16 @@ ROWS = (
     ("backlog second half (JIT warm), records/s", lambda r: r["backlog_second_half_records_per_second"]),
     ("backlog, s from process start", lambda r: r["backlog_seconds_from_start"]),
     ("start-up to first record, s", lambda r: r["startup_seconds"]),
-    ("steady latency p50, ms", lambda r: r["steady"]["p50_ms"]),
-    ("steady latency p99, ms", lambda r: r["steady"]["p99_ms"]),
+    ("steady latency p50, ms", lambda r: r.get("steady", {}).get("p50_ms")),
+    ("steady latency p99, ms", lambda r: r.get("steady", {}).get("p99_ms")),
     ("peak RSS of process tree, MB", lambda r: r["peak_rss_mb"]),
-    ("failover re-delivered records", lambda r: r["failover"]["redelivered_records"]),
+    ("failover re-delivered records", lambda r: r.get("failover", {}).get("redelivered_records")),
 )
 
 
 def table(result: dict) -> list[str]:
     """MM2, mirrorspark local[N] and, when measured, mirrorspark on the 2-worker cluster, with ratios."""
-    mm2, ms, limit = result["mm2"], result["mirrorspark"], result["limit_records_per_second"]
+    mm2, ms = result["mm2"], result["mirrorspark"]
     runs = [("mirrorspark", ms)] + ([("mirrorspark, 2-worker standalone (1 core each)", result[CLUSTER])]
                                    if CLUSTER in result else [])
 
@@ -361,17 +380,51 @@ def table(result: dict) -> list[str]:
     for name, value in ROWS:
         base = value(mm2)
         figures = [value(run) for _, run in runs]
+        if base is None or any(f is None for f in figures):
+            continue  # a step not measured in this run is not shown
         lines.append(f"| {name} | {base:,} | " + " | ".join(f"{f:,}" for f in figures) + " | "
                      + " | ".join(ratio(f, base) for f in figures) + " |")
-    lines.append(f"| limit: ProducerPerformance into the target, records/s | {limit:,.0f} | "
-                 + " | ".join(f"{run['backlog_records_per_second'] / limit:.2f}x of it" for _, run in runs)
-                 + f" | MM2 at {mm2['backlog_records_per_second'] / limit:.2f}x |" + " |" * (len(runs) - 1))
+    for key, name in (("ceiling_records_per_second", "replication ceiling: a plain Java consume-and-produce loop, "
+                       "records/s"), ("limit_records_per_second", "limit: ProducerPerformance into the target, "
+                                      "records/s")):
+        if key in result:
+            bound = result[key]
+            lines.append(f"| {name} | {bound:,.0f} | "
+                         + " | ".join(f"{run['backlog_records_per_second'] / bound:.2f}x of it" for _, run in runs)
+                         + f" | MM2 at {mm2['backlog_records_per_second'] / bound:.2f}x |" + " |" * (len(runs) - 1))
     if BOUNDED in result:
         bounded, free = result[BOUNDED]["backlog_records_per_second"], ms["backlog_records_per_second"]
         lines.append(f"| batch bound cost: local[N] with mirrorspark.batch.max.records = {BOUND:,} "
                      f"({bounded:,} records/s) vs the default (no bound) | | {bounded / free:.3f}x |"
                      + " |" * (2 * len(runs) - 1))
     return lines
+
+
+def size_table(result: dict) -> list[str]:
+    """Backlog copy at other record sizes: MM2, mirrorspark and the ceiling, records/s."""
+    lines = ["| record size | records | real MM2, records/s | mirrorspark, records/s | mirrorspark / MM2 | "
+             "ceiling, records/s | mirrorspark / ceiling |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for size, runs in sorted(result.get("sizes", {}).items(), key=lambda kv: int(kv[0])):
+        mm2, ms = runs["mm2"]["backlog_records_per_second"], runs["mirrorspark"]["backlog_records_per_second"]
+        ceiling = runs.get("ceiling_records_per_second")
+        tail = f"{ceiling:,.0f} | {ms / ceiling:.2f}x |" if ceiling else " | |"
+        lines.append(f"| {int(size):,} B | {runs['records']:,} | {mm2:,} | {ms:,} | {ms / mm2:.2f}x | {tail}")
+    return lines
+
+
+def replication_ceiling(clusters: dict[str, str], topic: str, partitions: int, cores: int, work: Path) -> float:
+    """bench/jvm/ReplicationCeiling.java over ``topic``: what a replicator without a framework reaches."""
+    remote = f"ceiling-{topic}"
+    create(clusters["dst"], remote, partitions)
+    (work / "log4j2.properties").write_text(QUIET_LOG4J)
+    out = subprocess.run([java_executable(), "-Xmx1g", f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
+                          "-cp", f"{paths.kafka_libs()}/*", str(ROOT / "bench" / "jvm" / "ReplicationCeiling.java"),
+                          clusters["src"], topic, clusters["dst"], remote, str(cores),
+                          *(f"{k}={v}" for k, v in PRODUCER.items())], capture_output=True, text=True, check=True)
+    found = re.findall(r"([\d.]+) records/s", out.stdout)
+    if not found:
+        raise RuntimeError(f"ReplicationCeiling printed no rate: {out.stdout}{out.stderr}")
+    return float(found[-1])
 
 
 def main() -> None:
@@ -383,13 +436,17 @@ def main() -> None:
     parser.add_argument("--steady-seconds", type=float, default=60)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, CLUSTER), help="run one replicator (no ratios)")
+    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, CLUSTER),
+                        help="run one replicator (no ratios)")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip mirrorspark on a local 2-worker Spark standalone cluster")
     parser.add_argument("--extra", action="append", default=[], metavar="'KEY = VALUE'",
                         help="an extra mm2.properties line for mirrorspark only (experiments, profiling)")
     parser.add_argument("--no-failover", action="store_true", help="skip the failover scenario")
-    parser.add_argument("--no-limit", action="store_true", help="skip the ProducerPerformance limit")
+    parser.add_argument("--no-limit", action="store_true", help="skip the ProducerPerformance limit and the ceiling")
+    parser.add_argument("--sizes", default="100,10240",
+                        help="other record sizes (comma-separated, bytes): backlog copy only, MM2 vs mirrorspark "
+                             "vs the ceiling, about 100 MB each; '' for none")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mm2_vs_mirrorspark.json")
     args = parser.parse_args()
 
@@ -399,8 +456,7 @@ def main() -> None:
     for leftover in ("mm2", "mirrorspark", BOUNDED, CLUSTER):  # fresh clusters need fresh replicator state
         shutil.rmtree(work / leftover, ignore_errors=True)
     clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
-    result: dict = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                                "python": platform.python_version()},
+    result: dict = {"machine": machine(),
                     "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
     try:
         for tool in ("mm2", "mirrorspark", BOUNDED):
@@ -418,6 +474,21 @@ def main() -> None:
                 print(json.dumps({CLUSTER: result[CLUSTER]}), flush=True)
             finally:
                 spark.down(purge=True)
+        if not args.no_limit and "mm2" in result:
+            result["ceiling_records_per_second"] = replication_ceiling(clusters, "backlog-mm2", args.partitions,
+                                                                      args.cores, work)
+        for size in [int(x) for x in args.sizes.split(",") if x.strip()] if args.only is None else []:
+            records = max(100_000, min(2_000_000, 100_000_000 // size))
+            sized = argparse.Namespace(**{**vars(args), "size": size, "records": records, "steady_seconds": 0,
+                                          "no_failover": True, "tag": f"-{size}b"})
+            runs: dict = {"records": records}
+            for tool in ("mm2", "mirrorspark"):
+                runs[tool] = run_replicator(tool, sized, clusters, work)
+            if not args.no_limit:
+                runs["ceiling_records_per_second"] = replication_ceiling(clusters, f"backlog-mm2-{size}b",
+                                                                         args.partitions, args.cores, work)
+            result.setdefault("sizes", {})[str(size)] = runs
+            print(json.dumps({f"size {size}": runs}), flush=True)
         if not args.no_limit:
             create(clusters["dst"], "limit", args.partitions)
             result["limit_records_per_second"] = producer_perf(clusters["dst"], "limit", args.records, args.size,
@@ -426,8 +497,10 @@ def main() -> None:
         local.down(purge=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    if "mm2" in result and "mirrorspark" in result and "limit_records_per_second" in result:
+    if "mm2" in result and "mirrorspark" in result:
         print("\n".join(table(result)))
+    if result.get("sizes"):
+        print("\n".join(size_table(result)))
     print(f"written to {args.out}")
 
 

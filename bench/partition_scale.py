@@ -16,10 +16,10 @@ Prints a table and writes bench/results/partition_scale.json (with the commit an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -29,24 +29,15 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import BROKER_JVM, RssSampler, launch, percentile, stop  # noqa: E402
+from mm2_vs_mirrorspark import BROKER_JVM, RssSampler, launch, machine, percentile, stop
 
-from mirrorspark.control.admin import admin_client  # noqa: E402
-from mirrorspark.local import ClusterSpec, LocalClusters  # noqa: E402
+from mirrorspark.control.admin import admin_client
+from mirrorspark.local import ClusterSpec, LocalClusters
 
 ROOT = Path(__file__).resolve().parents[1]
 PER_TOPIC = 10
 RECORDS_PER_PARTITION = 20
 SIZE = 100
-
-
-def machine() -> dict:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown")
-    return {"commit": commit.strip() + ("+dirty" if dirty else ""), "cpus": os.cpu_count(), "cpu": model}
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -79,10 +70,8 @@ def target_total(admin, topics: list[str]) -> int:
         return 0
     total = 0
     for future in admin.list_offsets(wanted, request_timeout=20).values():
-        try:
+        with contextlib.suppress(Exception):  # a partition just created: no leader yet, counted next round
             total += future.result().offset
-        except Exception:  # noqa: BLE001 - a partition just created: no leader yet, counted next round
-            pass
     return total
 
 

@@ -2,9 +2,9 @@
 ``foreachBatch`` would gain: the evidence behind docs/adr/0003-data-plane-performance.md.
 
 One SparkSession (``local[N]``), two real local brokers, mirrorspark's own source and sink
-options for the benchmark's flow (``flow_query.source_options``/``sink_options``), the same
-projection as mirrorspark's pipeline (DefaultReplicationPolicy rename, private timestamp/offset headers, the interceptor that
-pairs offsets and feeds FlowStats), the same producer settings as bench/mm2_vs_mirrorspark.py.
+options for the benchmark's flow (``query_options.source_options``/``sink_options``), the same
+projection as mirrorspark's pipeline (DefaultReplicationPolicy rename, private timestamp/offset headers,
+the interceptor that pairs offsets and feeds FlowStats), the same producer settings as bench/mm2_vs_mirrorspark.py.
 Modes, each on fresh topics and a fresh checkpoint:
 
 - ``foreachbatch``: what mirrorspark runs today (Python called once per micro-batch, batch write);
@@ -43,7 +43,7 @@ from mm2_vs_mirrorspark import (
 from mirrorspark.config.loader import load_config
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.local import ClusterSpec, LocalClusters
-from mirrorspark.pipeline.flow_query import sink_options, source_options
+from mirrorspark.pipeline.query_options import sink_options, source_options
 from mirrorspark.pipeline.spark_session import build_session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +123,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--steady-seconds", type=float, default=30)
-    parser.add_argument("--slots", type=int, default=8, help="local[N] task slots (real-time mode needs one per partition)")
+    parser.add_argument("--slots", type=int, default=8,
+                        help="local[N] task slots (real-time mode needs one per partition)")
     parser.add_argument("--modes", default="foreachbatch,microbatch,realtime")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "trigger_modes.json")
     args = parser.parse_args()

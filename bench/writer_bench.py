@@ -104,7 +104,9 @@ class Writers:
                   .option("subscribe", self.topic).option("includeHeaders", "true"))
         if start is None:
             return reader.option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
-        offsets = (lambda o: json.dumps({self.topic: {str(p): o for p in range(self.partitions)}}))
+        def offsets(o: int) -> str:
+            return json.dumps({self.topic: {str(p): o for p in range(self.partitions)}})
+
         return reader.option("startingOffsets", offsets(start)).option("endingOffsets", offsets(end)).load()
 
     def options(self, flow: str) -> dict[str, str]:
@@ -125,7 +127,8 @@ class Writers:
     def topic_runs(self, df, remote: str) -> int:
         options = interceptor_sink_options(self.options("b"))
         options["kafka.interceptor.classes"] += ",io.mirrorspark.bench.RunsToTopic"
-        options.update({"kafka.mirrorspark.bench.runs.bootstrap": self.dst, "kafka.mirrorspark.bench.runs.topic": RUNS_TOPIC})
+        options.update({"kafka.mirrorspark.bench.runs.bootstrap": self.dst,
+                        "kafka.mirrorspark.bench.runs.topic": RUNS_TOPIC})
         interceptor_rows(df, {self.topic: remote}).write.format("kafka").options(**options).save()
         tasks = df.rdd.getNumPartitions()
         seen: list[str] = []
@@ -174,7 +177,7 @@ def main() -> None:
         spark = build_session({"spark.master": "local[2]", "spark.jars": str(jar),
                                "spark.kafka.consumer.cache.capacity": "16"})
         w = Writers(spark, src, dst, topic, args.partitions)
-        fns = dict(zip(CANDIDATES, (w.today, w.sink, w.topic_runs)))
+        fns = dict(zip(CANDIDATES, (w.today, w.sink, w.topic_runs), strict=True))
         w.read().write.format("noop").mode("overwrite").save()  # warm-up: JIT, consumer cache, metadata
         for rnd in range(args.rounds):
             large["read-only baseline"].append(timed(lambda: w.read().write.format("noop").mode("overwrite").save())[0])
@@ -182,8 +185,9 @@ def main() -> None:
                 remote = f"{topic}.{index}.{rnd}"
                 create(dst, remote, args.partitions)
                 print(f"round {rnd}: {label} ...", flush=True)
-                seconds, paired = timed(lambda: fn(w.read(), remote))
-                assert paired == args.records == count(dst, remote), f"{label}: {paired} paired, {count(dst, remote)} written"
+                seconds, paired = timed(lambda fn=fn, remote=remote: fn(w.read(), remote))
+                written = count(dst, remote)
+                assert paired == args.records == written, f"{label}: {paired} paired, {written} written"
                 large[label].append(seconds)
         per_partition = args.small_records // args.partitions
         for index, (label, fn) in enumerate(fns.items()):
@@ -192,7 +196,7 @@ def main() -> None:
             print(f"small writes: {label} ...", flush=True)
             for batch in range(args.small_batches):
                 df = w.read(batch * per_partition, (batch + 1) * per_partition)
-                seconds, paired = timed(lambda: fn(df, remote))
+                seconds, paired = timed(lambda fn=fn, df=df, remote=remote: fn(df, remote))
                 assert paired == per_partition * args.partitions, f"{label}: small write paired {paired}"
                 small[label].append(seconds)
         spark.stop()

@@ -357,7 +357,7 @@ def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_di
     from mirrorspark.control.client_settings import admin_settings
     from mirrorspark.control.clusters import reach
     from mirrorspark.pipeline.executors import files_to_ship, is_local
-    from mirrorspark.pipeline.flow_query import source_options
+    from mirrorspark.pipeline.query_options import source_options
     from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
     from mirrorspark.policy import policy_for_flow
     from mirrorspark.state.location import StateLocation

@@ -12,7 +12,7 @@ from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.errors import ConfigError
 from mirrorspark.pipeline.executors import files_to_ship, is_local
-from mirrorspark.pipeline.flow_query import sink_options, source_options
+from mirrorspark.pipeline.query_options import sink_options, source_options
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS
 from mirrorspark.policy.loading import POLICY_KEY, check_policy_class
 

@@ -23,6 +23,10 @@ SPARK_DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     "spark.kafka.consumer.cache.capacity": "1024",
     "spark.sql.streaming.stopTimeout": "60000",
+    # An idle query asks the source for new records every pollingDelay (10 ms by default): 100 end-offset
+    # requests a second per flow for nothing. 100 ms keeps an idle flow cheap and adds at most that to
+    # the first record after a quiet spell (docs/adr/0010-grouped-source.md).
+    "spark.sql.streaming.pollingDelay": "100ms",
     # Each flow's jobs go to a pool of its own (FlowQuery); pools share the executors fairly.
     "spark.scheduler.mode": "FAIR",
     # Kafka input partitions prefer the executor that read them last; waiting for it (3 s by

@@ -108,7 +108,7 @@ class FlowSupervisor:
         self.failed = False
         self.restart_at = None
         self.attempts = 0
-        self.query.loss_stop = None
+        self.query.writer.loss_stop = None
         self.query.restart(spark)
 
     def _publish(self) -> None:

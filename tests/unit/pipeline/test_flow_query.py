@@ -16,7 +16,7 @@ def test_root_cause_finds_the_kafka_or_python_error():
 def test_a_batch_starts_where_the_previous_entry_ended_without_reading_it_again():
     from types import SimpleNamespace
 
-    from mirrorspark.pipeline.flow_query import FlowQuery
+    from mirrorspark.pipeline.batch_writer import BatchWriter
 
     reads: list[int] = []
 
@@ -26,8 +26,8 @@ def test_a_batch_starts_where_the_previous_entry_ended_without_reading_it_again(
             return "", {("t", 0): batch_id * 10}
 
     query = SimpleNamespace(takeover={("t", 0): 7}, _previous=None, spark_log=Log())
-    assert FlowQuery._starts(query, 0) == {("t", 0): 7}  # where MM2 stopped
-    assert FlowQuery._starts(query, 5) == {("t", 0): 40} and reads == [4]  # nothing cached: read
+    assert BatchWriter._starts(query, 0) == {("t", 0): 7}  # where MM2 stopped
+    assert BatchWriter._starts(query, 5) == {("t", 0): 40} and reads == [4]  # nothing cached: read
     query._previous = (5, {("t", 0): 55})
-    assert FlowQuery._starts(query, 6) == {("t", 0): 55} and reads == [4]  # the entry batch 5 read
-    assert FlowQuery._starts(query, 8) == {("t", 0): 70} and reads == [4, 7]  # not the one before: read
+    assert BatchWriter._starts(query, 6) == {("t", 0): 55} and reads == [4]  # the entry batch 5 read
+    assert BatchWriter._starts(query, 8) == {("t", 0): 70} and reads == [4, 7]  # not the one before: read

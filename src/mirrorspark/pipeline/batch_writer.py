@@ -1,0 +1,143 @@
+"""One flow's ``foreachBatch`` function: a micro-batch checked, written and accounted for.
+
+Python steers once per micro-batch: it makes sure every remote topic the batch may write exists,
+lets the guard check for loss and resume an interrupted batch, then hands the batch to the
+MirrorSink (records stay on the JVM, in executors wherever they run), whose commit messages bring
+each record's target offset back to the driver before the batch is committed.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
+from mirrorspark.errors import OperationalError
+from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.metrics.flow_metrics import FlowMetrics
+from mirrorspark.pipeline.record_columns import SINK_FORMAT, TargetRows
+from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.sink_report import WrittenRun, drain_figures, drain_written
+
+log = logging.getLogger(__name__)
+
+
+class StopRequested(OperationalError):
+    """Raised inside a batch that starts after a stop was requested, so it is never committed."""
+
+
+class BatchWriter:
+    """Called by Spark with each micro-batch; a stop lets the batch in flight finish and refuses later ones."""
+
+    def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
+                 spark_log: SparkOffsetLog, guard: BatchGuard, sink_options: Mapping[str, str],
+                 on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None,
+                 metrics: FlowMetrics | None, takeover: Mapping[tuple[str, int], int]) -> None:
+        self.flow = flow
+        self.selection = selection
+        self.remote_topics = remote_topics
+        self.spark_log = spark_log
+        self.guard = guard
+        self.sink_options = dict(sink_options)
+        self.on_written = on_written
+        self.metrics = metrics
+        self.takeover = dict(takeover)  # where MM2 stopped: batch 0 starts there (migrate from-mm2)
+        # The last offset log entry read (batch id, end positions): the next batch starts there, so it
+        # is not read again from the state location (a round trip per batch on HDFS or S3).
+        self._previous: tuple[int, dict[tuple[str, int], int]] | None = None
+        self.rerun: int | None = None  # the batch a crash interrupted, run again first
+        self.batches_written = 0
+        self.loss_stop: str | None = None  # set when mirrorspark.data.loss = fail stopped the flow
+        self.batch_phases_ms: dict[str, float] = {}  # where the latest batch spent its time
+        self.executors: set[str] = set()  # executor ids that wrote this flow's records since start
+        self.last_written: int | None = None
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._target_rows = TargetRows()
+
+    def starting(self, rerun: int | None) -> None:
+        """A (re)start: batches are accepted again; ``rerun`` is the batch Spark runs again first."""
+        with self._lock:
+            self._stopping = False
+            self._previous = None  # a rewind (re-created topic) may have rewritten the entries meanwhile
+            self.rerun = rerun
+
+    def stopping(self) -> int | None:
+        """Refuse batches that start from now on; returns the last batch written (its commit is awaited)."""
+        with self._lock:  # waits for the batch in flight
+            self._stopping = True
+            return self.last_written
+
+    def __call__(self, df, batch_id: int) -> None:
+        with self._lock:
+            if self._stopping:
+                raise StopRequested(f"flow {self.flow.name}: stop requested before batch {batch_id}")
+            t0 = time.perf_counter()
+            planned, ends = self.spark_log.entry(batch_id)  # Spark wrote it before the batch runs
+            plan = self._plan_for(batch_id, {topic for topic, _ in ends})
+            if not plan.remote:
+                return  # only topics this flow must not copy (e.g. cycles of a custom policy)
+            starts = self._starts(batch_id)
+            self._previous = (batch_id, ends)
+            try:
+                resume = self.guard.before_write(batch_id, planned, starts, ends, plan.remote, batch_id == self.rerun)
+            except DataLossStop as exc:
+                self.loss_stop = str(exc)
+                raise
+            options = {**self.sink_options, "resume": resume} if resume else self.sink_options
+            t1 = time.perf_counter()
+            self._target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
+            t2 = time.perf_counter()
+            # save() returned after the sink's BatchWrite.commit received every task's commit
+            # message on the driver: the report of this batch is all here, from whichever executor.
+            jvm = df.sparkSession._jvm.io.mirrorspark
+            report = drain_written(jvm, self.flow.name)
+            self.executors |= report.executors
+            self.guard.after_write(starts, ends, plan.remote, report.first_written())
+            if self.on_written is not None:
+                self.on_written(report.runs, plan.source_of)
+            t3 = time.perf_counter()
+            self._account(jvm, batch_id, planned, report.runs, plan.source_of)
+            self.last_written = batch_id
+            self.batches_written += 1
+            self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
+                                    "offsets": round((t3 - t2) * 1000, 1),
+                                    "metrics": round((time.perf_counter() - t3) * 1000, 1)}
+
+    def _account(self, jvm, batch_id: int, planned: str, runs: Sequence[WrittenRun],
+                 source_of: Mapping[str, str]) -> None:
+        """Records copied again (marks and resumed partitions) and the batch's figures, into the metrics."""
+        recopied = self.guard.marks.batch_written(batch_id, planned, runs, source_of)
+        figures = drain_figures(jvm, self.flow.name)
+        for row in figures.resumed:
+            recopied[(row.topic, row.partition)] = recopied.get((row.topic, row.partition), 0) + row.recopied
+            log.info("flow %s: batch %d resumed %s[%s]: %s record(s) already on the target were not sent "
+                     "again, %s written again", self.flow.name, batch_id, row.topic, row.partition, row.resumed,
+                     row.recopied)
+        if self.metrics is not None:
+            self.metrics.batch_written(figures.stats, recopied)
+
+    def _starts(self, batch_id: int) -> dict[tuple[str, int], int]:
+        """Where ``batch_id`` starts: the end of the batch before it. Batch 0 starts where MM2 stopped
+        after a takeover, so a gap there (retention) is reported too."""
+        if batch_id == 0:
+            return dict(self.takeover)
+        if self._previous is not None and self._previous[0] == batch_id - 1:
+            return self._previous[1]
+        return self.spark_log.entry(batch_id - 1)[1]
+
+    def _plan_for(self, batch_id: int, batch_topics: set[str]) -> TopicPlan:
+        """The topic plan, checked against the topics Spark put in this batch (its offset log) so a
+        record is never dropped just because its topic appeared after the last refresh."""
+        plan = self.remote_topics.refresh()
+        missing = {t for t in batch_topics - set(plan.remote) if self.selection.should_replicate(t)}
+        if missing:
+            plan = self.remote_topics.refresh(force_target_check=True)
+            missing -= set(plan.remote)
+            if missing:
+                raise OperationalError(f"flow {self.flow.name}: batch {batch_id} reads {sorted(missing)}, which has no "
+                                       "remote topic yet; the batch is retried on restart")
+        return plan

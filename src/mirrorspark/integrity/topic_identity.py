@@ -113,7 +113,7 @@ class TopicIdentity:
 
     def _check_remote(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> None:
         names = {name: source for source, name in remote.items()}
-        written = {name: self.marks.written_to(name) for name in names}  # read before the ends: they only grow
+        written = self.marks.written_to(names)  # read before the ends: they only grow
         now = topic_ids(self.target, sorted(names))
         for name, source in names.items():
             old, new = self.remote_ids.get(name), now.get(name)

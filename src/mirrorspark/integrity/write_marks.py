@@ -130,6 +130,12 @@ class WriteMarks:
         self.save()
 
     @_locked
-    def written_to(self, topic: str) -> dict[int, int]:
-        """Per partition of a remote topic: records this flow wrote to it (its end after the last write)."""
-        return {p: v for (t, p), v in ((_unkey(k), v) for k, v in self.target_end.items()) if t == topic}
+    def written_to(self, topics: Iterable[str]) -> dict[str, dict[int, int]]:
+        """Per remote topic and partition: records this flow wrote to it (its end after the last write).
+        One pass over the marks for every topic: the identity check asks for all of them each round."""
+        out: dict[str, dict[int, int]] = {topic: {} for topic in topics}
+        for key, end in self.target_end.items():
+            topic, partition = _unkey(key)
+            if topic in out:
+                out[topic][partition] = end
+        return out

@@ -77,7 +77,7 @@ class BatchWriter:
                 raise StopRequested(f"flow {self.flow.name}: stop requested before batch {batch_id}")
             t0 = time.perf_counter()
             planned, ends = self.spark_log.entry(batch_id)  # Spark wrote it before the batch runs
-            plan = self._plan_for(batch_id, {topic for topic, _ in ends})
+            plan = self._plan_for(batch_id, ends)
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
             starts = self._starts(batch_id)
@@ -129,11 +129,19 @@ class BatchWriter:
             return self._previous[1]
         return self.spark_log.entry(batch_id - 1)[1]
 
-    def _plan_for(self, batch_id: int, batch_topics: set[str]) -> TopicPlan:
-        """The topic plan, checked against the topics Spark put in this batch (its offset log) so a
-        record is never dropped just because its topic appeared after the last refresh."""
-        plan = self.remote_topics.refresh()
-        missing = {t for t in batch_topics - set(plan.remote) if self.selection.should_replicate(t)}
+    def _plan_for(self, batch_id: int, ends: Mapping[tuple[str, int], int]) -> TopicPlan:
+        """The topic plan, checked against the partitions Spark put in this batch (its offset log) so
+        a record is never dropped just because its topic or partition appeared after the last refresh.
+        The plan of the last refresh serves while it covers the batch: reading the source's topics in
+        every batch cost a metadata round trip and per-partition Python work (thousands of partitions)."""
+        counts: dict[str, int] = {}
+        for topic, partition in ends:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        plan = self.remote_topics.plan
+        if any(plan.partitions.get(topic, 0) < count for topic, count in counts.items()
+               if topic in plan.remote or self.selection.should_replicate(topic)):
+            plan = self.remote_topics.refresh()
+        missing = {t for t in set(counts) - set(plan.remote) if self.selection.should_replicate(t)}
         if missing:
             plan = self.remote_topics.refresh(force_target_check=True)
             missing -= set(plan.remote)

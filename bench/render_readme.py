@@ -44,7 +44,8 @@ def main() -> None:
         text = section("mm2", body, text)
     if (RESULTS / "partition_scale.json").is_file():
         scale = json.loads((RESULTS / "partition_scale.json").read_text())
-        text = section("partitions", [provenance(scale, "make bench-partitions"), "", *partition_table(scale)], text)
+        command = f".venv/bin/python bench/partition_scale.py --partitions {scale['settings']['partitions']}"
+        text = section("partitions", [provenance(scale, command), "", *partition_table(scale)], text)
     readme.write_text(text)
     print(f"rendered {readme}")
 

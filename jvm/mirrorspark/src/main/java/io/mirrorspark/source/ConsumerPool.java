@@ -18,6 +18,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  */
 final class ConsumerPool {
     private static final long IDLE_MS = 5 * 60_000L;
+    /**
+     * A task only fetches ranges known to hold records, so a fetch that waits at the broker for more
+     * (fetch.max.wait.ms, 500 ms by default) serves nothing. It costs a whole batch, though: after a
+     * task's last poll the consumer has already sent its next fetch, at the end of the log, and the
+     * next task given that consumer cannot fetch from that broker until the answer comes back
+     * (p50 of a one-record batch 330 ms, of which ~250 ms that wait; docs/adr/0010-grouped-source.md).
+     */
+    static final long FETCH_WAIT_CAP_MS = 20L;
     private static final Map<Map<String, String>, Deque<Idle>> POOL = new HashMap<>();
 
     private static final class Idle {
@@ -82,11 +90,24 @@ final class ConsumerPool {
         }
     }
 
+    /** The user's fetch.max.wait.ms, at most {@link #FETCH_WAIT_CAP_MS}. */
+    static long fetchWait(String configured) {
+        if (configured == null || configured.isBlank()) {
+            return FETCH_WAIT_CAP_MS;
+        }
+        try {
+            return Math.min(FETCH_WAIT_CAP_MS, Math.max(0L, Long.parseLong(configured.trim())));
+        } catch (NumberFormatException e) {
+            return FETCH_WAIT_CAP_MS;
+        }
+    }
+
     private static KafkaConsumer<byte[], byte[]> create(Map<String, String> settings) {
         Map<String, Object> config = new HashMap<>(settings);
         config.remove("group.id");
         config.put("enable.auto.commit", "false");
         config.put("auto.offset.reset", "none");
+        config.put("fetch.max.wait.ms", String.valueOf(fetchWait(settings.get("fetch.max.wait.ms"))));
         config.put("key.deserializer", ByteArrayDeserializer.class.getName());
         config.put("value.deserializer", ByteArrayDeserializer.class.getName());
         return new KafkaConsumer<>(config);

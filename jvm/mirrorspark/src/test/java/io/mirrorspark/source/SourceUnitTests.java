@@ -84,7 +84,15 @@ public final class SourceUnitTests {
         }
     }
 
+    static void fetchWaitIsCapped() {
+        check(ConsumerPool.fetchWait(null) == ConsumerPool.FETCH_WAIT_CAP_MS, "unset: the cap");
+        check(ConsumerPool.fetchWait("500") == ConsumerPool.FETCH_WAIT_CAP_MS, "Kafka's default is capped");
+        check(ConsumerPool.fetchWait(" 5 ") == 5L, "a shorter wait is kept");
+        check(ConsumerPool.fetchWait("soon") == ConsumerPool.FETCH_WAIT_CAP_MS, "not a number: the cap");
+    }
+
     public static void main(String[] args) {
+        fetchWaitIsCapped();
         groupsAreBalancedByRecords();
         everyPartitionInExactlyOneGroup();
         fewerRangesThanGroups();

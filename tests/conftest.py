@@ -72,8 +72,9 @@ class MirrorsparkProcess:
 
 
 @contextmanager
-def running_mirrorspark(config: Path, state_dir: Path, *args: str) -> Iterator[MirrorsparkProcess]:
-    """``mirrorspark run CONFIG`` in its own process; on exit it must stop cleanly with code 0."""
+def running_mirrorspark(config: Path, state_dir: Path, *args: str, exit_code: int = 0) -> Iterator[MirrorsparkProcess]:
+    """``mirrorspark run CONFIG`` in its own process; on exit it must stop with ``exit_code`` (0: cleanly;
+    1 when a flow had failed before the stop)."""
     log = state_dir / f"mirrorspark-{time.time_ns()}.log"
     state_dir.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
@@ -88,7 +89,7 @@ def running_mirrorspark(config: Path, state_dir: Path, *args: str) -> Iterator[M
         print(handle.output()[-5000:])
         raise
     code = handle.stop()
-    assert code == 0, f"mirrorspark exited with {code}:\n{handle.output()[-5000:]}"
+    assert code == exit_code, f"mirrorspark exited with {code}:\n{handle.output()[-5000:]}"
 
 
 def run_cli(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:

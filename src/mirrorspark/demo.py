@@ -75,8 +75,7 @@ def run_demo(state_dir: Path, echo: Callable[[str], None]) -> None:
         )
         echo(f"== replicating primary->backup with {config_file}")
         replicator = Replicator(load_config(config_file), state_dir)
-        replicator.prepare()
-        replicator.start()
+        replicator.launch()
         remote = f"primary.{TOPIC}"
         source_ends = end_offsets(started["primary"], TOPIC)
         replicator.run(progress=echo, progress_interval=2.0,

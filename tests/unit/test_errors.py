@@ -18,7 +18,7 @@ from mirrorspark.client.failover import GroupActive
 from mirrorspark.config import ConfigError
 from mirrorspark.control.admin import TopicMissing
 from mirrorspark.control.scheduler import Scheduler
-from mirrorspark.errors import MirrorsparkError, NotFound, OperationalError
+from mirrorspark.errors import Conflict, MirrorsparkError, NotFound, OperationalError
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow
@@ -93,6 +93,11 @@ class _Flow:
         if self._fail_with is not None:
             raise self._fail_with
         self.paused = True
+
+    def resume(self, spark: Any) -> None:  # as FlowQuery.resume: only a paused flow resumes
+        if not self.paused:
+            raise Conflict(f"flow {self.flow.name} is not paused (state {self.state()})")
+        self.paused = False
 
 
 def _rest(flows: list[_Flow], spark: Any = "spark") -> TestClient:

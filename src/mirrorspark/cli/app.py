@@ -58,11 +58,10 @@ def run(
         logging.getLogger("mirrorspark.config").warning("%s", warning)
     replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve())
     replicator.install_signal_handlers()
-    replicator.prepare()
-    replicator.start()
+    replicator.launch()
     typer.echo(f"mirrorspark: replicating {', '.join(f.flow.name for f in replicator.flows)}; "
                "Ctrl-C or SIGTERM stops", err=True)
-    # every flow failed for good: EveryFlowFailed, reported as any operational error (exit 1)
+    # flows failed for good (all, or some before the stop): FlowsFailed, an operational error (exit 1)
     replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)
     typer.echo("mirrorspark: stopped", err=True)
 

@@ -55,6 +55,10 @@ def setup_logging(verbose: bool, json_lines: bool = False) -> None:
                          logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler], force=True)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    # A batch that fails raises through py4j's callback server, which logs it with the Python and Java
+    # traceback; the supervisor reports each failure with its root cause (``--verbose`` keeps both).
+    if not verbose:
+        logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
 
 
 def scrub_secrets(secrets: Iterable[str]) -> Redactor:

@@ -1,9 +1,10 @@
 """Background threads running periodic control tasks, like the Scheduler each MM2 connector owns.
 
-Tasks run on named lanes, one thread each: heartbeats (every second) get a lane of their own, so a
-slow admin task (topic refresh, ACL or group sync against a slow cluster) never delays them. A
-failing run is logged with its traceback and retried at the next interval; it never stops
-replication.
+Tasks run on named lanes, one thread each: heartbeats (every second) get a lane of their own, and
+each flow two (``flow_lane``): its topics (refresh, config and ACL sync) and its offsets
+(checkpoints, group sync, lag). A slow admin call against one cluster then delays neither the
+heartbeats, nor another flow, nor the same flow's checkpoints. A failing run is logged with its
+traceback and retried at the next interval; it never stops replication.
 """
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ log = logging.getLogger(__name__)
 
 CONTROL = "control"
 HEARTBEATS = "heartbeats"
+TOPICS = "topics"
+OFFSETS = "offsets"
+
+
+def flow_lane(flow: str, part: str) -> str:
+    """The lane of one flow's ``part`` (TOPICS or OFFSETS)."""
+    return f"{flow} {part}"
 
 
 @dataclass

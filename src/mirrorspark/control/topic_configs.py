@@ -14,6 +14,8 @@ from mirrorspark.config.values import compile_patterns
 
 log = logging.getLogger(__name__)
 
+KAFKA_DEFAULT_MESSAGE_BYTES = 1048588  # the broker's message.max.bytes default (1 MiB + batch overhead)
+
 
 class TopicConfigs:
     """Reads source topic configs and applies them to remote topics for one flow."""
@@ -25,6 +27,7 @@ class TopicConfigs:
         options = flow.options
         self._exclude = compile_patterns(options.config_exclude, options.config_exclude_key)
         self.defaults_from_source = options.defaults_from_source
+        self._message_bytes: dict[str, int] = {}  # source topic -> its max.message.bytes, as last described
 
     def replicable(self, entry: ConfigEntry) -> bool:
         return not (entry.is_read_only or entry.is_sensitive
@@ -41,7 +44,21 @@ class TopicConfigs:
                 out[resource.name] = future.result(timeout=60)
             except KafkaException as exc:
                 log.warning("flow %s: cannot describe configs of %s: %s", self.flow.name, resource.name, exc)
+                self._message_bytes.setdefault(resource.name, KAFKA_DEFAULT_MESSAGE_BYTES)  # the next sync retries
+                continue
+            entry = out[resource.name].get("max.message.bytes")
+            if entry is not None and entry.value is not None and str(entry.value).isdigit():
+                self._message_bytes[resource.name] = int(entry.value)
         return out
+
+    def largest_message(self, topics: list[str]) -> int:
+        """The largest max.message.bytes among ``topics`` on the source (topics not described yet
+        are described now): a record that large must go through the target producer."""
+        unknown = [t for t in topics if t not in self._message_bytes]
+        if unknown:
+            self.describe(unknown)
+        return max((self._message_bytes.get(t, KAFKA_DEFAULT_MESSAGE_BYTES) for t in topics),
+                   default=KAFKA_DEFAULT_MESSAGE_BYTES)
 
     def for_creation(self, entries: dict[str, ConfigEntry]) -> dict[str, str]:
         """Configs a new remote topic is created with: non-default ones (defaults too with

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from mirrorspark.errors import OperationalError
 from mirrorspark.state.files import StateFiles
 
 Positions = dict[tuple[str, int], int]
@@ -28,6 +29,11 @@ def _source_line(lines: list[str]) -> tuple[int, dict, Positions] | None:
     return None
 
 
+class OffsetLogUnreadable(OperationalError):
+    """An entry of Spark's offset log is missing or has no source positions: loss detection, resume
+    and the write marks all start from it, so nothing is written until it is repaired."""
+
+
 class SparkOffsetLog:
     """The checkpoint folder of one query."""
 
@@ -39,9 +45,20 @@ class SparkOffsetLog:
 
     def entry(self, batch_id: int) -> tuple[str, Positions]:
         """Batch ``batch_id``'s end positions and their text (which names the batch exactly)."""
-        lines = (self.offsets.read(str(batch_id)) or "").splitlines()
+        lines, found = self._read(batch_id)
+        return lines[found[0]], found[2]
+
+    def _read(self, batch_id: int) -> tuple[list[str], tuple[int, dict, Positions]]:
+        text = self.offsets.read(str(batch_id))
+        lines = [] if text is None else text.splitlines()
         found = _source_line(lines)
-        return ("", {}) if found is None else (lines[found[0]], found[2])
+        if found is None:
+            what = "is missing" if text is None else "has no source offsets Spark could have written"
+            raise OffsetLogUnreadable(
+                f"{self.offsets.uri()}/{batch_id} {what}: batch {batch_id}'s positions cannot be known, so its "
+                "records cannot be checked for loss or duplicates. Restore the file from a backup, or move the "
+                "flow's checkpoint folder away to start over from the target's offset syncs")
+        return lines, found
 
     def last_committed(self) -> int | None:
         ids = self._ids(self.commits)
@@ -67,9 +84,8 @@ class SparkOffsetLog:
         for batch in self._ids(self.offsets):
             if committed is not None and batch < committed:
                 continue
-            lines = (self.offsets.read(str(batch)) or "").splitlines()
-            found = _source_line(lines)
-            if found is not None and topic in found[1]:
+            lines, found = self._read(batch)
+            if topic in found[1]:
                 index, sources, _ = found
                 sources[topic] = {str(p): o for p, o in sorted(starts.items())}
                 lines[index] = json.dumps(sources, separators=(",", ":"))

@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import check_replication_factor, ensure_compacted_topic
+from mirrorspark.control.scheduler import OFFSETS, flow_lane
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
@@ -169,7 +170,7 @@ class FlowOffsets:
         self.writer.on_batch(runs, source_of)
 
     def schedule(self, scheduler, check_topics: Callable[[], Mapping[str, str]] | None = None) -> None:
-        """Checkpoints and group sync on the control thread; ``check_topics`` (the flow's topic
+        """Checkpoints and group sync on the flow's offsets thread; ``check_topics`` (the flow's topic
         identity check, returning the remote topics' ids) runs before each checkpoint round, so a
         remote topic re-created since the last topic refresh is re-bound, and its old checkpoints
         replaced, in that same round."""
@@ -179,11 +180,12 @@ class FlowOffsets:
 
             def round_() -> None:
                 task.run_once(check_topics() if check_topics is not None else None)
-            scheduler.every(f"flow {self.flow.name}: checkpoints", interval, round_, initial_delay=min(interval, 5.0))
+            scheduler.every(f"flow {self.flow.name}: checkpoints", interval, round_, initial_delay=min(interval, 5.0),
+                            lane=flow_lane(self.flow.name, OFFSETS))
         if self.group_sync is not None:
             interval = self.flow.options.group_offsets_interval
             scheduler.every(f"flow {self.flow.name}: group offset sync", interval, self.group_sync.run_once,
-                            initial_delay=interval)
+                            initial_delay=interval, lane=flow_lane(self.flow.name, OFFSETS))
 
     def close(self) -> None:
         if self.checkpoints is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
@@ -45,6 +46,9 @@ class RangeLog:
         self.files = files
         self._next = 0
         self._since_snapshot = 0
+        # The batch thread saves after each batch and the control thread after a topic change: without
+        # it two saves took one file number, or a snapshot deleted the file another save was writing.
+        self._lock = threading.Lock()
 
     def load(self, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> OffsetRanges:
         ranges = OffsetRanges(max_runs_per_partition)
@@ -70,7 +74,13 @@ class RangeLog:
         return ranges
 
     def save(self, ranges: OffsetRanges, partitions: Iterable[tuple[str, int]]) -> None:
-        """The rows of ``partitions``; every SNAPSHOT_EVERY saves, all of them, and older files go."""
+        """The rows of ``partitions``; every SNAPSHOT_EVERY saves, all of them, and older files go.
+        Saves are serialised, and each reads the rows under the lock, so a later file never holds
+        older rows than an earlier one."""
+        with self._lock:
+            self._save(ranges, partitions)
+
+    def _save(self, ranges: OffsetRanges, partitions: Iterable[tuple[str, int]]) -> None:
         snapshot = self._since_snapshot >= SNAPSHOT_EVERY
         chosen = ranges.partitions() if snapshot else sorted(set(partitions))
         body = {"snapshot": snapshot,

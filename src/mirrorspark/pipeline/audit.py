@@ -429,9 +429,10 @@ def _plans(folder: StateFiles, flow: FlowConfig, selection: TopicSelection, patt
 
 def _batch_options(streaming: dict[str, str]) -> dict[str, str]:
     """Of the flow's streaming source options, what a batch read over explicit offsets keeps: the
-    Kafka client's settings, headers and failOnDataLoss (subscription, start and limits per trigger
-    are the streaming query's own)."""
-    return {k: v for k, v in streaming.items() if k.startswith("kafka.") or k in ("includeHeaders", "failOnDataLoss")}
+    Kafka client's settings and headers (subscription, start and limits per trigger are the streaming
+    query's own). An audit reports what is missing, whatever mirrorspark.data.loss says."""
+    kept = {k: v for k, v in streaming.items() if k.startswith("kafka.") or k == "includeHeaders"}
+    return {**kept, "failOnDataLoss": "false"}
 
 
 def _spark_call(what: str, call, *args):

@@ -24,6 +24,9 @@ from mirrorspark.sink_report import WrittenRun, drain_figures, drain_written
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MAX_REQUEST = 1048576  # the producer's max.request.size default
+RECORD_OVERHEAD = 16384  # a request's and a record batch's headers around the largest record
+
 
 class StopRequested(OperationalError):
     """Raised inside a batch that starts after a stop was requested, so it is never committed."""
@@ -87,7 +90,8 @@ class BatchWriter:
             except DataLossStop as exc:
                 self.loss_stop = str(exc)
                 raise
-            options = {**self.sink_options, "resume": resume} if resume else self.sink_options
+            options = self._sink_options_for(plan)
+            options = {**options, "resume": resume} if resume else options
             t1 = time.perf_counter()
             self._target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
             t2 = time.perf_counter()
@@ -119,6 +123,18 @@ class BatchWriter:
                      row.recopied)
         if self.metrics is not None:
             self.metrics.batch_written(figures.stats, recopied)
+
+    def _sink_options_for(self, plan: TopicPlan) -> Mapping[str, str]:
+        """The producer takes records as large as the source topics allow (their max.message.bytes,
+        which config sync gives the remote topics): Kafka's default max.request.size (1 MiB) would
+        fail every batch holding a larger one. A max.request.size the user set is kept."""
+        configs = self.remote_topics.configs
+        if configs is None or "kafka.max.request.size" in self.sink_options:
+            return self.sink_options
+        needed = configs.largest_message(sorted(plan.remote)) + RECORD_OVERHEAD
+        if needed <= DEFAULT_MAX_REQUEST:
+            return self.sink_options
+        return {**self.sink_options, "kafka.max.request.size": str(needed)}
 
     def _starts(self, batch_id: int) -> dict[tuple[str, int], int]:
         """Where ``batch_id`` starts: the end of the batch before it. Batch 0 starts where MM2 stopped

@@ -16,7 +16,7 @@ from mirrorspark.control.admin import check_replication_factor, partition_offset
 from mirrorspark.control.clusters import Clusters
 from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
-from mirrorspark.control.scheduler import HEARTBEATS, Scheduler
+from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, Scheduler, flow_lane
 from mirrorspark.control.topic_configs import TopicConfigs
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.loss import LossLog
@@ -99,12 +99,14 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
 
     identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
     scheduler, interval = shared.scheduler, options.refresh_topics_interval
-    scheduler.every(f"flow {flow.name}: topic refresh", interval, refresh_topics, initial_delay=interval)
+    topics_lane, offsets_lane = flow_lane(flow.name, TOPICS), flow_lane(flow.name, OFFSETS)
+    scheduler.every(f"flow {flow.name}: topic refresh", interval, refresh_topics, initial_delay=interval,
+                    lane=topics_lane)
     scheduler.every(f"flow {flow.name}: topic config sync", options.topic_configs_interval,
-                    lambda: configs.sync(remote.plan.remote))
+                    lambda: configs.sync(remote.plan.remote), lane=topics_lane)
     acls = AclSync(flow.name, source, target)
     scheduler.every(f"flow {flow.name}: ACL sync", options.topic_acls_interval,
-                    lambda: acls.sync(remote.plan.remote))
+                    lambda: acls.sync(remote.plan.remote), lane=topics_lane)
     offsets.start()
     offsets.schedule(scheduler, check_identity)
     loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
@@ -127,7 +129,7 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
         probe.safe_run()
         figures.update_rates()
 
-    scheduler.every(f"flow {flow.name}: lag and rates", shared.lag_interval, measure)
+    scheduler.every(f"flow {flow.name}: lag and rates", shared.lag_interval, measure, lane=offsets_lane)
     return AssembledFlow(query, supervisor, offsets, probe)
 
 

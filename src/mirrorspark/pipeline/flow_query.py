@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import topic_partitions
 from mirrorspark.control.remote_topics import RemoteTopics
+from mirrorspark.errors import Conflict
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
@@ -61,7 +63,11 @@ class FlowQuery:
                                   on_written, metrics, self.takeover)
         self.progress = QueryProgress()
         self.query = None
-        self.paused = False
+        self.paused = False  # by the user (REST); stays paused across automatic restarts
+        self.restarting = False  # stopped by a restart in progress: not a failure
+        # Pause, resume and restart come from the REST threads and from the supervisor: one at a time,
+        # so a pause is never undone by a restart and no two starts share the checkpoint.
+        self._lifecycle = threading.RLock()
 
     # What the supervisor, the runner and the REST API read of the batches written.
     @property
@@ -155,42 +161,54 @@ class FlowQuery:
         """starting, running, paused or failed."""
         if self.paused:
             return "paused"
-        if self.query is None:
+        if self.query is None or self.restarting:
             return "starting"
         return "running" if self.query.isActive else "failed"
 
     def error(self) -> str | None:
-        if self.paused or self.query is None or self.query.isActive:
+        if self.paused or self.restarting or self.query is None or self.query.isActive:
             return None
         exc = self.query.exception()
         return root_cause(str(exc)) if exc is not None else "the query stopped"
 
     def pause(self) -> None:
         """Finish and commit the batch in flight, then stop reading; ``resume`` continues from there."""
-        self.paused = True
-        self.stop()
+        with self._lifecycle:
+            self.paused = True
+            self.stop()
         if self.metrics is not None:
             self.metrics.set_running(False)
         log.info("flow %s paused", self.flow.name)
 
     def resume(self, spark) -> None:
-        self.start(spark)
-        self.paused = False
+        with self._lifecycle:
+            if not self.paused:
+                raise Conflict(f"flow {self.flow.name} is not paused (state {self.state()})")
+            self.start(spark)
+            self.paused = False
         if self.metrics is not None:
             self.metrics.set_running(True)
         log.info("flow %s resumed", self.flow.name)
 
-    def restart(self, spark) -> None:
-        self.paused = True  # the runner must not take the stop for a failure
-        try:
-            self.stop()
-        except Exception as exc:  # noqa: BLE001 - a failed query may refuse to stop; start anew anyway
-            log.debug("flow %s: stopping before restart: %s", self.flow.name, exc)
-        try:
-            self.resume(spark)
-        except BaseException:
-            self.paused = False  # not a pause: the supervisor must see the failed start and retry
-            raise
+    def restart(self, spark, unpause: bool = False) -> None:
+        """Stop and start again. A flow the user paused stays paused (an automatic restart that
+        comes after the pause only stops it), unless ``unpause`` (a restart asked for by the user)."""
+        with self._lifecycle:
+            self.restarting = True  # the runner must not take the stop for a failure
+            try:
+                try:
+                    self.stop()
+                except Exception as exc:  # noqa: BLE001 - a failed query may refuse to stop; start anew anyway
+                    log.debug("flow %s: stopping before restart: %s", self.flow.name, exc)
+                if self.paused and not unpause:
+                    log.info("flow %s: paused meanwhile, so not started again", self.flow.name)
+                    return
+                self.start(spark)  # a failed start goes up: the supervisor sees it and retries
+                self.paused = False
+            finally:
+                self.restarting = False
+        if self.metrics is not None:
+            self.metrics.set_running(True)
 
     def stop(self, commit_timeout: float = 60.0) -> None:
         """Let a batch being written finish and be committed to the checkpoint, keep later ones

@@ -28,8 +28,10 @@ def source_options(flow: FlowConfig, pattern: str, ship_files: bool = False) -> 
         "subscribePattern": pattern,
         "includeHeaders": "true",
         "startingOffsets": reset,
-        # A deleted source topic or retention must not stop the other topics (MM2 keeps going).
-        "failOnDataLoss": "false",
+        # A deleted source topic or retention must not stop the other topics (MM2 keeps going); with
+        # mirrorspark.data.loss = fail records removed between the guard's check and the read fail the
+        # task instead, and the restarted batch's check stops the flow naming the gap.
+        "failOnDataLoss": "true" if flow.options.fail_on_data_loss else "false",
     }
     if flow.options.batch_max_records > 0:
         options["maxOffsetsPerTrigger"] = str(flow.options.batch_max_records)

@@ -127,12 +127,10 @@ class ReplicatorController:
             if action == "pause":
                 flow.pause()
             elif action == "resume":
-                if not flow.paused:
-                    raise Conflict(f"flow {name} is not paused (state {flow.state()})")
-                flow.resume(spark)
+                flow.resume(spark)  # Conflict when it is not paused
             else:
                 supervisor = self.replicator.supervisors.get(name)
-                supervisor.manual_restart(spark) if supervisor else flow.restart(spark)
+                supervisor.manual_restart(spark) if supervisor else flow.restart(spark, unpause=True)
         supervisor = self.replicator.supervisors.get(name)
         return {"flow": name, "state": supervisor.state() if supervisor else flow.state()}
 

@@ -37,8 +37,8 @@ from mirrorspark.state import StateFiles, StateLocation
 log = logging.getLogger(__name__)
 
 
-class EveryFlowFailed(OperationalError):
-    """Every flow of the process failed for good: the process exits non-zero."""
+class FlowsFailed(OperationalError):
+    """Flows failed for good (all of them, or some before a stop was asked): the process exits non-zero."""
 
 
 class Replicator:
@@ -109,6 +109,20 @@ class Replicator:
         """librdkafka settings of a cluster this process talks to."""
         return self.clusters.conf(alias)
 
+    def launch(self) -> None:
+        """``prepare`` then ``start``; when either fails, what they began is undone before the error
+        goes up: the REST server and its files, queries already running, offset-sync producers
+        (flushed), Spark."""
+        try:
+            self.prepare()
+            self.start()
+        except BaseException:
+            try:
+                self.stop()
+            except Exception as exc:  # noqa: BLE001 - the first error is the one to report
+                log.warning("cleaning up after a failed start: %s", exc)
+            raise
+
     def start(self) -> None:
         if self.spark is None:
             self._start_spark()
@@ -152,8 +166,10 @@ class Replicator:
         finally:
             self.stop()
         failed = [s for s in self.supervisors.values() if s.failed]
-        if failed and len(failed) == len(self.supervisors):
-            raise EveryFlowFailed("every flow failed: " + "; ".join(
+        if failed:  # a stop asked while some flows had failed is no clean exit either
+            which = "every flow" if len(failed) == len(self.supervisors) else \
+                f"{len(failed)} of {len(self.supervisors)} flows"
+            raise FlowsFailed(f"{which} failed: " + "; ".join(
                 f"{s.query.flow.name}: {s.last_error}" for s in failed)) from None
 
     def progress_lines(self) -> list[str]:

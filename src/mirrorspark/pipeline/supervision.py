@@ -60,7 +60,9 @@ class FlowSupervisor:
         if q.batches_written != self._written:
             self._written = q.batches_written
             self.attempts = 0
-        if self.failed or q.paused:
+        if self.failed or q.paused or q.restarting:
+            if q.paused:
+                self.restart_at = None  # the user's pause supersedes a pending automatic restart
             self._publish()
             return
         now = time.monotonic()
@@ -83,11 +85,18 @@ class FlowSupervisor:
         q = self.query
         self.attempts += 1
         self.last_error = error
-        if q.loss_stop is not None or self.attempts > self.allowed:
+        too_large = "RecordTooLargeException" in error
+        if too_large:  # the same record fails every restart: say what to change, once
+            self.last_error = error = (
+                f"{error}. A source record is larger than the target takes: raise max.message.bytes of the remote "
+                f"topic (config sync copies the source topic's; sync.topic.configs.enabled) or the target brokers' "
+                f"message.max.bytes, or set {q.flow.target.alias}.producer.max.request.size, then restart the flow")
+        if q.loss_stop is not None or too_large or self.attempts > self.allowed:
             self.failed = True
             if q.metrics is not None:
                 q.metrics.set_running(False)
             why = "mirrorspark.data.loss = fail" if q.loss_stop is not None else \
+                "a record too large for the target; a restart cannot help" if too_large else \
                 f"{self.attempts - 1} restart(s) did not help (mirrorspark.flow.restart.attempts = {self.allowed})"
             log.error("flow %s: FAILED, not restarted (%s); the other flows go on. Last error: %s", q.flow.name,
                       why, error)
@@ -109,7 +118,7 @@ class FlowSupervisor:
         self.restart_at = None
         self.attempts = 0
         self.query.writer.loss_stop = None
-        self.query.restart(spark)
+        self.query.restart(spark, unpause=True)
 
     def _publish(self) -> None:
         q = self.query

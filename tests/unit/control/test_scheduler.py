@@ -5,7 +5,7 @@ import itertools
 import threading
 import time
 
-from mirrorspark.control.scheduler import HEARTBEATS, Scheduler, _Task
+from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, Scheduler, _Task, flow_lane
 
 
 def test_a_slow_control_task_does_not_delay_heartbeats():
@@ -159,3 +159,43 @@ def test_a_failure_streak_logs_one_traceback_then_one_line_per_repeat_and_the_re
     assert [r.getMessage() for r in failed][1:3] == ["heartbeats failed: down (2 times in a row)",
                                                      "heartbeats failed: down (3 times in a row)"]
     assert "heartbeats works again after 3 failure(s)" in caplog.text
+
+
+class _Recording(Scheduler):
+    """Records each task's lane and runs nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lanes: dict[str, str] = {}
+
+    def every(self, name, interval_seconds, action, initial_delay=0.0, lane="control") -> None:
+        self.lanes[name] = lane
+        super().every(name, interval_seconds, action, initial_delay, lane)
+
+
+def test_a_slow_sync_of_one_flow_delays_neither_another_flows_checkpoints_nor_its_own():
+    """Checkpoints and group sync of a flow run on its offsets lane, apart from every topic task."""
+    from types import SimpleNamespace
+
+    from mirrorspark.offsets.flow_offsets import FlowOffsets
+
+    scheduler = _Recording()
+    for name in ("a->b", "c->d"):
+        options = SimpleNamespace(checkpoints_interval=0.05, group_offsets_interval=60)
+        offsets = SimpleNamespace(flow=SimpleNamespace(name=name, options=options),
+                                  checkpoints=SimpleNamespace(run_once=lambda _: None),
+                                  group_sync=SimpleNamespace(run_once=lambda: None))
+        FlowOffsets.schedule(offsets, scheduler)
+    assert scheduler.lanes["flow a->b: checkpoints"] == scheduler.lanes["flow a->b: group offset sync"] \
+        == flow_lane("a->b", OFFSETS)
+    assert scheduler.lanes["flow c->d: checkpoints"] == flow_lane("c->d", OFFSETS) != flow_lane("a->b", OFFSETS)
+    release, rounds = threading.Event(), []
+    scheduler.every("flow a->b: ACL sync", 60, lambda: release.wait(5), lane=flow_lane("a->b", TOPICS))
+    scheduler.every("count", 0.05, lambda: rounds.append(1), lane=flow_lane("c->d", OFFSETS))
+    scheduler.start()
+    try:
+        time.sleep(0.6)
+    finally:
+        release.set()
+        scheduler.stop()
+    assert len(rounds) >= 5  # while a->b's ACL sync held its thread

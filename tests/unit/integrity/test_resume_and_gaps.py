@@ -9,7 +9,7 @@ import pytest
 
 from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
 from mirrorspark.integrity.loss import LossLog, load
-from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.spark_offsets import OffsetLogUnreadable, SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import LocalFiles
@@ -41,6 +41,22 @@ def test_offset_log_pending_batch_and_rewind(tmp_path):
     assert not (tmp_path / "offsets" / ".2.crc").exists() and (tmp_path / "offsets" / ".0.crc").exists()
     (tmp_path / "commits" / "2").write_text("v1\n{}")
     assert log.pending() is None
+
+
+@pytest.mark.parametrize("damage", ["v1\n{}\nnot json", "v1\n{}\n", None])
+def test_an_unreadable_offset_log_entry_is_an_error_naming_the_file(tmp_path, damage):
+    log = spark_log(tmp_path, {0: {"t": {"0": 5}}, 1: {"t": {"0": 9}}}, [0, 1])
+    if damage is None:
+        (tmp_path / "offsets" / "1").unlink()
+    else:
+        (tmp_path / "offsets" / "1").write_text(damage)
+    reads = [lambda: log.entry(1), log.committed_positions]
+    if damage is not None:  # a missing entry is not among those rewind rewrites
+        reads.append(lambda: log.rewind("t", {0: 0}))
+    for read in reads:
+        with pytest.raises(OffsetLogUnreadable, match=r"offsets/1 (is missing|has no source offsets)"):
+            read()
+    assert log.entry(0)[1] == {("t", 0): 5}
 
 
 def test_write_marks_resume_from_the_right_batch_and_count_recopies(tmp_path):

@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
 
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -29,10 +30,10 @@ final class ConsumerPool {
     private static final Map<Map<String, String>, Deque<Idle>> POOL = new HashMap<>();
 
     private static final class Idle {
-        final KafkaConsumer<byte[], byte[]> consumer;
+        final Consumer<byte[], byte[]> consumer;
         final long since;
 
-        Idle(KafkaConsumer<byte[], byte[]> consumer, long since) {
+        Idle(Consumer<byte[], byte[]> consumer, long since) {
             this.consumer = consumer;
             this.since = since;
         }
@@ -54,7 +55,7 @@ final class ConsumerPool {
     private ConsumerPool() {
     }
 
-    static KafkaConsumer<byte[], byte[]> acquire(Map<String, String> settings) {
+    static Consumer<byte[], byte[]> acquire(Map<String, String> settings) {
         synchronized (POOL) {
             Deque<Idle> idle = POOL.get(settings);
             Idle found = idle == null ? null : idle.pollFirst();
@@ -65,14 +66,14 @@ final class ConsumerPool {
         return create(settings);
     }
 
-    static void release(Map<String, String> settings, KafkaConsumer<byte[], byte[]> consumer, boolean failed) {
+    static void release(Map<String, String> settings, Consumer<byte[], byte[]> consumer, boolean failed) {
         if (failed) {
             consumer.close(Duration.ofSeconds(2));
             return;
         }
         consumer.unsubscribe();
         long now = System.currentTimeMillis();
-        java.util.List<KafkaConsumer<byte[], byte[]>> expired = new java.util.ArrayList<>();
+        java.util.List<Consumer<byte[], byte[]>> expired = new java.util.ArrayList<>();
         synchronized (POOL) {
             POOL.computeIfAbsent(settings, s -> new ArrayDeque<>()).addFirst(new Idle(consumer, now));
             for (Deque<Idle> idle : POOL.values()) {
@@ -85,7 +86,7 @@ final class ConsumerPool {
                 }
             }
         }
-        for (KafkaConsumer<byte[], byte[]> c : expired) {
+        for (Consumer<byte[], byte[]> c : expired) {
             c.close(Duration.ofSeconds(2));
         }
     }

@@ -10,9 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
@@ -38,7 +38,7 @@ final class GroupReader implements PartitionReader<InternalRow> {
     private static final long CHECK_MS = 2_000L;
 
     private final SourceSettings settings;
-    private final KafkaConsumer<byte[], byte[]> consumer;
+    private final Consumer<byte[], byte[]> consumer;
     private final Map<TopicPartition, Long> until = new HashMap<>();
     private final Set<TopicPartition> open = new HashSet<>();
     private final Map<TopicPartition, UTF8String> topicNames = new HashMap<>();
@@ -49,8 +49,13 @@ final class GroupReader implements PartitionReader<InternalRow> {
     private long lastCheck = System.currentTimeMillis();
 
     GroupReader(SourceSettings settings, List<OffsetRange> ranges) {
+        this(settings, ranges, ConsumerPool.acquire(settings.consumer));
+    }
+
+    /** With the consumer given (the pool's, or a test's); it goes back to the pool on close. */
+    GroupReader(SourceSettings settings, List<OffsetRange> ranges, Consumer<byte[], byte[]> consumer) {
         this.settings = settings;
-        this.consumer = ConsumerPool.acquire(settings.consumer);
+        this.consumer = consumer;
         List<TopicPartition> assigned = new ArrayList<>();
         for (OffsetRange r : ranges) {
             TopicPartition tp = new TopicPartition(r.topic, r.partition);
@@ -137,6 +142,11 @@ final class GroupReader implements PartitionReader<InternalRow> {
         Map<TopicPartition, Long> earliest = consumer.beginningOffsets(lost, Duration.ofSeconds(30));
         for (TopicPartition tp : lost) {
             long to = earliest.getOrDefault(tp, until.get(tp));
+            if (settings.failOnDataLoss) {
+                throw new DataLossException(tp + ": offsets " + consumer.position(tp) + " to " + (to - 1)
+                    + " were removed from the source (retention or deletion) before they were read, and "
+                    + "mirrorspark.data.loss = fail: nothing past them is copied");
+            }
             LOG.warn("{}: offsets before {} are gone from the source (retention or deletion); reading on from there",
                 tp, to);
             consumer.seek(tp, Math.min(to, until.get(tp)));
@@ -157,18 +167,29 @@ final class GroupReader implements PartitionReader<InternalRow> {
             Long end = ends.get(tp);
             long position = consumer.position(tp);
             if (end != null && end <= position) {
-                LOG.warn("{}: ends at {}, before the batch's end {}; the rest is not there to read", tp, end,
-                    until.get(tp));
-                giveUp(tp);
+                giveUp(tp, tp + ": ends at " + end + ", before the batch's end " + until.get(tp)
+                    + "; the rest is not there to read");
             } else if (now - lastProgress > settings.pollTimeoutMs) {
-                LOG.warn("{}: no record for {} ms at offset {} (topic deleted?); the rest of this batch's range is "
-                    + "skipped", tp, now - lastProgress, position);
-                giveUp(tp);
+                giveUp(tp, tp + ": no record for " + (now - lastProgress) + " ms at offset " + position
+                    + " (topic deleted?); the rest of this batch's range is skipped");
             }
         }
     }
 
-    private void giveUp(TopicPartition tp) {
+    /** Records that cannot be read any more, with mirrorspark.data.loss = fail: the task fails. */
+    static final class DataLossException extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        DataLossException(String message) {
+            super(message);
+        }
+    }
+
+    private void giveUp(TopicPartition tp, String why) {
+        if (settings.failOnDataLoss) {
+            throw new DataLossException(why + ", and mirrorspark.data.loss = fail");
+        }
+        LOG.warn(why);
         open.remove(tp);
         consumer.pause(List.of(tp));
     }

@@ -9,8 +9,10 @@ import java.util.regex.Pattern;
  * The source's options, resolved once on the driver and shipped to executors with each task:
  * {@code kafka.*} (the consumer's settings), {@code subscribePattern} (Java regex, whole topic
  * names), {@code startingOffsets} (earliest, latest or partition JSON with -2/-1),
- * {@code maxOffsetsPerTrigger} (0: no bound), {@code groups} (tasks per batch) and
- * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering).
+ * {@code maxOffsetsPerTrigger} (0: no bound), {@code groups} (tasks per batch),
+ * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering) and
+ * {@code failOnDataLoss} (mirrorspark.data.loss = fail: records gone before they were read fail the
+ * task instead of being skipped).
  */
 public final class SourceSettings implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -23,6 +25,7 @@ public final class SourceSettings implements Serializable {
     public final long pollTimeoutMs;
     public final long topicRefreshMs;
     public final long idlePollMs;
+    public final boolean failOnDataLoss;
 
     public SourceSettings(Map<String, String> options) {
         Map<String, String> kafka = new HashMap<>();
@@ -43,6 +46,7 @@ public final class SourceSettings implements Serializable {
         this.pollTimeoutMs = Long.parseLong(get(options, "pollTimeoutMs", "120000"));
         this.topicRefreshMs = Long.parseLong(get(options, "topicRefreshMs", "1000"));
         this.idlePollMs = Long.parseLong(get(options, "idlePollMs", "100"));
+        this.failOnDataLoss = Boolean.parseBoolean(get(options, "failOnDataLoss", "false").trim());
     }
 
     /** read_committed: end offsets are the last stable offsets, as the consumer reads them. */

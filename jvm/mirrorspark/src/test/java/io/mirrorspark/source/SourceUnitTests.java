@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -91,8 +94,44 @@ public final class SourceUnitTests {
         check(ConsumerPool.fetchWait("soon") == ConsumerPool.FETCH_WAIT_CAP_MS, "not a number: the cap");
     }
 
+    /** Offsets 2-4 removed by retention before the task read them: skipped, or with data.loss = fail, an error. */
+    static void removedRecordsAreSkippedOrFailTheTask() {
+        TopicPartition tp = new TopicPartition("t", 0);
+        for (boolean fail : new boolean[] {false, true}) {
+            Map<String, String> options = new HashMap<>();
+            options.put("kafka.bootstrap.servers", "unused:9092");
+            options.put("subscribePattern", "t");
+            options.put("failOnDataLoss", String.valueOf(fail));
+            MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE);
+            consumer.updateBeginningOffsets(Map.of(tp, 5L));
+            consumer.updateEndOffsets(Map.of(tp, 10L));
+            GroupReader reader = new GroupReader(new SourceSettings(options), List.of(new OffsetRange("t", 0, 2, 10)),
+                consumer);
+            for (long offset = 5; offset < 10; offset++) {
+                consumer.addRecord(new ConsumerRecord<>("t", 0, offset, new byte[0], new byte[] {(byte) offset}));
+            }
+            List<Long> read = new ArrayList<>();
+            String error = null;
+            try {
+                while (reader.next()) {
+                    read.add(reader.get().getLong(4));
+                }
+            } catch (GroupReader.DataLossException e) {
+                error = e.getMessage();
+            }
+            reader.close();
+            if (fail) {
+                check(read.isEmpty() && error != null && error.contains("t-0: offsets 2 to 4 were removed")
+                    && error.contains("mirrorspark.data.loss = fail"), "data.loss = fail: the task fails: " + error);
+            } else {
+                check(error == null && read.equals(List.of(5L, 6L, 7L, 8L, 9L)), "skipped to the earliest: " + read);
+            }
+        }
+    }
+
     public static void main(String[] args) {
         fetchWaitIsCapped();
+        removedRecordsAreSkippedOrFailTheTask();
         groupsAreBalancedByRecords();
         everyPartitionInExactlyOneGroup();
         fewerRangesThanGroups();

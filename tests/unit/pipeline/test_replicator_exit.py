@@ -1,0 +1,64 @@
+"""How a mirrorspark process ends: non-zero when flows failed, and nothing left behind by a failed start."""
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from mirrorspark.control.scheduler import Scheduler
+from mirrorspark.pipeline.runner import FlowsFailed, Replicator
+
+
+class Supervisor:
+    def __init__(self, name: str, failed: bool) -> None:
+        self.failed, self.last_error = failed, "TopicAuthorizationException" if failed else None
+        self.query = SimpleNamespace(flow=SimpleNamespace(name=name))
+
+    def poll(self, spark) -> None:
+        pass
+
+
+class Offsets:
+    closed = 0
+
+    def close(self) -> None:
+        Offsets.closed += 1
+
+
+def bare(supervisors) -> Replicator:
+    """A Replicator with nothing started but the pieces stop() and run() walk through."""
+    replicator = object.__new__(Replicator)
+    replicator.supervisors = {s.query.flow.name: s for s in supervisors}
+    replicator._stop = threading.Event()
+    replicator.scheduler, replicator.rest, replicator.lag_probes = Scheduler(), None, {}
+    replicator.flows, replicator.offsets, replicator.spark = [], [Offsets()], None
+    return replicator
+
+
+def test_a_stop_while_one_flow_had_failed_is_not_a_clean_exit():
+    replicator = bare([Supervisor("a->b", failed=True), Supervisor("b->a", failed=False)])
+    replicator.request_stop()  # SIGTERM
+    with pytest.raises(FlowsFailed, match=r"1 of 2 flows failed: a->b: TopicAuthorizationException"):
+        replicator.run()
+
+
+def test_a_stop_with_every_flow_healthy_is_a_clean_exit():
+    replicator = bare([Supervisor("a->b", failed=False)])
+    replicator.request_stop()
+    replicator.run()
+
+
+def test_a_failed_start_undoes_what_it_began(monkeypatch):
+    replicator = bare([])
+    begun: list[str] = []
+    monkeypatch.setattr(Replicator, "prepare", lambda self: begun.append("prepared"))
+
+    def start(self) -> None:
+        raise RuntimeError("the target refused the first write")
+
+    monkeypatch.setattr(Replicator, "start", start)
+    monkeypatch.setattr(Replicator, "stop", lambda self: begun.append("stopped"))
+    with pytest.raises(RuntimeError, match="refused"):
+        replicator.launch()
+    assert begun == ["prepared", "stopped"]

@@ -315,7 +315,7 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     try:
         copy = wait_for_copy(clusters["dst"], remote, args.records, args.timeout, started,
                              lambda: None if proc.poll() is None else
-                             f"{tool} exited with {proc.returncode}; see {work / tool / (tool + '.log')}")
+                             f"{tool} exited with {proc.returncode}; see the log in {work / (tool + tag)}")
         first, done = copy.first, copy.done
         print(f"[{tool}] backlog copied in {done - started:.1f} s", flush=True)
         latency = failover = None  # a skipped step is absent from the result, never a placeholder
@@ -453,8 +453,10 @@ def main() -> None:
     work = ROOT / "state" / "bench-mm2"
     local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
     local.down(purge=True)
-    for leftover in ("mm2", "mirrorspark", BOUNDED, CLUSTER):  # fresh clusters need fresh replicator state
-        shutil.rmtree(work / leftover, ignore_errors=True)
+    # Fresh clusters need fresh replicator state, every run's (the record-size runs' folders too).
+    for leftover in work.iterdir() if work.exists() else []:
+        if leftover.is_dir() and leftover.name != "clusters":
+            shutil.rmtree(leftover, ignore_errors=True)
     clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
     result: dict = {"machine": machine(),
                     "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}

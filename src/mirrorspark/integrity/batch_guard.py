@@ -67,6 +67,15 @@ class BatchGuard:
                      sum(r.records for r in ranges))
         return resume_option(ranges)
 
+    def retry_from(self, batch_id: int, planned: str, starts: Positions, ends: Positions,
+                   remote: Mapping[str, str]) -> str:
+        """The sink's ``retryFrom`` option: each target partition this batch writes to and its end
+        when the batch started. A task attempt Spark retries (an executor lost, a task error) compares
+        from there with what the target holds, so what the failed attempt wrote is not sent again."""
+        targets = [(remote[t], p) for (t, p), end in ends.items() if t in remote and end > starts.get((t, p), 0)]
+        marks = self.marks.starts_of(batch_id, planned, targets)
+        return "\n".join(f"{topic}\t{partition}\t{mark}" for (topic, partition), mark in sorted(marks.items()))
+
     def after_write(self, starts: Positions, ends: Positions, remote: Mapping[str, str],
                     first_written: Mapping[tuple[str, int], int]) -> None:
         """Report the source records this batch should have read and could not (report mode)."""

@@ -91,6 +91,17 @@ class WriteMarks:
         return {_unkey(k): v for k, v in marks.items()}
 
     @_locked
+    def starts_of(self, batch_id: int, planned: str, targets: Iterable[Partition]) -> dict[Partition, int]:
+        """``resume_from`` for ``targets`` only (those a batch writes to, not every partition)."""
+        marks = self.before if (self.batch == batch_id and self.planned == planned) else self.target_end
+        out = {}
+        for target in targets:
+            mark = marks.get(_key(*target))
+            if mark is not None:
+                out[target] = mark
+        return out
+
+    @_locked
     def batch_written(self, batch_id: int, planned: str, runs: Iterable[WrittenRun],
                       source_of: Mapping[str, str]) -> dict[Partition, int]:
         """Fold a written batch in (``source_of``: remote topic -> source topic); returns per

@@ -90,8 +90,12 @@ class BatchWriter:
             except DataLossStop as exc:
                 self.loss_stop = str(exc)
                 raise
-            options = self._sink_options_for(plan)
-            options = {**options, "resume": resume} if resume else options
+            options = dict(self._sink_options_for(plan))
+            if resume:
+                options["resume"] = resume
+            retry_from = self.guard.retry_from(batch_id, planned, starts, ends, plan.remote)
+            if retry_from:
+                options["retryFrom"] = retry_from
             t1 = time.perf_counter()
             self._target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
             t2 = time.perf_counter()

@@ -13,6 +13,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.write.DataWriter;
@@ -35,10 +36,15 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private String lastTopic;
     /** Target partitions an interrupted attempt of this batch wrote to, compared before sending. */
     private final Map<String, TargetTail> tails = new HashMap<>();
+    /** A retry of a failed task attempt (an executor lost, a task error): it compares too. */
+    private final boolean retried;
+    private boolean aborted;
 
     MirrorDataWriter(WriteSettings settings) {
         this.settings = settings;
         this.producer = Producers.acquire(settings.producer);
+        TaskContext task = TaskContext.get();
+        this.retried = task != null && task.attemptNumber() > 0;
     }
 
     @Override
@@ -66,7 +72,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         long now = System.currentTimeMillis();
         long age = ts < 0 ? -1L : Math.max(0L, now - ts);
         PartitionAcks target = acksFor(topic, partition);
-        if (!s.resume.isEmpty() && alreadyWritten(target, upstream, key, value, headers, ts)) {
+        if ((!s.resume.isEmpty() || (retried && !s.retryFrom.isEmpty()))
+            && alreadyWritten(target, upstream, key, value, headers, ts)) {
             return;
         }
         producer.send(new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
@@ -80,10 +87,17 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         TargetTail tail = tails.get(k);
         if (tail == null) {
             long[] range = settings.resume.get(k);
-            if (range == null || range[1] <= range[0]) {
+            Long from = range == null ? null : range[0];
+            long to = range == null ? 0L : range[1];
+            Long batchStart = retried ? settings.retryFrom.get(k) : null;
+            if (batchStart != null) {  // an earlier attempt may have written past the range: up to the end now
+                from = from == null ? batchStart : Math.min(from, batchStart);
+                to = TargetTail.END_NOW;
+            }
+            if (from == null || (to != TargetTail.END_NOW && to <= from)) {
                 return false;
             }
-            tail = new TargetTail(settings.producer, target.topic, target.partition, range[0], range[1]);
+            tail = new TargetTail(settings.producer, target.topic, target.partition, from, to);
             tails.put(k, tail);
         }
         if (!tail.active()) {
@@ -132,6 +146,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     @Override
     public void abort() {
         // Spark calls close() next; the failure (if any) retires the producer there.
+        aborted = true;
     }
 
     @Override
@@ -140,6 +155,11 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         // Called after commit() and after abort(): give the shared producer back exactly once.
         if (!released) {
             released = true;
+            if (aborted && failure == null) {
+                // What this attempt handed to the shared producer lands now, before a retry reads
+                // the target's end to compare with.
+                producer.flush();
+            }
             Producers.release(settings.producer, producer, failure != null);
         }
     }

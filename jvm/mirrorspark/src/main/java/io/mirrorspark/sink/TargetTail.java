@@ -25,6 +25,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  */
 final class TargetTail implements AutoCloseable {
     private static final long GIVE_UP_MS = 30_000L;
+    /** {@code to}: the partition's end when the comparison starts (a retried task attempt). */
+    static final long END_NOW = -1L;
 
     final long from;
     final long to;
@@ -37,7 +39,6 @@ final class TargetTail implements AutoCloseable {
 
     TargetTail(Map<String, String> producerSettings, String topic, int partition, long from, long to) {
         this.from = from;
-        this.to = to;
         this.position = from;
         Map<String, Object> conf = new HashMap<>();
         for (Map.Entry<String, String> e : producerSettings.entrySet()) {
@@ -54,6 +55,8 @@ final class TargetTail implements AutoCloseable {
         TopicPartition tp = new TopicPartition(topic, partition);
         consumer.assign(Collections.singletonList(tp));
         consumer.seek(tp, from);
+        this.to = to == END_NOW ? consumer.endOffsets(Collections.singletonList(tp), Duration.ofSeconds(30))
+            .getOrDefault(tp, from) : to;
     }
 
     boolean active() {

@@ -23,12 +23,17 @@ final class WriteSettings implements Serializable {
     /** Per target partition ("topic NUL partition"): target offsets {from, to} an interrupted
      *  attempt of this batch already wrote (option {@code resume}, lines topic TAB partition TAB from TAB to). */
     final HashMap<String, long[]> resume;
+    /** Per target partition: its end when this batch started (option {@code retryFrom}, lines topic TAB
+     *  partition TAB offset). A retried task attempt compares from there: what an earlier attempt of
+     *  the same task wrote is not sent again. */
+    final HashMap<String, Long> retryFrom;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
-                          HashMap<String, long[]> resume) {
+                          HashMap<String, long[]> resume, HashMap<String, Long> retryFrom) {
         this.flow = flow;
         this.producer = producer;
         this.resume = resume;
+        this.retryFrom = retryFrom;
         this.topic = column(schema, "topic");
         this.partition = column(schema, "partition");
         this.key = column(schema, "key");
@@ -52,7 +57,8 @@ final class WriteSettings implements Serializable {
         if (!producer.containsKey("bootstrap.servers")) {
             throw new IllegalArgumentException("the mirrorspark sink needs the option 'kafka.bootstrap.servers'");
         }
-        return new WriteSettings(flow, producer, schema, resume(options.get("resume")));
+        return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
+            retryFrom(options.get("retryFrom")));
     }
 
     static String key(String topic, int partition) {
@@ -70,6 +76,21 @@ final class WriteSettings implements Serializable {
                 throw new IllegalArgumentException("the mirrorspark sink's 'resume' option has a bad line: " + line);
             }
             out.put(key(f[0], Integer.parseInt(f[1])), new long[] {Long.parseLong(f[2]), Long.parseLong(f[3])});
+        }
+        return out;
+    }
+
+    static HashMap<String, Long> retryFrom(String option) {
+        HashMap<String, Long> out = new HashMap<>();
+        if (option == null || option.isEmpty()) {
+            return out;
+        }
+        for (String line : option.split("\n")) {
+            String[] f = line.split("\t");
+            if (f.length != 3) {
+                throw new IllegalArgumentException("the mirrorspark sink's 'retryFrom' option has a bad line: " + line);
+            }
+            out.put(key(f[0], Integer.parseInt(f[1])), Long.parseLong(f[2]));
         }
         return out;
     }

@@ -113,5 +113,17 @@ def spark_dependencies() -> SparkJars:
 
 
 def default_state_dir() -> Path:
-    """State (local clusters, Spark checkpoints); ``MIRRORSPARK_STATE_DIR`` overrides ./state."""
-    return Path(os.environ.get("MIRRORSPARK_STATE_DIR") or Path.cwd() / "state")
+    """State (flows' checkpoints and offsets, local clusters): ``MIRRORSPARK_STATE_DIR``, else the
+    per-user state folder (``$XDG_STATE_HOME/mirrorspark``, ``~/.local/state/mirrorspark``). Never the
+    working directory: a restart from another folder must find the same state, or it copies again."""
+    chosen = os.environ.get("MIRRORSPARK_STATE_DIR")
+    if chosen:
+        return Path(chosen).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser() / "mirrorspark"
+
+
+def legacy_state_dir() -> Path | None:
+    """``./state`` of versions before the per-user default, when it holds flows' state."""
+    old = Path.cwd() / "state"
+    return old if (old / "flows").is_dir() and old.resolve() != default_state_dir().resolve() else None

@@ -5,7 +5,8 @@ real is broken, and the lost, re-copied and reported records are counted exactly
 - retention gap (``deleteRecords`` ahead of the flow): reported with the exact count, the flow goes
   on (``report``) or stops before copying past the gap (``fail``, the process exits 1).
 - a source topic deleted and re-created while stopped: the new topic is copied whole.
-- a remote topic deleted on the target while running: re-created, its lost records reported.
+- a remote topic deleted on the target while running: re-created and refilled from the source; what
+  the source lost meanwhile is reported, and failing a group over into that range is refused.
 - a flow whose query keeps failing: restarted with backoff, then ``failed``; the other flow goes on.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 from conftest import MIRRORSPARK, running_mirrorspark, write_config
 from kafka_tools import count, create_topic, lost_and_duplicated, produce, wait_for_count
+from test_offsets_e2e import commit_on
 from test_operations import metric
 from test_spark_cluster import committed_records, flow_detail, latest, seqs
 from test_topologies_and_topics import wait_until
@@ -207,29 +209,97 @@ def test_source_topic_recreated_while_stopped_is_copied_whole(clusters, unique, 
     assert "was re-created" in mirror.output()
 
 
-def test_remote_topic_deleted_on_the_target_is_recreated_and_reported(clusters, unique, tmp_path):
-    topic, remote = f"rdel-{unique}", f"primary.rdel-{unique}"
+def test_remote_topic_deleted_is_refilled_and_what_the_source_lost_meanwhile_is_reported(clusters, unique, tmp_path):
+    """The remote topic deleted on the target after the source lost its first 100 records per partition
+    to retention: the re-created topic is refilled with everything the source still has, in order, then
+    the new records; the 100 per partition are reported lost, and failing over a group positioned among
+    them is refused (it would skip them) unless the user allows it."""
+    topic, remote, group = f"rdel-{unique}", f"primary.rdel-{unique}", f"rdel-group-{unique}"
     create_topic(clusters["primary"], topic, 2)
     produce(clusters["primary"], topic, numbered(0, 600, 2))
     config = write_config(tmp_path / "mm2.properties", clusters,
                           f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
-                          "refresh.topics.interval.seconds = 2\n")
+                          "refresh.topics.interval.seconds = 2\nemit.checkpoints.interval.seconds = 1\n")
     state = tmp_path / "state"
     target = admin_client({"bootstrap.servers": clusters["backup"]})
-    with running_mirrorspark(config, state):
+    commit_on(clusters["primary"], group, {(topic, 0): 50, (topic, 1): 50})
+    with running_mirrorspark(config, state) as mirror:
         wait_for_count(clusters["backup"], remote, 600)
         time.sleep(3)  # the topic ids were seen by a refresh
+        delete_records_before(clusters["primary"], topic, {0: 100, 1: 100})  # seqs 0..199 gone from the source
         target.delete_topics([remote])[remote].result(30)
-        detail = wait_until(lambda: (d := flow_detail(state, "primary->backup"))["records_lost"] and d,
-                            "the deletion reported", 60)
-        wait_until(lambda: topic_partitions(target).get(remote) == 2, "remote topic re-created", 30)
+        wait_until(lambda: flow_detail(state, "primary->backup")["records_lost"], "the deletion reported", 60)
+        wait_until(lambda: topic_partitions(target).get(remote) == 2, "remote topic re-created", 60)
         produce(clusters["primary"], topic, numbered(600, 1_000, 2))
-        wait_for_count(clusters["backup"], remote, 400)
+        wait_for_count(clusters["backup"], remote, 800, timeout=120)
+        detail = wait_until(lambda: (d := flow_detail(state, "primary->backup"))["state"] == "degraded" and d,
+                            "the flow running again, degraded by the loss", 60)
         text = rest(state, "/metrics")
-    assert detail["records_lost"] == 600 and detail["state"] == "degraded"
-    assert {(r["partition"], r["records"]) for r in detail["data_loss"]} == {(0, 300), (1, 300)}
-    assert metric(text, "mirrorspark_records_lost_total", topic=topic, partition="0") == 300
-    assert sorted(seqs(clusters["backup"], remote)) == list(range(600, 1_000))
+        plan = wait_until(lambda: (r := failover(config, state, group)).returncode == 0 and
+                          (body := json.loads(r.stdout))["partitions"] and body, "checkpoints of the group", 60)
+        refused = failover(config, state, group, "--execute")
+        output = mirror.output()
+    assert detail["records_lost"] == 200 and detail["state"] == "degraded"
+    assert {(r["partition"], r["first"], r["last"], r["records"]) for r in detail["data_loss"]} == {
+        (0, 0, 99, 100), (1, 0, 99, 100)}
+    assert metric(text, "mirrorspark_records_lost_total", topic=topic, partition="0") == 100
+    landed = seqs(clusters["backup"], remote)
+    for partition in (0, 1):
+        in_partition = [seq for seq in landed if seq % 2 == partition]
+        assert in_partition == list(range(200 + partition, 1_000, 2))  # refilled in order, then the new ones
+    assert {row["partition"]: row["lost"] for row in plan["partitions"]} == {0: 100, 1: 100}
+    assert refused.returncode == 1 and "--allow-loss" in refused.stderr and "Traceback" not in refused.stderr
+    assert "is refilled from" in output
+
+
+def failover(config: Path, state: Path, group: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*MIRRORSPARK, "failover", "--config", str(config), "--group", group, "--from", "primary",
+                           "--to", "backup", "--state-dir", str(state), "--json", *extra],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_lost_state_resumes_from_the_target_and_copies_nothing_twice(clusters, unique, tmp_path):
+    """The state folder lost (a new host, another working directory) while the remote topic holds the
+    copy: the flow resumes after the last record already on the target (its offset syncs and a
+    record-by-record comparison), not from the source's beginning."""
+    topic, remote = f"lost-{unique}", f"primary.lost-{unique}"
+    config, _ = replicated_once(clusters, tmp_path, topic, 2, 10_000)
+    produce(clusters["primary"], topic, numbered(10_000, 12_000, 2))  # copied after the restart
+    elsewhere = tmp_path / "another-host"
+    with running_mirrorspark(config, elsewhere) as mirror:
+        wait_for_count(clusters["backup"], remote, 12_000)
+        time.sleep(3)  # anything copied twice would land by now
+        detail = flow_detail(elsewhere, "primary->backup")
+    lost, duplicated = lost_and_duplicated(range(12_000), seqs(clusters["backup"], remote))
+    print(f"lost state drill: lost {len(lost)}, duplicated {duplicated}")
+    assert not lost and duplicated == 0
+    assert "resumes after the last record already on the target" in mirror.output()
+    assert detail["records_recopied"] == 0 and detail["records_lost"] == 0
+
+
+def test_a_start_without_state_next_to_records_no_sync_explains_is_refused_until_a_fresh_copy(
+        clusters, unique, tmp_path):
+    """The remote topic holds records no offset sync of this flow anchors (written by another tool, or
+    by a replicator without offset syncs): where the copy stopped cannot be established, so the start
+    is refused, naming the state location and the partition, until --fresh-copy."""
+    topic, remote = f"lostn-{unique}", f"primary.lostn-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    produce(clusters["primary"], topic, numbered(0, 500, 1))
+    create_topic(clusters["backup"], remote, 1)
+    produce(clusters["backup"], remote, numbered(10_000, 10_300, 1))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n")
+    state = tmp_path / "state"
+    done = subprocess.run([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert str(state / "flows" / "primary" / "backup") in done.stderr and f"{topic}[0] (300 record(s))" in \
+        done.stderr and "--fresh-copy" in done.stderr and "Traceback" not in done.stderr
+    assert count(clusters["backup"], remote) == 300  # nothing copied
+    with running_mirrorspark(config, state, "--fresh-copy") as mirror:
+        wait_for_count(clusters["backup"], remote, 800)
+    assert "copies every source record again" in mirror.output()
+    assert sorted(seqs(clusters["backup"], remote)) == [*range(500), *range(10_000, 10_300)]
 
 
 def test_failing_flow_is_restarted_then_failed_while_the_other_goes_on(clusters, unique, tmp_path):

@@ -166,3 +166,20 @@ def test_cli_internal_error_traceback_hides_secrets(caplog):
         install(before)
     assert done.exit_code == 1 and "s3cret-value" not in done.stderr
     assert "ZeroDivisionError" in caplog.text and "s3cret-value" not in caplog.text
+
+
+def test_the_default_state_folder_does_not_depend_on_the_working_directory(tmp_path, monkeypatch):
+    from mirrorspark import paths
+
+    monkeypatch.delenv("MIRRORSPARK_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    first = paths.default_state_dir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert paths.default_state_dir() == first == tmp_path / "xdg" / "mirrorspark"
+    assert paths.legacy_state_dir() is None
+    (tmp_path / "elsewhere" / "state" / "flows").mkdir(parents=True)
+    assert paths.legacy_state_dir() == tmp_path / "elsewhere" / "state"  # named in a warning by run
+    monkeypatch.setenv("MIRRORSPARK_STATE_DIR", str(tmp_path / "chosen"))
+    assert paths.default_state_dir() == tmp_path / "chosen"

@@ -29,7 +29,8 @@ def _clusters_list(values: list[str] | None) -> list[str] | None:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
-StateDir = Annotated[Path | None, typer.Option("--state-dir", help="Checkpoints and local clusters (default ./state).")]
+StateDir = Annotated[Path | None, typer.Option(
+    "--state-dir", help="Checkpoints and local clusters (default ~/.local/state/mirrorspark).")]
 
 
 @app.command()
@@ -42,10 +43,13 @@ def run(
     progress_interval: Annotated[float, typer.Option(help="Seconds between progress lines.")] = 10.0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     log_format: Annotated[str, typer.Option(help="plain, or json: one object per line naming the flow.")] = "plain",
+    fresh_copy: Annotated[bool, typer.Option(
+        "--fresh-copy", help="A flow with no state whose remote topics already hold records copies everything "
+                             "again (default: resume after what the target holds, or refuse).")] = False,
 ) -> None:
     """Replicate every enabled flow of CONFIG until SIGINT/SIGTERM."""
     from mirrorspark.config import load_config
-    from mirrorspark.paths import default_state_dir
+    from mirrorspark.paths import default_state_dir, legacy_state_dir
     from mirrorspark.pipeline.runner import Replicator
 
     if log_format not in ("plain", "json"):
@@ -56,7 +60,11 @@ def run(
     scrub_secrets(mirror.secret_values())
     for warning in mirror.warnings:
         logging.getLogger("mirrorspark.config").warning("%s", warning)
-    replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve())
+    if state_dir is None and (old := legacy_state_dir()) is not None:
+        logging.getLogger("mirrorspark.state").warning(
+            "%s holds state of an earlier version (its default was ./state); this run uses %s. Pass --state-dir %s "
+            "(or set MIRRORSPARK_STATE_DIR) to go on from it", old, default_state_dir(), old)
+    replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve(), fresh_copy)
     replicator.install_signal_handlers()
     replicator.launch()
     typer.echo(f"mirrorspark: replicating {', '.join(f.flow.name for f in replicator.flows)}; "

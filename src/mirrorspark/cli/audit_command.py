@@ -61,7 +61,7 @@ def audit(
         "--topics", help="Only topics whose source or remote name fully matches this regex.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     state_dir: Annotated[Path | None, typer.Option(
-        "--state-dir", help="The state dir `run` used (default ./state).")] = None,
+        "--state-dir", help="The state dir `run` used (default ~/.local/state/mirrorspark).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Compare source and target record by record over the flow's replicated offset ranges (a Spark

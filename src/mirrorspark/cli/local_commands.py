@@ -18,7 +18,8 @@ spark_app = typer.Typer(no_args_is_help=True,
                         help="Run a real Spark standalone cluster (a master and N workers) on 127.0.0.1.")
 app.add_typer(spark_app, name="spark")
 
-StateDir = Annotated[Path | None, typer.Option("--state-dir", help="Where cluster folders live (default ./state).")]
+StateDir = Annotated[Path | None, typer.Option(
+    "--state-dir", help="Where cluster folders live (default ~/.local/state/mirrorspark).")]
 
 
 def _clusters(state_dir: Path | None) -> LocalClusters:

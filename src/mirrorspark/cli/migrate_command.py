@@ -27,7 +27,8 @@ def from_mm2(
     config: Annotated[Path, typer.Option("--config", "-c", help="The mm2.properties MM2 ran with.")],
     execute: Annotated[bool, typer.Option("--execute", help="Write the positions (default: dry run).")] = False,
     clusters: Annotated[list[str] | None, typer.Option("--clusters", help="As for run.")] = None,
-    state_dir: Annotated[Path | None, typer.Option("--state-dir", help="As for run (default ./state).")] = None,
+    state_dir: Annotated[Path | None, typer.Option(
+        "--state-dir", help="As for run (default ~/.local/state/mirrorspark).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     wait: Annotated[float, typer.Option(help="Seconds to watch for heartbeats of a still running MM2.")] = 3.0,
 ) -> None:

@@ -12,12 +12,16 @@ GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Consumer group id.
 FromOpt = Annotated[str, typer.Option("--from", help="Cluster alias the group consumed on.")]
 ToOpt = Annotated[str, typer.Option("--to", help="Cluster alias the group moves to.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+StateOpt = Annotated[Path | None, typer.Option(
+    "--state-dir", help="mirrorspark's state (default: MIRRORSPARK_STATE_DIR or the per-user folder): the flow's "
+                        "loss reports are read from it.")]
 
 app = typer.Typer(no_args_is_help=True, help="Offset translation from checkpoints (MM2's RemoteClusterUtils).")
 
 _COLUMNS = (("topic", "topic"), ("partition", "part"), ("source_committed", "committed@from"),
             ("checkpoint_upstream", "checkpoint@from"), ("translated", "translated@to"), ("end", "end@to"),
-            ("current", "group@to"), ("behind_checkpoint", "behind-ckpt"), ("not_replicated", "not-replicated"))
+            ("current", "group@to"), ("behind_checkpoint", "behind-ckpt"), ("not_replicated", "not-replicated"),
+            ("lost", "lost"))
 
 
 def _table(rows: list[dict], columns) -> str:
@@ -29,14 +33,28 @@ def _table(rows: list[dict], columns) -> str:
                      for line in [header, *body])
 
 
-def _plan(config: Path, group: str, source: str, target: str):
+def _losses(mirror, source: str, target: str, state_dir: Path | None):
+    """The loss reports of the flow source->target from a local state folder (None: not readable here,
+    e.g. state on HDFS or S3, which only the running process reads)."""
+    from mirrorspark.integrity.loss import load
+    from mirrorspark.paths import default_state_dir
+    from mirrorspark.state.files import LocalFiles
+    from mirrorspark.state.location import StateLocation
+
+    location = StateLocation.parse(mirror.driver.state_location, (state_dir or default_state_dir()).resolve())
+    if location.path is None:
+        return None
+    return load(LocalFiles(location.path / source / target))
+
+
+def _plan(config: Path, group: str, source: str, target: str, state_dir: Path | None = None):
     from mirrorspark.client.failover import plan_failover
     from mirrorspark.config import load_config
     from mirrorspark.config.redaction import Redactor, install
 
     mirror = load_config(config)
     install(Redactor(mirror.secret_values()))  # error messages never echo a configured secret
-    return plan_failover(mirror, group, source, target)
+    return plan_failover(mirror, group, source, target, _losses(mirror, source, target, state_dir))
 
 
 def _print_plan(plan, as_json: bool, extra: dict | None = None) -> None:
@@ -56,14 +74,18 @@ def _print_plan(plan, as_json: bool, extra: dict | None = None) -> None:
         typer.echo(f"(cluster {plan.source!r} did not answer: source-side columns are empty)")
 
 
-def translate(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt, as_json: JsonOpt = False) -> None:
+def translate(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt, state_dir: StateOpt = None,
+              as_json: JsonOpt = False) -> None:
     """Where GROUP, consuming on --from, would resume on --to (from the checkpoints on --to)."""
-    _print_plan(_plan(config, group, source, target), as_json)
+    _print_plan(_plan(config, group, source, target, state_dir), as_json)
 
 
 def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
              execute: Annotated[bool, typer.Option("--execute", help="Commit the offsets (default: dry run).")] = False,
-             as_json: JsonOpt = False) -> None:
+             allow_loss: Annotated[bool, typer.Option(
+                 "--allow-loss",
+                 help="Fail over even where records the group has not read were reported lost.")] = False,
+             state_dir: StateOpt = None, as_json: JsonOpt = False) -> None:
     """Move GROUP from --from to --to: show lag and the offsets to commit; --execute commits them
     (only when the group has no active members on --to; never moves a partition backwards).
     Failback is the same command with --from and --to swapped."""
@@ -71,7 +93,7 @@ def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
     from mirrorspark.client.failover import execute_failover
     from mirrorspark.config import load_config
 
-    plan = _plan(config, group, source, target)
+    plan = _plan(config, group, source, target, state_dir)
     if not execute:
         _print_plan(plan, as_json, {"executed": False})
         if not as_json:
@@ -80,7 +102,7 @@ def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
     if not plan.partitions:
         _print_plan(plan, as_json)
         fail(f"nothing to commit for group {group!r}", EXIT_RUNTIME)
-    written = execute_failover(load_config(config), plan)  # GroupActive, CheckpointAhead: reported
+    written = execute_failover(load_config(config), plan, allow_loss)  # GroupActive, CheckpointAhead, RecordsLost
     _print_plan(plan, as_json, {"executed": True, "committed": [
         {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(written.items())]})
     if not as_json:

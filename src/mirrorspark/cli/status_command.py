@@ -78,7 +78,8 @@ def table(flows: list[dict[str, Any]]) -> list[str]:
 
 def status(
     state_dir: Annotated[
-        Path | None, typer.Option("--state-dir", help="The run's state dir (default ./state).")] = None,
+        Path | None, typer.Option(
+            "--state-dir", help="The run's state dir (default ~/.local/state/mirrorspark).")] = None,
     url: Annotated[str | None, typer.Option(help="The REST API's address, instead of --state-dir.")] = None,
     token: Annotated[str | None, typer.Option(
         help="REST token (default: $MIRRORSPARK_REST_TOKEN, else the generated one in <state-dir>/rest.token)."

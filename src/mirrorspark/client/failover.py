@@ -7,6 +7,7 @@ a group with no active members on the new cluster.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import ConsumerGroupState, KafkaException
@@ -16,11 +17,17 @@ from mirrorspark.config.model import MirrorConfig
 from mirrorspark.control.admin import admin_client, partition_offsets
 from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.errors import ConfigError, Conflict, OperationalError
+from mirrorspark.integrity.loss import LossReport
 from mirrorspark.offsets.group_sync import commit_offsets, committed_offsets, group_state
 
 
 class GroupActive(Conflict):
     """The group has members on the cluster it should move to."""
+
+
+class RecordsLost(Conflict):
+    """Records the group has not read yet were reported lost by the flow (never replicated, gone
+    from the source): failing over skips them, so it is only done when the user says so."""
 
 
 class CheckpointAhead(OperationalError):
@@ -40,6 +47,7 @@ class PartitionPlan:
     current: int | None = None             # the group's committed offset there now
     source_committed: int | None = None    # the group's committed offset on the old cluster
     source_end: int | None = None
+    lost: int | None = None                # records reported lost at or after the group's position (None: unknown)
 
     @property
     def behind_checkpoint(self) -> int | None:
@@ -84,7 +92,17 @@ def _connection(config: MirrorConfig, alias: str) -> dict:
     return admin_settings(config.clusters[alias])
 
 
-def plan_failover(config: MirrorConfig, group: str, source: str, target: str) -> FailoverPlan:
+def _lost_unread(reports: Sequence[LossReport] | None, row: PartitionPlan) -> int | None:
+    """Records of the row's source partition the flow reported lost where the group has not read yet."""
+    if reports is None:
+        return None
+    position = row.source_committed if row.source_committed is not None else row.checkpoint_upstream
+    return sum(r.records for r in reports if r.topic == row.source_topic and r.partition == row.partition
+               and (r.last < 0 or r.last >= position))
+
+
+def plan_failover(config: MirrorConfig, group: str, source: str, target: str,
+                  losses: Sequence[LossReport] | None = None) -> FailoverPlan:
     """What moving ``group`` from ``source`` to ``target`` would commit, from ``target``'s checkpoints."""
     target_conf = _connection(config, target)
     client = client_for(config, target, remote_alias=source)
@@ -101,6 +119,8 @@ def plan_failover(config: MirrorConfig, group: str, source: str, target: str) ->
         rows.append(PartitionPlan(topic, partition, source_topic, cp.upstream, cp.downstream,
                                   ends.get((topic, partition)), current.get((topic, partition))))
     reachable = _fill_source_side(config, group, source, rows)
+    for row in rows:
+        row.lost = _lost_unread(losses, row)
     return FailoverPlan(group, source, target, state.name, rows, reachable)
 
 
@@ -120,13 +140,19 @@ def _fill_source_side(config: MirrorConfig, group: str, source: str, rows: list[
     return True
 
 
-def execute_failover(config: MirrorConfig, plan: FailoverPlan) -> dict[tuple[str, int], int]:
+def execute_failover(config: MirrorConfig, plan: FailoverPlan, allow_loss: bool = False) -> dict[tuple[str, int], int]:
     """Commit the plan's offsets for the group on the new cluster; never moves a partition backwards.
 
     Raises GroupActive when consumers of the group are connected there, and CheckpointAhead (nothing
     committed) when a translated offset is past its remote partition's end. Checkpoints of remote
     partitions that no longer exist are left out (the CLI lists them).
     """
+    lost = [row for row in plan.partitions if row.lost]
+    if lost and not allow_loss:
+        listed = ", ".join(f"{r.source_topic}[{r.partition}]: {r.lost}" for r in lost)
+        raise RecordsLost(f"refusing to fail group {plan.group!r} over: records it has not read yet were never "
+                          f"replicated and are gone from {plan.source!r} ({listed}; see `mirrorspark status`). The "
+                          "group would skip them on the new cluster; add --allow-loss to fail over anyway")
     ahead = [row for row in plan.partitions if row.past_end]
     if ahead:
         listed = ", ".join(f"{r.topic}[{r.partition}] checkpoint {r.translated} > end {r.end}" for r in ahead)

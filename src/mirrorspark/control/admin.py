@@ -146,27 +146,42 @@ def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what
         raise OperationalError(f"writing {len(records)} {what} to {topic} failed: {reason}")
 
 
+_LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+
+
 def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], earliest: bool = False,
                       timeout: float = 15.0, read_committed: bool = False) -> dict[tuple[str, int], int]:
     """Log start (``earliest``) or end offsets of ``partitions`` (the last stable offset with
-    ``read_committed``); partitions that do not exist (a deleted topic) are left out."""
+    ``read_committed``); partitions that do not exist (a deleted topic) are left out. A partition
+    whose leader is moving (a topic just created, a broker restarting) is asked again for up to
+    ``timeout`` seconds."""
     from confluent_kafka import IsolationLevel
     from confluent_kafka.admin import OffsetSpec
 
-    if not partitions:
-        return {}
     spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
     isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-    futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions}, isolation_level=isolation,
-                                 request_timeout=timeout)
     out: dict[tuple[str, int], int] = {}
-    for tp, future in futures.items():
-        try:
-            out[(tp.topic, tp.partition)] = future.result().offset
-        except KafkaException as exc:
-            if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
-                                          KafkaError._UNKNOWN_TOPIC):
+    pending = list(partitions)
+    deadline = time.monotonic() + timeout
+    while pending:
+        futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in pending}, isolation_level=isolation,
+                                     request_timeout=timeout)
+        retry: list[tuple[str, int]] = []
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = future.result().offset
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
+                                    KafkaError._UNKNOWN_TOPIC):
+                    continue
+                if error.code() in _LEADER_MOVING and time.monotonic() < deadline:
+                    retry.append((tp.topic, tp.partition))
+                    continue
                 raise
+        pending = retry
+        if pending:
+            time.sleep(0.2)
     return out
 
 

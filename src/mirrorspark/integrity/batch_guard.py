@@ -28,10 +28,18 @@ class DataLossStop(OperationalError):
     """``mirrorspark.data.loss = fail`` and the next batch would copy past a gap: the flow stops."""
 
 
+class RemoteTopicGone(OperationalError):
+    """A remote partition the batch would write ends below what the flow wrote to it: the remote
+    topic was deleted (and maybe re-created) or truncated. Nothing is written; the flow restarts at
+    once, and the restart's topic check re-creates and refills it (``TopicIdentity``)."""
+
+
 class BatchGuard:
     def __init__(self, flow_name: str, marks: WriteMarks, loss: LossLog, source_starts: OffsetsOf,
-                 target_ends: OffsetsOf, fail_on_loss: bool) -> None:
+                 target_ends: OffsetsOf, fail_on_loss: bool,
+                 rewinds_pending: Callable[[], set[str]] = set) -> None:
         self.flow_name = flow_name
+        self.rewinds_pending = rewinds_pending  # source topics to be read again from their start at the restart
         self.marks = marks
         self.loss = loss
         self.source_starts = source_starts
@@ -42,6 +50,7 @@ class BatchGuard:
                      remote: Mapping[str, str], rerun: bool) -> str:
         """Checks before the write; returns the sink's ``resume`` option ('' when nothing to resume)."""
         targets = sorted({(remote[t], p) for t, p in ends if t in remote})
+        self._check_targets(starts, ends, remote)
         unknown = self.marks.unknown_targets(targets)
         if unknown:
             self.marks.learn_targets(self.target_ends(unknown))
@@ -66,6 +75,27 @@ class BatchGuard:
                      "compared before anything is sent again", self.flow_name, batch_id,
                      sum(r.records for r in ranges))
         return resume_option(ranges)
+
+    def _check_targets(self, starts: Positions, ends: Positions, remote: Mapping[str, str]) -> None:
+        """Refuse to write newer records into a remote partition that went back: the refill of a
+        re-created remote topic must come first, in order."""
+        pending = sorted(self.rewinds_pending() & {t for t, _ in ends})
+        if pending:
+            raise RemoteTopicGone(f"flow {self.flow_name}: {', '.join(pending)} must be read again from the start "
+                                  "(its remote topic or itself was re-created); the flow restarts to do so before it "
+                                  "copies anything newer")
+        writing = [(remote[t], p) for (t, p), end in ends.items() if t in remote and end > starts.get((t, p), 0)]
+        marks = self.marks.target_marks(writing)
+        if not marks:
+            return
+        now = self.target_ends(sorted(marks))
+        back = sorted(t for t, mark in marks.items() if now.get(t, -1) < mark)
+        if back:
+            shown = ", ".join(f"{t}[{p}] (end {now.get((t, p), 'gone')}, this flow wrote up to {marks[(t, p)]})"
+                              for t, p in back[:3])
+            raise RemoteTopicGone(f"flow {self.flow_name}: remote partition(s) went back on the target: {shown}"
+                                  f"{f' and {len(back) - 3} more' if len(back) > 3 else ''}; the flow restarts to "
+                                  "re-create and refill them before it copies anything newer")
 
     def retry_from(self, batch_id: int, planned: str, starts: Positions, ends: Positions,
                    remote: Mapping[str, str]) -> str:

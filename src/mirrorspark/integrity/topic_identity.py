@@ -5,12 +5,15 @@ into) with the old topic's offsets.
 A re-created **source** topic is read again from its beginning (Spark's checkpoint is moved back
 for it), the old topic's records not copied before its deletion are reported lost (counted from the
 end offsets last seen), and the old offset mapping is dropped. A re-created or deleted **remote**
-topic is re-created by the topic refresh; the records the flow had written to the old one are
-reported lost on the target, and the offset mapping is bound to the new topic (it starts again at
-the new topic's start); a remote partition whose end went back below what the flow wrote (truncated
-by an unclean leader election) is reported and its mapping cut at the new end. Losses on the target
-are counted by the remote topic's id and offsets, so a check that fails half-way and runs again, or
-a truncation seen before the re-creation, never counts one record twice.
+topic is re-created by the topic refresh and *refilled*: Spark's checkpoint is moved back to the
+source's log start for its source topic, so the new remote topic again holds what the source holds,
+in order, before anything newer (a batch never writes into a remote topic whose end went back below
+what the flow wrote: see ``BatchGuard``). The offset mapping is bound to the new topic and rebuilt
+by the refill; only the records the old remote topic held that the source no longer has are
+reported lost. A remote partition whose end went back below what the flow wrote (truncated by an
+unclean leader election) is reported and its mapping cut at the new end. Losses are counted by
+offsets (Span), so a check that fails half-way and runs again, or a truncation seen before the
+re-creation, never counts one record twice.
 """
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ class OffsetMapping(Protocol):
     def bind_remote(self, topic: str, remote: str, partitions: int, starts: Callable[[], dict[int, int]]) -> None: ...
 
     def truncate_remote(self, topic: str, partition: int, end: int) -> None: ...
+
+    def first_upstream(self, topic: str, partition: int) -> int | None: ...
 
 
 class TopicIdentity:
@@ -136,18 +141,40 @@ class TopicIdentity:
 
     def _remote_recreated(self, name: str, source: str, old: str, new: str | None, written: dict[int, int],
                           partition_count: int) -> None:
+        """Refill the new remote topic from the source's log start; report what the source lost meanwhile."""
+        held_from = {p: self.mapping.first_upstream(source, p) for p in written}
+        source_next = self.marks.source_marks(source)
         # Runs kept by an earlier version carry no binding: they belong to the old topic, so that
         # the binding below starts a new mapping instead of adopting them for the new one.
         self.mapping.bind_remote(source, f"{name}@{old}", partition_count, dict)
+        found = partition_offsets(self.source, [(source, p) for p in range(partition_count)], earliest=True)
+        starts = {p: o for (_, p), o in found.items()}
+        refilled, lost = 0, 0
         for partition, count in sorted(written.items()):
-            if count > 0:
-                self.loss.report(source, partition, -1, -1,
-                                 f"remote topic {name} was deleted on the target"
-                                 f"{' and re-created' if new else ''} (topic id {old} -> {new or 'none'}): the "
-                                 f"{count} record(s) its partition {partition} held after this flow's last write "
-                                 "are gone from the target", records=count, span=Span.target(name, old, 0, count))
+            if count <= 0:
+                continue
+            first = held_from.get(partition)
+            if first is None:  # no mapping (offset syncs off): the old topic held the last ``count`` copied
+                first = max(0, source_next.get(partition, count) - count)
+            log_start = starts.get(partition, first)
+            refilled += max(0, source_next.get(partition, log_start) - log_start)
+            if log_start > first:
+                gone = min(count, log_start - first)
+                lost += gone
+                self.loss.report(source, partition, first, log_start - 1,
+                                 f"remote topic {name} was deleted on the target (topic id {old} -> {new or 'none'}) "
+                                 f"and the source no longer has offsets {first}..{log_start - 1} (retention or "
+                                 "deleteRecords) to copy into the new one", records=gone,
+                                 span=Span.source(source, first, log_start - 1))
+        if starts:
+            self.rewinds[source] = starts
+        self.marks.forget_source(source)  # the refill is no re-copy: the old records are gone from the target
         ends = partition_offsets(self.target, [(name, p) for p in written]) if new else {}
         self.marks.reset_target(name, {p: ends.get((name, p), 0) for p in written})
+        log.warning("flow %s: remote topic %s was deleted on the target%s (topic id %s -> %s): it is refilled from "
+                    "%s's log start (about %d record(s))%s", self.flow_name, name, " and re-created" if new else "",
+                    old, new or "none", source, refilled,
+                    f"; {lost} record(s) it held are gone from the source too and are reported lost" if lost else "")
 
     def _bind(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> None:
         """Bind each source topic's offset mapping to its remote topic as it is now (name and id)."""
@@ -160,6 +187,10 @@ class TopicIdentity:
                 found = partition_offsets(self.target, [(name, p) for p in range(count)], earliest=True)
                 return {p: o for (_, p), o in found.items()}
             self.mapping.bind_remote(source, f"{name}@{topic_id}", count, starts)
+
+    def rewinds_pending(self) -> set[str]:
+        """Source topics the next start reads again from their beginning (checked before each batch)."""
+        return set(self.rewinds)
 
     def apply_rewinds(self) -> None:
         """Move Spark's checkpoint back for re-created source topics (the query must be stopped)."""

@@ -127,6 +127,21 @@ class WriteMarks:
         return again
 
     @_locked
+    def source_marks(self, topic: str) -> dict[int, int]:
+        """Per partition of source ``topic``: the next offset after the highest one written."""
+        return {_unkey(k)[1]: v for k, v in self.source_next.items() if _unkey(k)[0] == topic}
+
+    @_locked
+    def target_marks(self, targets: Iterable[Partition]) -> dict[Partition, int]:
+        """The end each target partition had after this flow's last write to it (known ones only)."""
+        out = {}
+        for target in targets:
+            mark = self.target_end.get(_key(*target))
+            if mark is not None:
+                out[target] = mark
+        return out
+
+    @_locked
     def forget_source(self, topic: str) -> None:
         """A re-created source topic starts again at its own offsets."""
         self.source_next = {k: v for k, v in self.source_next.items() if _unkey(k)[0] != topic}

@@ -125,6 +125,11 @@ class FlowOffsets:
             self.ranges.truncate(topic, partition, end)
             self.range_log.save(self.ranges, [(topic, partition)])
 
+    def first_upstream(self, topic: str, partition: int) -> int | None:
+        """The first source offset the current mapping knows was written (None: no runs)."""
+        rows = self.ranges.rows(topic, partition) if self.enabled else []
+        return rows[0][0] if rows else None
+
     def pending_checkpoint_resets(self) -> set[tuple[str, int]]:
         """(source topic, partition) whose checkpoints still point into a previous remote topic."""
         return {key for key in self.ranges.partitions() if self.ranges.binding(*key).reset_checkpoints}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
 from mirrorspark.errors import OperationalError
-from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
+from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop, RemoteTopicGone
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, TargetRows
@@ -54,6 +54,7 @@ class BatchWriter:
         self.rerun: int | None = None  # the batch a crash interrupted, run again first
         self.batches_written = 0
         self.loss_stop: str | None = None  # set when mirrorspark.data.loss = fail stopped the flow
+        self.restart_for: str | None = None  # a batch refused to write until a restart (a remote topic went back)
         self.batch_phases_ms: dict[str, float] = {}  # where the latest batch spent its time
         self.executors: set[str] = set()  # executor ids that wrote this flow's records since start
         self.last_written: int | None = None
@@ -90,6 +91,9 @@ class BatchWriter:
             except DataLossStop as exc:
                 self.loss_stop = str(exc)
                 raise
+            except RemoteTopicGone as exc:
+                self.restart_for = str(exc)
+                raise
             options = dict(self._sink_options_for(plan))
             if resume:
                 options["resume"] = resume
@@ -119,6 +123,17 @@ class BatchWriter:
                  source_of: Mapping[str, str]) -> None:
         """Records copied again (marks and resumed partitions) and the batch's figures, into the metrics."""
         recopied = self.guard.marks.batch_written(batch_id, planned, runs, source_of)
+        # A remote topic re-created while this batch wrote (the refill was planned meanwhile): what it
+        # wrote into the new topic comes before the refill, which copies it again. Counted, never silent.
+        late = self.guard.rewinds_pending() & {source_of.get(run.topic, run.topic) for run in runs}
+        for run in runs:
+            if run.written and source_of.get(run.topic, run.topic) in late:
+                recopied[(run.topic, run.partition)] = recopied.get((run.topic, run.partition), 0) + run.count
+        if late:
+            log.warning("flow %s: batch %d wrote %d record(s) of %s while its remote topic was being re-created; the "
+                        "refill copies them again (counted in mirrorspark_records_recopied_total)", self.flow.name,
+                        batch_id, sum(r.count for r in runs if r.written and source_of.get(r.topic, r.topic) in late),
+                        ", ".join(sorted(late)))
         figures = drain_figures(jvm, self.flow.name)
         for row in figures.resumed:
             recopied[(row.topic, row.partition)] = recopied.get((row.topic, row.partition), 0) + row.recopied

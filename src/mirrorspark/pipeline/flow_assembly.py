@@ -33,6 +33,7 @@ from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state import StateFiles
 from mirrorspark.state.identity import check_state_identity
+from mirrorspark.takeover.lost_state import Clients, resume_from_target
 from mirrorspark.takeover.plan import load_positions
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class Shared:
     remote_names: RemoteNames  # one source per remote topic, across every flow of the process
     ship_files: bool  # executors in other JVMs: client files shipped with the query
     lag_interval: float
+    fresh_copy: bool = False  # run --fresh-copy: a flow without state copies again next to its remote topics
 
 
 @dataclass(frozen=True)
@@ -73,13 +75,16 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
     remote.check_replication_factor()
     folder = shared.state.child(flow.source.alias).child(flow.target.alias)
     check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, source, target)
-    offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder,
-                          source_of=remote.source_of, metrics=shared.metrics)
-    offsets.check_replication_factors()
     if options.refresh_topics:
         remote.refresh(force_target_check=True)
     else:
         remote.freeze_topics()
+    # Before the offset state is loaded: a flow without state resumes from what the target holds.
+    resume_from_target(flow, selection, remote.plan, Clients(source, source_conf, target, target_conf), folder,
+                       shared.fresh_copy)
+    offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder,
+                          source_of=remote.source_of, metrics=shared.metrics)
+    offsets.check_replication_factors()
     checkpoint = folder.child("checkpoint")
     marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
     identity = TopicIdentity(folder, flow.name, source, target, loss, marks, SparkOffsetLog(checkpoint), offsets)
@@ -111,7 +116,8 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
     offsets.schedule(scheduler, check_identity)
     loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
     guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
-                       lambda parts: partition_offsets(target, parts), options.fail_on_data_loss)
+                       lambda parts: partition_offsets(target, parts), options.fail_on_data_loss,
+                       identity.rewinds_pending)
 
     def before_start() -> None:
         plan = remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created

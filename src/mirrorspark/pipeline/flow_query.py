@@ -78,6 +78,11 @@ class FlowQuery:
     def loss_stop(self) -> str | None:
         return self.writer.loss_stop
 
+    def take_restart_reason(self) -> str | None:
+        """Why the query stopped itself to be restarted at once (not a failure), taken once."""
+        reason, self.writer.restart_for = self.writer.restart_for, None
+        return reason
+
     @property
     def batch_phases_ms(self) -> dict[str, float]:
         return self.writer.batch_phases_ms

@@ -44,9 +44,10 @@ class FlowsFailed(OperationalError):
 class Replicator:
     """All flows of one mirrorspark process."""
 
-    def __init__(self, config: MirrorConfig, state_dir: Path) -> None:
+    def __init__(self, config: MirrorConfig, state_dir: Path, fresh_copy: bool = False) -> None:
         self.config = config
         self.state_dir = state_dir
+        self.fresh_copy = fresh_copy  # a flow without state may copy again next to its remote topics
         use_state_dir(state_dir)  # converted key material under <state-dir>/private/, not /tmp
         self.flows: list[FlowQuery] = []
         self.supervisors: dict[str, FlowSupervisor] = {}
@@ -84,7 +85,7 @@ class Replicator:
             self._start_spark()
         self.state = self.location.open(self.spark)
         shared = Shared(self.clusters, self.state, self.scheduler, self.metrics, RemoteNames(), self.ship_files,
-                        self.config.driver.lag_interval)
+                        self.config.driver.lag_interval, self.fresh_copy)
         for flow in flows:
             assembled = assemble_flow(flow, self._policies[flow.name], shared)
             self.flows.append(assembled.query)

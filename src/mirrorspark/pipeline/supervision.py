@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 STATES = ("starting", "running", "degraded", "restarting", "paused", "failed")
 MAX_BACKOFF = 60.0
+QUICK_RESTARTS = 3  # restarts in a row a batch may ask for before they count as failures
 
 
 class FlowSupervisor:
@@ -27,6 +28,7 @@ class FlowSupervisor:
         self.allowed = query.flow.options.restart_attempts
         self.backoff = query.flow.options.restart_backoff
         self.attempts = 0  # consecutive failures
+        self.attempts_quick = 0  # consecutive restarts a batch asked for (not failures)
         self.restarts = 0
         self.last_error: str | None = None
         self.failed = False
@@ -59,7 +61,7 @@ class FlowSupervisor:
         q = self.query
         if q.batches_written != self._written:
             self._written = q.batches_written
-            self.attempts = 0
+            self.attempts = self.attempts_quick = 0
         if self.failed or q.paused or q.restarting:
             if q.paused:
                 self.restart_at = None  # the user's pause supersedes a pending automatic restart
@@ -70,6 +72,15 @@ class FlowSupervisor:
             log.warning("flow %s: restarting: %s", q.flow.name, self.restart_requested)
             self.restart_requested = None
             self._restart(spark)
+        elif self.restart_at is None and q.query is not None and not q.query.isActive and \
+                (reason := q.take_restart_reason()) is not None and self.attempts == 0:
+            self.attempts_quick += 1
+            if self.attempts_quick > QUICK_RESTARTS:  # the restart did not repair it: a failure, with backoff
+                self.attempts_quick = 0
+                self._failed_once(reason, now)
+            else:
+                log.warning("flow %s: restarting: %s", q.flow.name, reason)
+                self._restart(spark)
         elif self.restart_at is None and q.query is not None and not q.query.isActive:
             self._failed_once(q.loss_stop or q.error() or "the query stopped", now)
         elif self.restart_at is not None and now >= self.restart_at:

@@ -1,6 +1,8 @@
 """The failover verdict of a group, and the checkpoints it is read from."""
 from __future__ import annotations
 
+import pytest
+
 from mirrorspark.formats import Checkpoint
 from mirrorspark.integrity.failover_verdict import assess, latest_checkpoints
 
@@ -41,3 +43,22 @@ def test_malformed_checkpoint_records_are_skipped_with_a_warning(caplog):
     found, skipped = latest_checkpoints("primary.checkpoints.internal", records)
     assert found == [(newer, 4000)] and skipped == 2
     assert "primary.checkpoints.internal[0] offset 1 is not a checkpoint" in caplog.text
+
+
+def test_failover_refuses_where_records_the_group_has_not_read_were_lost():
+    """After a remote topic was refilled from a source that had lost its first records to retention,
+    a group positioned in that range would skip them: the plan says how many, --execute refuses
+    (before any client is built) unless the user allows it."""
+    from mirrorspark.client.failover import FailoverPlan, PartitionPlan, RecordsLost, _lost_unread, execute_failover
+    from mirrorspark.integrity.loss import LossReport
+
+    reports = [LossReport("a->b", "t", 0, 0, 299, 300, "gone", 0.0)]
+    behind = PartitionPlan("a.t", 0, "t", 200, 0, end=2700, source_committed=200)
+    past = PartitionPlan("a.t", 0, "t", 900, 600, end=2700, source_committed=900)
+    other = PartitionPlan("a.t", 1, "t", 200, 200, end=2700, source_committed=200)
+    assert [_lost_unread(reports, row) for row in (behind, past, other)] == [300, 0, 0]
+    assert _lost_unread(None, behind) is None  # state not readable here: unknown, not zero
+    behind.lost = 300
+    plan = FailoverPlan("g", "a", "b", "EMPTY", [behind], True)
+    with pytest.raises(RecordsLost, match=r"t\[0\]: 300.*--allow-loss"):
+        execute_failover(None, plan)  # type: ignore[arg-type]

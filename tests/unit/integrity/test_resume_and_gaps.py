@@ -108,3 +108,33 @@ def test_fail_mode_stops_before_writing_past_a_gap(tmp_path):
     with pytest.raises(DataLossStop, match="5 record"):
         guard.before_write(1, "line", {("t", 0): 10}, {("t", 0): 30}, {"t": "r"}, rerun=False)
     assert loss.total() == 5
+
+
+def test_a_batch_never_writes_into_a_remote_partition_that_went_back(tmp_path):
+    """A remote topic deleted (or re-created) on the target: its end is below what the flow wrote.
+    Newer records must not go in before the refill, so the batch refuses and the flow restarts."""
+    from mirrorspark.integrity.batch_guard import RemoteTopicGone
+
+    marks = WriteMarks(LocalFiles(tmp_path))
+    marks.learn_targets({("r", 0): 0, ("r", 1): 0})
+    marks.batch_written(0, "line-0", [WrittenRun("r", 0, 0, 0, 1500), WrittenRun("r", 1, 0, 0, 1500)], {"r": "t"})
+    now: dict = {("r", 0): 1500, ("r", 1): 1500}
+    asked: list = []
+
+    def target_ends(parts):
+        asked.append(sorted(parts))
+        return {p: now[p] for p in parts if p in now}
+
+    guard = BatchGuard("a->b", marks, LossLog(LocalFiles(tmp_path), "a->b"), lambda parts: {}, target_ends,
+                       fail_on_loss=False)
+    starts = {("t", 0): 1500, ("t", 1): 1500}
+    assert guard.before_write(1, "line-1", starts, {("t", 0): 1600, ("t", 1): 1500}, {"t": "r"}, rerun=False) == ""
+    assert asked == [[("r", 0)]]  # only the partition the batch writes to, one request
+    now = {("r", 1): 0}  # deleted: partition 0 gone, partition 1 re-created empty
+    with pytest.raises(RemoteTopicGone, match=r"r\[0\] \(end gone, this flow wrote up to 1500\).*refill"):
+        guard.before_write(2, "line-2", starts, {("t", 0): 1600, ("t", 1): 1600}, {"t": "r"}, rerun=False)
+    with pytest.raises(RemoteTopicGone, match=r"r\[1\] \(end 0"):
+        guard.before_write(2, "line-2", starts, {("t", 0): 1500, ("t", 1): 1600}, {"t": "r"}, rerun=False)
+    asked.clear()
+    assert guard.before_write(2, "line-2", starts, starts, {"t": "r"}, rerun=False) == ""  # nothing to write
+    assert asked == []

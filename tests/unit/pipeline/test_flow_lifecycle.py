@@ -82,3 +82,46 @@ def test_two_resumes_start_once():
 def _quiet(call, *args) -> None:
     with contextlib.suppress(Conflict):
         call(*args)
+
+
+def test_a_batch_asking_for_a_restart_is_restarted_at_once_and_not_counted_as_a_failure(tmp_path):
+    """A remote topic that went back: the batch refuses to write and the flow restarts at once (the
+    restart re-creates and refills the topic). Only when that keeps happening do restarts count as
+    failures, with their backoff."""
+    from mirrorspark.integrity.loss import LossLog
+    from mirrorspark.metrics.registry import MirrorMetrics
+    from mirrorspark.pipeline.supervision import QUICK_RESTARTS, FlowSupervisor
+    from mirrorspark.state.files import LocalFiles
+
+    class Query:
+        flow = SimpleNamespace(name="a->b", source=SimpleNamespace(alias="a"), target=SimpleNamespace(alias="b"),
+                               options=SimpleNamespace(restart_attempts=3, restart_backoff=1.0))
+        batches_written, paused, restarting, loss_stop, metrics = 0, False, False, None, None
+
+        def __init__(self) -> None:
+            self.query = SimpleNamespace(isActive=False)
+            self.reason: str | None = "remote partition(s) went back"
+            self.restarts = 0
+
+        def take_restart_reason(self):
+            reason, self.reason = self.reason, None
+            return reason
+
+        def restart(self, spark, unpause=False):
+            self.restarts += 1
+            self.query = SimpleNamespace(isActive=False)
+            self.reason = "remote partition(s) went back"  # the restart did not repair it
+
+        def state(self):
+            return "running"
+
+        def error(self):
+            return "remote partition(s) went back"
+
+    query = Query()
+    supervisor = FlowSupervisor(query, LossLog(LocalFiles(tmp_path), "a->b"), MirrorMetrics())  # type: ignore[arg-type]
+    for _ in range(QUICK_RESTARTS):
+        supervisor.poll(None)
+    assert query.restarts == QUICK_RESTARTS and supervisor.attempts == 0 and supervisor.restart_at is None
+    supervisor.poll(None)
+    assert query.restarts == QUICK_RESTARTS and supervisor.attempts == 1 and supervisor.restart_at is not None

@@ -1,0 +1,122 @@
+"""A flow started without its state while its remote topics already hold records.
+
+A new host, a wiped disk, another state folder: Spark's checkpoint is gone but the target still
+holds the copy. Starting from the source's beginning would copy every record a second time, and
+nothing would say so. Instead the flow resumes from what the target holds, the way a takeover from
+MM2 does (``positions.locate``): the flow's own offset syncs (MM2's format) say where a source
+offset landed on the target, and the records after that sync are compared with the source one by
+one, so the first start resumes just past the last record already there and the exact offset
+mapping of those records is kept. Where that cannot be established (offset syncs off, no sync
+whose record is still on the target, records that differ) the start is refused, naming the state
+location and the remote partitions, until the user asks for a fresh copy (``run --fresh-copy``).
+
+Heartbeat topics are left out: every replicator of the pair writes them, they carry no user data,
+and copying them again misleads no consumer.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.admin import partition_offsets
+from mirrorspark.control.remote_topics import TopicPlan
+from mirrorspark.errors import ConfigError
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.state.files import StateFiles
+from mirrorspark.state.location import KEY as STATE_KEY
+from mirrorspark.takeover.mm2_state import read_offset_syncs
+from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
+from mirrorspark.takeover.plan import FlowTakeover, execute
+from mirrorspark.takeover.positions import locate
+
+log = logging.getLogger(__name__)
+
+FRESH_COPY_FLAG = "--fresh-copy"
+
+
+class StateLost(ConfigError):
+    """No state for a flow whose remote topics hold records, and no exact way to resume from them."""
+
+
+@dataclass(frozen=True)
+class Clients:
+    source: AdminClient
+    source_conf: dict[str, Any]
+    target: AdminClient
+    target_conf: dict[str, Any]
+
+
+def has_no_state(folder: StateFiles) -> bool:
+    """Nothing says where this flow stopped: no Spark offset log and no takeover positions."""
+    spark_log = SparkOffsetLog(folder.child("checkpoint"))
+    return spark_log.last_committed() is None and spark_log.pending() is None and folder.read(TAKEOVER_FILE) is None
+
+
+def holding_records(selection: TopicSelection, plan: TopicPlan,
+                    target: AdminClient) -> dict[tuple[str, int], tuple[int, int]]:
+    """Source partitions whose remote partition holds records: (source topic, partition) -> target (start, end)."""
+    keys = [(source, p) for source, remote in sorted(plan.remote.items())
+            if not selection.policy.is_heartbeats_topic(source) for p in range(plan.partitions.get(source, 0))]
+    remote_keys = [(plan.remote[t], p) for t, p in keys]
+    starts = partition_offsets(target, remote_keys, earliest=True)
+    ends = partition_offsets(target, remote_keys)
+    out = {}
+    for (topic, partition), remote_key in zip(keys, remote_keys, strict=True):
+        start, end = starts.get(remote_key, 0), ends.get(remote_key, 0)
+        if end > start:
+            out[(topic, partition)] = (start, end)
+    return out
+
+
+def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicPlan, clients: Clients,
+                       folder: StateFiles, fresh_copy: bool) -> None:
+    """On a start without state: write the takeover positions that resume after what the target
+    holds, or refuse (StateLost); with ``fresh_copy`` copy again, saying how much the target holds."""
+    if not has_no_state(folder):
+        return
+    held = holding_records(selection, plan, clients.target)
+    if not held:
+        return  # a true first start
+    records = sum(end - start for start, end in held.values())
+    where = folder.uri()
+    if fresh_copy:
+        log.warning("flow %s: no state in %s and its remote topics already hold %d record(s): %s copies every "
+                    "source record again, next to them", flow.name, where, records, FRESH_COPY_FLAG)
+        return
+    if not flow.options.emit_offset_syncs:
+        _refuse(flow, where, held, "emit.offset-syncs.enabled = false, so no offset sync says what was copied")
+    on_target = flow.options.offset_syncs_on_target
+    sync_topic = selection.policy.offset_syncs_topic(flow.source.alias if on_target else flow.target.alias)
+    syncs = read_offset_syncs(clients.target_conf if on_target else clients.source_conf, sync_topic)
+    source_starts = partition_offsets(clients.source, sorted(held), earliest=True)
+    reader_conf = {**clients.source_conf,
+                   "isolation.level": "read_committed" if flow.reads_committed else "read_uncommitted"}
+    takeover = FlowTakeover(flow.name, f"the target (no state in {where})")
+    for (topic, partition), (start, end) in sorted(held.items()):
+        takeover.partitions.append(locate(reader_conf, clients.target_conf, topic, partition, plan.remote[topic], None,
+                                          syncs.get((topic, partition), []), start, end,
+                                          source_starts.get((topic, partition), 0)))
+    unanchored = {(p.topic, p.partition): held[(p.topic, p.partition)] for p in takeover.partitions
+                  if not p.method.startswith("offset sync")}
+    if unanchored:
+        _refuse(flow, where, unanchored, f"no offset sync in {sync_topic} anchors their last records (or the records "
+                                         "after it differ from the source's)")
+    execute(flow, takeover, folder)
+    log.warning("flow %s: no state in %s, but its remote topics hold %d record(s): it resumes after the last record "
+                "already on the target in each of %d partition(s) (offset syncs and a record-by-record comparison), "
+                "copying none of them again", flow.name, where, records, len(takeover.partitions))
+
+
+def _refuse(flow: FlowConfig, where: str, held: dict[tuple[str, int], tuple[int, int]], why: str) -> None:
+    shown = ", ".join(f"{t}[{p}] ({end - start} record(s))" for (t, p), (start, end) in sorted(held.items())[:4])
+    more = f" and {len(held) - 4} more partition(s)" if len(held) > 4 else ""
+    raise StateLost(
+        f"flow {flow.name}: no state in {where}, but its remote topics already hold records for {shown}{more}, and "
+        f"where the copy stopped cannot be established: {why}. Starting would copy them all again. Point "
+        f"{STATE_KEY} (or --state-dir, MIRRORSPARK_STATE_DIR) at the state of the earlier run, or start with "
+        f"{FRESH_COPY_FLAG} to copy everything again next to what the target holds", STATE_KEY)

@@ -100,10 +100,10 @@ class _Flow:
         self.paused = False
 
 
-def _rest(flows: list[_Flow], spark: Any = "spark") -> TestClient:
+def _rest(flows: list[_Flow], spark: Any = "spark", standbys: list[Any] | None = None) -> TestClient:
     replicator: Any = SimpleNamespace(flows=flows, spark=spark, supervisors={}, lag_probes={},
                                  config=SimpleNamespace(clusters={"a": None, "b": None}),
-                                 cluster_conf=lambda alias: None)
+                                 cluster_conf=lambda alias: None, standbys=lambda: list(standbys or []))
     app = create_app(ReplicatorController(replicator), CollectorRegistry(), token=None)
     return TestClient(app, base_url="http://127.0.0.1:8083", raise_server_exceptions=False)
 
@@ -111,6 +111,18 @@ def _rest(flows: list[_Flow], spark: Any = "spark") -> TestClient:
 def test_rest_unknown_flow_is_404():
     answer = _rest([_Flow("a->b")]).get("/flows/x->y")
     assert answer.status_code == 404 and answer.json() == {"detail": "no flow 'x->y' in this process (flows: a->b)"}
+
+
+def test_rest_shows_a_standby_flow_and_refuses_to_steer_it():
+    from mirrorspark.pipeline.flow_seat import Standby
+
+    flow = SimpleNamespace(name="b->a", source=SimpleNamespace(alias="b"), target=SimpleNamespace(alias="a"))
+    api = _rest([], standbys=[Standby(flow, "mirrorspark.b->a", 1000.0)])  # type: ignore[arg-type]
+    listed = api.get("/flows").json()
+    assert [(f["name"], f["role"], f["state"]) for f in listed] == [("b->a", "standby", "standby")]
+    assert api.get("/flows/b->a").json()["lease_group"] == "mirrorspark.b->a"
+    answer = api.post("/flows/b->a/pause")
+    assert answer.status_code == 409 and "is a standby in this process" in answer.json()["detail"]
 
 
 def test_rest_conflicts_are_409():

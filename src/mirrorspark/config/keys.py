@@ -184,6 +184,20 @@ KEYS: tuple[Key, ...] = (
     Key("mirrorspark.flow.restart.backoff.seconds", Type.DOUBLE, "1",
         "Wait before the first restart of a failed flow; doubled after each further failure, at most 60 s.",
         low=0),
+    Key("mirrorspark.flow.lease.enabled", Type.BOOLEAN, "true",
+        "Instances that run the same flow coordinate through a consumer group on the flow's target cluster, as "
+        "MM2's workers do: exactly one writes the flow, the others wait as standbys (`status`: `standby`) and one "
+        "of them takes over, resuming from what the target holds, when it stops or stops answering. A paused or "
+        "cut-off writer is fenced before it writes again. Set it to `false` only where the group cannot be used "
+        "(no READ ACL on the group); then nothing stops a second instance from copying everything again."),
+    Key("mirrorspark.flow.lease.timeout.ms", Type.INT, "10000",
+        "How long a writer may stop answering (process stopped, host cut off, JVM paused) before a standby takes "
+        "the flow over: the lease group's session timeout. The writer stops sending after half of it without a "
+        "confirmation, well before a standby can start.", low=6000, high=300000),
+    Key("mirrorspark.flow.lease.group", Type.STRING, None,
+        "The consumer group on the target cluster whose single member writes the flow. Default "
+        "`mirrorspark.<source>-><target>`; give separate deployments that replicate different topics between "
+        "the same clusters their own group."),
     Key("mirrorspark.metrics.lag.interval.seconds", Type.DOUBLE, "5",
         "How often lag (offsets and seconds) and record/byte rates are measured.", Scope.DRIVER, low=0.1),
 )

@@ -109,6 +109,9 @@ class FlowSettings:
     batch_max_records: int
     restart_attempts: int
     restart_backoff: float
+    lease_enabled: bool
+    lease_timeout: float  # seconds
+    lease_group: str | None
 
     def where(self, key: str) -> str:
         return self.reader.where(key)
@@ -151,6 +154,9 @@ class FlowSettings:
             batch_max_records=read.integer("mirrorspark.batch.max.records"),
             restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),
             restart_backoff=read.number("mirrorspark.flow.restart.backoff.seconds"),
+            lease_enabled=read.flag("mirrorspark.flow.lease.enabled"),
+            lease_timeout=read.integer("mirrorspark.flow.lease.timeout.ms") / 1000.0,
+            lease_group=read.text("mirrorspark.flow.lease.group") or None,
         )
 
 

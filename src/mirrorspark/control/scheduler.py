@@ -36,35 +36,70 @@ class _Task:
     failures: int = 0  # in a row
 
 
+@dataclass
+class _Lane:
+    name: str
+    tasks: list[_Task]
+    cancelled: bool = False
+
+
 class Scheduler:
+    """Lanes may be added after ``start`` (a flow taken over from another instance) and cancelled
+    (a flow handed to another instance): a cancelled lane's thread ends after its current task."""
+
     def __init__(self) -> None:
-        self._lanes: dict[str, list[_Task]] = {}
+        self._lanes: dict[str, _Lane] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._started = False
+        self._guard = threading.Lock()
 
     def every(self, name: str, interval_seconds: float, action: Callable[[], object], initial_delay: float = 0.0,
               lane: str = CONTROL) -> None:
         """Run ``action`` now (after ``initial_delay``) and then every ``interval_seconds`` on ``lane``."""
         if interval_seconds <= 0 or interval_seconds == float("inf"):
             return
-        self._lanes.setdefault(lane, []).append(_Task(name, interval_seconds, action, time.monotonic() + initial_delay))
+        task = _Task(name, interval_seconds, action, time.monotonic() + initial_delay)
+        with self._guard:
+            found = self._lanes.get(lane)
+            if found is not None:
+                found.tasks.append(task)
+                return
+            found = self._lanes[lane] = _Lane(lane, [task])
+            if self._started:
+                self._spawn(found)
 
     def start(self) -> None:
-        if self._threads:
-            return
-        for lane, tasks in self._lanes.items():
-            thread = threading.Thread(target=self._loop, args=(tasks,), name=f"mirrorspark-{lane}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        with self._guard:
+            if self._started:
+                return
+            self._started = True
+            for lane in self._lanes.values():
+                self._spawn(lane)
 
-    def _loop(self, tasks: list[_Task]) -> None:
-        while not self._stop.is_set():
+    def cancel(self, lanes: list[str]) -> None:
+        """Stop running the tasks of ``lanes``; adding to one of them later makes a new lane."""
+        with self._guard:
+            for name in lanes:
+                lane = self._lanes.pop(name, None)
+                if lane is not None:
+                    lane.cancelled = True
+
+    def _spawn(self, lane: _Lane) -> None:
+        thread = threading.Thread(target=self._loop, args=(lane,), name=f"mirrorspark-{lane.name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _loop(self, lane: _Lane) -> None:
+        while not self._stop.is_set() and not lane.cancelled:
             now = time.monotonic()
-            for task in tasks:
+            for task in list(lane.tasks):
+                if lane.cancelled:
+                    return
                 if now >= task.next_run:
                     self._run(task)
                     task.next_run = time.monotonic() + task.interval
-            wait = min(t.next_run for t in tasks) - time.monotonic()
+            wait = min((t.next_run for t in lane.tasks), default=now + 1.0) - time.monotonic()
             self._stop.wait(max(0.05, min(wait, 1.0)))
 
     @staticmethod
@@ -91,3 +126,20 @@ class Scheduler:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=30)
+
+
+class GatedScheduler:
+    """One flow's view of the scheduler: its tasks run only while ``allowed()`` is true (the flow's
+    lease), so a writer that lost the flow emits no checkpoint or config change in the moment before
+    its lanes are cancelled."""
+
+    def __init__(self, scheduler: Scheduler, allowed: Callable[[], bool]) -> None:
+        self.scheduler = scheduler
+        self.allowed = allowed
+
+    def every(self, name: str, interval_seconds: float, action: Callable[[], object], initial_delay: float = 0.0,
+              lane: str = CONTROL) -> None:
+        def gated() -> object:
+            return action() if self.allowed() else None
+
+        self.scheduler.every(name, interval_seconds, gated, initial_delay, lane)

@@ -34,11 +34,16 @@ class RemoteTopicGone(OperationalError):
     once, and the restart's topic check re-creates and refills it (``TopicIdentity``)."""
 
 
+class Fenced(OperationalError):
+    """This process no longer holds the flow's lease: another instance writes it. Nothing is written."""
+
+
 class BatchGuard:
     def __init__(self, flow_name: str, marks: WriteMarks, loss: LossLog, source_starts: OffsetsOf,
                  target_ends: OffsetsOf, fail_on_loss: bool,
-                 rewinds_pending: Callable[[], set[str]] = set) -> None:
+                 rewinds_pending: Callable[[], set[str]] = set, writing: Callable[[], bool] | None = None) -> None:
         self.flow_name = flow_name
+        self.writing = writing  # the flow's lease is held and confirmed (None: no lease)
         self.rewinds_pending = rewinds_pending  # source topics to be read again from their start at the restart
         self.marks = marks
         self.loss = loss
@@ -49,6 +54,9 @@ class BatchGuard:
     def before_write(self, batch_id: int, planned: str, starts: Positions, ends: Positions,
                      remote: Mapping[str, str], rerun: bool) -> str:
         """Checks before the write; returns the sink's ``resume`` option ('' when nothing to resume)."""
+        if self.writing is not None and not self.writing():
+            raise Fenced(f"flow {self.flow_name}: fenced: this process no longer holds the flow's lease (another "
+                         f"instance writes it, or this one was stopped too long); batch {batch_id} is not written")
         targets = sorted({(remote[t], p) for t, p in ends if t in remote})
         self._check_targets(starts, ends, remote)
         unknown = self.marks.unknown_targets(targets)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
 from mirrorspark.errors import OperationalError
-from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop, RemoteTopicGone
+from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop, Fenced, RemoteTopicGone
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, TargetRows
@@ -91,8 +91,8 @@ class BatchWriter:
             except DataLossStop as exc:
                 self.loss_stop = str(exc)
                 raise
-            except RemoteTopicGone as exc:
-                self.restart_for = str(exc)
+            except (RemoteTopicGone, Fenced) as exc:
+                self.restart_for = str(exc)  # a fenced flow is stopped by its seat before the restart
                 raise
             options = dict(self._sink_options_for(plan))
             if resume:

@@ -8,6 +8,7 @@ state, the control-plane tasks, the streaming query and its supervisor, and the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
@@ -16,7 +17,7 @@ from mirrorspark.control.admin import check_replication_factor, partition_offset
 from mirrorspark.control.clusters import Clusters
 from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
-from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, Scheduler, flow_lane
+from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, GatedScheduler, Scheduler, flow_lane
 from mirrorspark.control.topic_configs import TopicConfigs
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.loss import LossLog
@@ -63,8 +64,16 @@ class AssembledFlow:
     probe: LagProbe
 
 
-def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -> AssembledFlow:
-    """Check and wire one enabled flow; raises a family error, before anything is copied, on bad input."""
+def flow_lanes(flow: FlowConfig) -> list[str]:
+    """The scheduler lanes of a flow's control tasks (cancelled when another instance takes it)."""
+    return [flow_lane(flow.name, TOPICS), flow_lane(flow.name, OFFSETS)]
+
+
+def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
+                  writing: Callable[[], bool] | None = None) -> AssembledFlow:
+    """Check and wire one enabled flow; raises a family error, before anything is copied, on bad input.
+    ``writing``: whether this process still holds the flow's lease (None: no lease); batches and
+    control tasks check it before they write."""
     options = flow.options
     selection = TopicSelection(flow, policy)
     (source, source_conf), (target, target_conf) = (shared.clusters.admin(flow.source),
@@ -103,7 +112,8 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
         figures.forget_topics(set(plan.remote.values()), set(plan.remote))
 
     identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
-    scheduler, interval = shared.scheduler, options.refresh_topics_interval
+    scheduler = GatedScheduler(shared.scheduler, writing) if writing is not None else shared.scheduler
+    interval = options.refresh_topics_interval
     topics_lane, offsets_lane = flow_lane(flow.name, TOPICS), flow_lane(flow.name, OFFSETS)
     scheduler.every(f"flow {flow.name}: topic refresh", interval, refresh_topics, initial_delay=interval,
                     lane=topics_lane)
@@ -117,7 +127,7 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
     loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
     guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
                        lambda parts: partition_offsets(target, parts), options.fail_on_data_loss,
-                       identity.rewinds_pending)
+                       identity.rewinds_pending, writing)
 
     def before_start() -> None:
         plan = remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created
@@ -139,10 +149,11 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -
     return AssembledFlow(query, supervisor, offsets, probe)
 
 
-def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPolicy],
-                        shared: Shared) -> list[HeartbeatEmitter]:
+def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPolicy], shared: Shared,
+                        writing: Callable[[str], bool] = lambda _flow: True) -> list[HeartbeatEmitter]:
     """MM2's herder pairs: every pair with its flow or its heartbeats enabled beats into its target,
-    on a scheduler lane of its own (slow admin tasks never delay them)."""
+    on a scheduler lane of its own (slow admin tasks never delay them). A pair whose flow another
+    instance writes beats there, not here (``writing``), as one MM2 worker of a group does."""
     emitters = []
     for flow in config.flows:
         if not flow.heartbeats.emit:
@@ -157,6 +168,13 @@ def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPol
         emitter = HeartbeatEmitter(flow, policies[flow.name], target, target_conf, rf)
         emitter.start()
         emitters.append(emitter)
-        shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.heartbeats.interval, emitter.beat,
-                               lane=HEARTBEATS)
+        shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.heartbeats.interval,
+                               _beat_while(emitter, flow.name, writing), lane=HEARTBEATS)
     return emitters
+
+
+def _beat_while(emitter: HeartbeatEmitter, flow: str, writing: Callable[[str], bool]) -> Callable[[], None]:
+    def beat() -> None:
+        if writing(flow):
+            emitter.beat()
+    return beat

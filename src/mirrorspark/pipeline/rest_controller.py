@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mirrorspark.config.model import MirrorConfig
     from mirrorspark.metrics.lag import LagProbe
     from mirrorspark.pipeline.flow_query import FlowQuery
+    from mirrorspark.pipeline.flow_seat import Standby
     from mirrorspark.pipeline.supervision import FlowSupervisor
 
 TRANSLATE_TTL = 5.0  # seconds a translation is served from memory instead of re-reading checkpoints
@@ -65,6 +66,8 @@ class RunningFlows(Protocol):
 
     def cluster_conf(self, alias: str) -> dict[str, str] | None: ...
 
+    def standbys(self) -> list[Standby]: ...
+
 
 class ReplicatorController:
     def __init__(self, replicator: RunningFlows) -> None:
@@ -76,6 +79,10 @@ class ReplicatorController:
         for flow in self.replicator.flows:
             if flow.flow.name == name:
                 return flow
+        for standby in self.replicator.standbys():
+            if standby.flow.name == name:
+                raise Conflict(f"flow {name!r} is a standby in this process: another instance writes it (lease group "
+                               f"{standby.group}); ask that instance, or stop it and this one takes over")
         known = ", ".join(f.flow.name for f in self.replicator.flows)
         raise UnknownFlow(f"no flow {name!r} in this process (flows: {known})")
 
@@ -88,6 +95,7 @@ class ReplicatorController:
             "name": flow.flow.name,
             "source": flow.flow.source.alias,
             "target": flow.flow.target.alias,
+            "role": "active",
             "state": supervisor.state() if supervisor else flow.state(),
             "error": supervisor.reason() if supervisor else flow.error(),
             "restart_attempts": supervisor.attempts if supervisor else 0,
@@ -112,10 +120,24 @@ class ReplicatorController:
             out["data_loss"] = [r.__dict__ for r in supervisor.loss.reports[-50:]] if supervisor else []
         return out
 
+    @staticmethod
+    def _standby_summary(standby: Standby) -> dict[str, Any]:
+        return {"name": standby.flow.name, "source": standby.flow.source.alias, "target": standby.flow.target.alias,
+                "role": "standby", "state": "standby", "standby_since": standby.since, "lease_group": standby.group,
+                "error": "another instance writes this flow; this one takes over when it stops or stops answering",
+                "restart_attempts": 0, "restarts": 0, "records_lost": 0, "records_replicated": 0,
+                "bytes_replicated": 0, "records_recopied": 0, "batches_written": 0, "last_batch_time": None,
+                "lag_offsets": 0, "lag_seconds": 0.0, "lag_measured_at": None, "topics": 0}
+
     def flows(self) -> list[dict[str, Any]]:
-        return [self._summary(flow, detail=False) for flow in self.replicator.flows]
+        active = [self._summary(flow, detail=False) for flow in list(self.replicator.flows)]
+        waiting = [self._standby_summary(s) for s in self.replicator.standbys()]
+        return active + waiting
 
     def flow(self, name: str) -> dict[str, Any]:
+        for standby in self.replicator.standbys():
+            if standby.flow.name == name:
+                return self._standby_summary(standby)
         return self._summary(self._find(name), detail=True)
 
     def _act(self, name: str, action: str) -> dict[str, Any]:

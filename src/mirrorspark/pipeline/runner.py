@@ -18,13 +18,15 @@ from mirrorspark.control.clusters import Clusters
 from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames
 from mirrorspark.control.scheduler import Scheduler
+from mirrorspark.coordination.claims import instance_id
 from mirrorspark.errors import OperationalError
 from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
-from mirrorspark.pipeline.flow_assembly import Shared, assemble_flow, assemble_heartbeats
+from mirrorspark.pipeline.flow_assembly import AssembledFlow, Shared, assemble_heartbeats
 from mirrorspark.pipeline.flow_query import FlowQuery
+from mirrorspark.pipeline.flow_seat import FlowSeat, Standby
 from mirrorspark.pipeline.preflight import heartbeat_flows, preflight
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
@@ -65,6 +67,7 @@ class Replicator:
         self.ship_files = False  # executors in other JVMs: client files shipped, executors checked
         self.shipped: list[Path] = []
         self._policies: dict[str, ReplicationPolicy] = {}
+        self.seats: dict[str, FlowSeat] = {}  # every enabled flow, written here or by another instance
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before any data moves. Spark starts here when
@@ -86,18 +89,77 @@ class Replicator:
         self.state = self.location.open(self.spark)
         shared = Shared(self.clusters, self.state, self.scheduler, self.metrics, RemoteNames(), self.ship_files,
                         self.config.driver.lag_interval, self.fresh_copy)
+        instance = instance_id(self.state)
         for flow in flows:
-            assembled = assemble_flow(flow, self._policies[flow.name], shared)
-            self.flows.append(assembled.query)
-            self.supervisors[flow.name] = assembled.supervisor
-            self.offsets.append(assembled.offsets)
-            self.lag_probes[flow.name] = assembled.probe
+            self.seats[flow.name] = FlowSeat(flow, self._policies[flow.name], shared, instance)
+        for seat in self.seats.values():
+            seat.join()
+        for seat in self.seats.values():
+            seat.wait(limit=seat.flow.options.lease_timeout + 5)
+            if seat.may_write():
+                self._take(seat)
+            else:
+                log.warning("flow %s: standby: another instance writes it (lease group %s on cluster %r); this one "
+                            "takes over when that one stops or stops answering", seat.flow.name,
+                            seat.lease.group if seat.lease else "", seat.flow.target.alias)
+        self.heartbeats = assemble_heartbeats(self.config, self._policies, shared, self._writes)
+        self._start_rest()
+
+    def _writes(self, flow_name: str) -> bool:
+        """This process writes the flow of that pair (or runs no flow of it: heartbeats only)."""
+        seat = self.seats.get(flow_name)
+        return seat is None or (seat.assembled is not None and seat.may_write())
+
+    def _take(self, seat: FlowSeat) -> AssembledFlow:
+        """Assemble a flow this process now writes and register it with the process."""
+        assembled = seat.activate()
+        self.flows.append(assembled.query)
+        self.supervisors[seat.flow.name] = assembled.supervisor
+        self.offsets.append(assembled.offsets)
+        self.lag_probes[seat.flow.name] = assembled.probe
+        self._link_reverse()
+        return assembled
+
+    def _link_reverse(self) -> None:
         by_pair = {(o.flow.source.alias, o.flow.target.alias): o for o in self.offsets}
         for (source, target), offsets in by_pair.items():
             if (target, source) in by_pair:
                 offsets.link_reverse(by_pair[(target, source)])
-        self.heartbeats = assemble_heartbeats(self.config, self._policies, shared)
-        self._start_rest()
+
+    def _leave(self, seat: FlowSeat) -> None:
+        assembled = seat.assembled
+        if assembled is None:
+            return
+        self.flows.remove(assembled.query)
+        self.supervisors.pop(seat.flow.name, None)
+        self.offsets.remove(assembled.offsets)
+        self.lag_probes.pop(seat.flow.name, None)
+        seat.deactivate()
+
+    def steer(self) -> None:
+        """Follow each flow's lease: stop writing a flow this process lost, take one it was given."""
+        for seat in self.seats.values():
+            if seat.should_leave():
+                log.warning("flow %s: fenced: this process no longer holds the flow's lease (another instance took "
+                            "it over, or this one was stopped or cut off too long); it stops writing and waits as a "
+                            "standby", seat.flow.name)
+                self._leave(seat)
+            elif seat.should_take() and self.spark is not None:
+                waited = time.time() - seat.standby_since
+                assembled = self._take(seat)
+                self._bind_fence(seat)
+                assembled.query.start(self.spark)
+                if assembled.query.metrics is not None:
+                    assembled.query.metrics.set_running(True)
+                log.warning("flow %s: took over after %.1f s as a standby: this process writes it now",
+                            seat.flow.name, waited)
+
+    def standbys(self) -> list[Standby]:
+        return [s for seat in self.seats.values() if (s := seat.standby()) is not None]
+
+    def _bind_fence(self, seat: FlowSeat) -> None:
+        if seat.lease is not None and self.spark is not None:
+            seat.lease.bind_jvm(self.spark._jvm.io.mirrorspark.sink.Fences)
 
     def _start_rest(self) -> None:
         settings = RestSettings.from_config(self.config.top_level)
@@ -127,6 +189,8 @@ class Replicator:
     def start(self) -> None:
         if self.spark is None:
             self._start_spark()
+        for seat in self.seats.values():
+            self._bind_fence(seat)
         for flow in self.flows:
             flow.start(self.spark)
             if flow.metrics is not None:
@@ -155,9 +219,12 @@ class Replicator:
         last_report = time.monotonic()
         try:
             while not self._stop.is_set():
-                for supervisor in self.supervisors.values():
+                self.steer()
+                for supervisor in list(self.supervisors.values()):
                     supervisor.poll(self.spark)
-                if all(s.failed for s in self.supervisors.values()) or (until is not None and until()):
+                standing_by = any(seat.assembled is None for seat in self.seats.values())
+                if (not standing_by and all(s.failed for s in self.supervisors.values())) \
+                        or (until is not None and until()):
                     break
                 if progress is not None and time.monotonic() - last_report >= progress_interval:
                     last_report = time.monotonic()
@@ -175,7 +242,7 @@ class Replicator:
 
     def progress_lines(self) -> list[str]:
         """One line per flow: records copied since start and the rate of the latest batches."""
-        lines = []
+        lines = [f"{s.flow.name}: standby (another instance writes it)" for s in self.standbys()]
         for flow in self.flows:
             flow.collect_progress()
             supervisor = self.supervisors.get(flow.flow.name)
@@ -208,6 +275,8 @@ class Replicator:
                 log.debug("stopping flow %s: %s", flow.flow.name, exc)
         for offsets in self.offsets:
             offsets.close()
+        for seat in self.seats.values():
+            seat.close()  # leaves the lease groups: a standby takes over at once
         if self.spark is not None:
             self.spark.stop()
             self.spark = None

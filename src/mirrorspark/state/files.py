@@ -27,6 +27,8 @@ class StateFiles(Protocol):
 
     def delete(self, name: str) -> None: ...
 
+    def set_aside(self, name: str, new_name: str) -> bool: ...
+
 
 class LocalFiles:
     """A folder on this machine (plain path)."""
@@ -60,6 +62,14 @@ class LocalFiles:
 
     def delete(self, name: str) -> None:
         (self.path / name).unlink(missing_ok=True)
+
+    def set_aside(self, name: str, new_name: str) -> bool:
+        """Move the file or folder ``name`` to ``new_name``; False when there is none."""
+        try:
+            os.replace(self.path / name, self.path / new_name)
+        except FileNotFoundError:
+            return False
+        return True
 
 
 class StateError(OperationalError):
@@ -121,3 +131,7 @@ class HadoopFiles:
     def delete(self, name: str) -> None:
         uri = f"{self._uri}/{name}"
         _hadoop_call("delete", uri, self._java.delete, uri, self._conf)
+
+    def set_aside(self, name: str, new_name: str) -> bool:
+        uri = f"{self._uri}/{name}"
+        return bool(_hadoop_call("move", uri, self._java.rename, uri, f"{self._uri}/{new_name}", self._conf))

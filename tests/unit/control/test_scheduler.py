@@ -199,3 +199,32 @@ def test_a_slow_sync_of_one_flow_delays_neither_another_flows_checkpoints_nor_it
         release.set()
         scheduler.stop()
     assert len(rounds) >= 5  # while a->b's ACL sync held its thread
+
+
+def test_a_lane_added_after_start_runs_and_a_cancelled_one_stops():
+    from mirrorspark.control.scheduler import GatedScheduler
+
+    runs: list[str] = []
+    allowed = [True]
+    scheduler = Scheduler()
+    scheduler.every("heartbeats", 0.05, lambda: None, lane=HEARTBEATS)
+    scheduler.start()
+    try:
+        gated = GatedScheduler(scheduler, lambda: allowed[0])
+        gated.every("taken-over flow", 0.05, lambda: runs.append("a"), lane=flow_lane("a->b", TOPICS))
+        time.sleep(0.5)
+        assert runs, "a lane added after start gets a thread"
+        allowed[0] = False
+        time.sleep(0.2)
+        stalled = len(runs)
+        time.sleep(0.3)
+        assert len(runs) == stalled, "a gated task does not run while its flow's lease is gone"
+        scheduler.cancel([flow_lane("a->b", TOPICS)])
+        allowed[0] = True
+        time.sleep(0.3)
+        assert len(runs) == stalled, "a cancelled lane runs nothing more"
+        scheduler.every("taken again", 0.05, lambda: runs.append("b"), lane=flow_lane("a->b", TOPICS))
+        time.sleep(0.4)
+        assert "b" in runs and runs.count("a") == stalled
+    finally:
+        scheduler.stop()

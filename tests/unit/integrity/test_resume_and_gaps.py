@@ -138,3 +138,19 @@ def test_a_batch_never_writes_into_a_remote_partition_that_went_back(tmp_path):
     asked.clear()
     assert guard.before_write(2, "line-2", starts, starts, {"t": "r"}, rerun=False) == ""  # nothing to write
     assert asked == []
+
+
+def test_a_batch_is_not_written_once_the_flow_lease_is_gone(tmp_path):
+    from mirrorspark.integrity.batch_guard import Fenced
+
+    holding = [True]
+    asked: list[list] = []
+    guard = BatchGuard("a->b", WriteMarks(LocalFiles(tmp_path)), LossLog(LocalFiles(tmp_path), "a->b"),
+                       lambda parts: {}, lambda parts: asked.append(parts) or {p: 0 for p in parts},
+                       fail_on_loss=False, writing=lambda: holding[0])
+    assert guard.before_write(1, "line", {("t", 0): 0}, {("t", 0): 5}, {"t": "r"}, rerun=False) == ""
+    holding[0] = False
+    asked.clear()
+    with pytest.raises(Fenced, match="a->b: fenced.*batch 2 is not written"):
+        guard.before_write(2, "line", {("t", 0): 5}, {("t", 0): 9}, {"t": "r"}, rerun=False)
+    assert asked == []  # refused before it even looks at the target

@@ -33,6 +33,7 @@ def bare(supervisors) -> Replicator:
     replicator._stop = threading.Event()
     replicator.scheduler, replicator.rest, replicator.lag_probes = Scheduler(), None, {}
     replicator.flows, replicator.offsets, replicator.spark = [], [Offsets()], None
+    replicator.seats = {}
     return replicator
 
 

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -39,9 +40,12 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     /** A retry of a failed task attempt (an executor lost, a task error): it compares too. */
     private final boolean retried;
     private boolean aborted;
+    /** How long this JVM may write the flow (renewed by the driver's lease thread), null: no fence here. */
+    private final AtomicLong fence;
 
     MirrorDataWriter(WriteSettings settings) {
         this.settings = settings;
+        this.fence = Fences.of(settings.flow);
         this.producer = Producers.acquire(settings.producer);
         TaskContext task = TaskContext.get();
         this.retried = task != null && task.attemptNumber() > 0;
@@ -76,6 +80,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             && alreadyWritten(target, upstream, key, value, headers, ts)) {
             return;
         }
+        Fences.check(s.flow, fence);
         producer.send(new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
             new Ack(target, upstream, ts, bytes, age));
     }

@@ -105,6 +105,19 @@ public final class StateFiles {
         fileSystem(path, conf).delete(path, false);
     }
 
+    /** Move the file or folder {@code from} to {@code to} (same file system); false when {@code from} is absent. */
+    public static boolean rename(String from, String to, Configuration conf) throws IOException {
+        Path source = new Path(from);
+        FileSystem fs = fileSystem(source, conf);
+        if (!fs.exists(source)) {
+            return false;
+        }
+        if (!fs.rename(source, new Path(to))) {
+            throw new IOException("cannot move " + from + " to " + to);
+        }
+        return true;
+    }
+
     /**
      * Resolve the file system of {@code uri}, create the folder and prove it writable with a probe
      * file; returns the fully qualified URI. Errors name the URI and say why.

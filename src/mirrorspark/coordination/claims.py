@@ -1,0 +1,98 @@
+"""Who wrote a flow last: a claim record on the target each time an instance takes a flow.
+
+The lease group says who writes a flow now; the claims say who wrote it before. An instance
+taking a flow compares the previous claim with itself: when another instance wrote the flow since
+this state folder was saved, the folder's Spark checkpoint and write marks describe an older copy.
+They are set aside, and the flow resumes from what the target holds (``takeover.lost_state``),
+so nothing the other instance wrote is copied again.
+
+The claims live in one small compacted topic on the target (key: the flow's name), next to the
+lease group itself: a standby needs nothing of the other instance's host.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.control.admin import (
+    TopicMissing,
+    broker_count,
+    ensure_compacted_topic,
+    producer,
+    read_to_end,
+    send_all,
+)
+from mirrorspark.state.files import StateFiles
+
+log = logging.getLogger(__name__)
+
+LEASE_TOPIC = "mirrorspark.leases.internal"
+INSTANCE_FILE = "instance.json"
+
+
+@dataclass(frozen=True)
+class Claim:
+    flow: str
+    instance: str  # one per state location (instance.json): processes sharing a state folder are one writer
+    host: str
+    pid: int
+    state: str  # the claimant's state folder
+    at: float
+
+    def describe(self) -> str:
+        return f"instance {self.instance[:8]} (pid {self.pid} on {self.host}, state {self.state})"
+
+    @classmethod
+    def mine(cls, flow: str, instance: str, state: StateFiles) -> Claim:
+        return cls(flow, instance, socket.gethostname(), os.getpid(), state.uri(), time.time())
+
+
+def instance_id(root: StateFiles) -> str:
+    """This state location's instance id, made on first use."""
+    text = root.read(INSTANCE_FILE)
+    if text:
+        try:
+            return str(json.loads(text)["instance"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("%s/%s is damaged; a new instance id is made", root.uri(), INSTANCE_FILE)
+    made = uuid.uuid4().hex
+    root.write(INSTANCE_FILE, json.dumps({"instance": made}))
+    return made
+
+
+class Claims:
+    """The claims topic of one target cluster."""
+
+    def __init__(self, admin: AdminClient, conf: dict[str, Any]) -> None:
+        self.admin = admin
+        self.conf = conf
+
+    def ensure_topic(self) -> None:
+        if ensure_compacted_topic(self.admin, LEASE_TOPIC, min(3, broker_count(self.admin))):
+            log.info("created %s (flow leases and their claims)", LEASE_TOPIC)
+
+    def last(self, flow: str) -> Claim | None:
+        """The latest claim of ``flow``, None when no instance ever claimed it."""
+        found = None
+        try:
+            for key, value, *_ in read_to_end(self.conf, LEASE_TOPIC, timeout=30):
+                if key == flow.encode() and value:
+                    try:
+                        found = Claim(**json.loads(value))
+                    except (ValueError, TypeError):
+                        log.warning("an unreadable claim of flow %s in %s is skipped", flow, LEASE_TOPIC)
+        except TopicMissing:
+            return None
+        return found
+
+    def write(self, claim: Claim) -> None:
+        sender = producer({**self.conf, "enable.idempotence": True})
+        send_all(sender, LEASE_TOPIC, [(claim.flow.encode(), json.dumps(asdict(claim)).encode())], "lease claim")

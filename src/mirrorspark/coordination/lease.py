@@ -1,0 +1,164 @@
+"""A flow's lease: membership of a consumer group on the target whose single partition one member owns.
+
+MM2's workers coordinate through Connect's group; here each flow has a group of its own over the
+one-partition topic ``mirrorspark.leases.internal``. The member assigned its partition writes the
+flow; the others are standbys. ``cooperative-sticky`` keeps the partition where it is when a
+standby joins, so starting a standby never moves the flow.
+
+Holding the partition is not enough to write: the group may have moved on while this process was
+stopped. Every round (about twice a second) the lease is confirmed by a synchronous offset commit,
+which the coordinator accepts only from a current member of the current generation, and it is
+valid for half the session timeout after that commit was sent. The coordinator gives the partition
+to another member only a whole session timeout after this member's last heartbeat, so a writer
+stops (``active()`` false, its JVM fence expired) before any standby can start.
+
+The same round renews the write fence of the JVM that writes the records (``io.mirrorspark.sink.
+Fences``). That call is also the JVM's liveness check: while the JVM is stopped it blocks, the
+round stops polling, and librdkafka leaves the group after ``max.poll.interval.ms``, so a frozen
+JVM behind a live Python process loses the lease too.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from mirrorspark.control.admin import consumer
+from mirrorspark.coordination.claims import LEASE_TOPIC
+
+log = logging.getLogger(__name__)
+
+ROUND = 0.5  # seconds between confirmations
+_REFUSED = {KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.SASL_AUTHENTICATION_FAILED}
+
+
+def default_group(source: str, target: str) -> str:
+    return f"mirrorspark.{source}->{target}"
+
+
+class FlowLease:
+    """Whether this process may write one flow now; run by a thread of its own."""
+
+    def __init__(self, flow: str, group: str, target_conf: dict[str, Any], timeout: float, instance: str) -> None:
+        self.flow = flow
+        self.group = group
+        self.timeout = timeout
+        session_ms = int(timeout * 1000)
+        self._conf = {**target_conf, "group.id": group, "client.id": f"mirrorspark-{instance[:8]}",
+                      "session.timeout.ms": session_ms, "max.poll.interval.ms": session_ms,
+                      "heartbeat.interval.ms": max(300, session_ms // 10),
+                      "partition.assignment.strategy": "cooperative-sticky",
+                      "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "latest"}
+        self._held = False
+        self._valid_until = 0.0  # monotonic
+        self._joined_at: float | None = None
+        self.refused: str | None = None  # the broker refuses the group or topic (ACLs): said at start
+        self.losses = 0
+        self._fence: Any = None  # io.mirrorspark.sink.Fences over py4j, once Spark runs
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"mirrorspark-lease {flow}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Leave the group (a standby takes over at once, without waiting for the session timeout)."""
+        self._stop.set()
+        self._thread.join(timeout=self.timeout + 5)
+
+    def bind_jvm(self, fences: Any) -> None:
+        """From now on each confirmation renews the write fence of this JVM (local executors)."""
+        self._fence = fences
+
+    def active(self) -> bool:
+        """This process holds the lease, confirmed by the coordinator less than half a session ago."""
+        return self._held and time.monotonic() < self._valid_until
+
+    def decided(self, settle: float = 2.0) -> bool:
+        """Joined for ``settle`` seconds (the assignment is known), holding, or refused."""
+        return self.active() or self.refused is not None or \
+            (self._joined_at is not None and time.monotonic() - self._joined_at >= settle)
+
+    def wait_decided(self, limit: float) -> None:
+        deadline = time.monotonic() + limit
+        while not self.decided() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def _run(self) -> None:
+        member = consumer(self._conf)
+        member.subscribe([LEASE_TOPIC], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
+        try:
+            while not self._stop.is_set():
+                message = member.poll(ROUND)
+                error = message.error() if message is not None else None
+                if error is not None:
+                    self._poll_error(error)
+                if self._joined_at is None and member.memberid():
+                    self._joined_at = time.monotonic()
+                if self._held:
+                    self._confirm(member)
+        finally:
+            self._drop("this process stops")
+            member.close()  # leaves the group: a standby is assigned the partition now
+
+    def _poll_error(self, error: KafkaError) -> None:
+        if error.code() in _REFUSED:
+            self.refused = error.str()
+        elif error.code() == KafkaError._MAX_POLL_EXCEEDED:
+            log.warning("flow %s: this process did not confirm its lease for %.0f s (stopped or paused); it left "
+                        "the lease group %s and writes nothing until it holds the lease again", self.flow,
+                        self.timeout, self.group)
+        elif error.code() != KafkaError._PARTITION_EOF:
+            log.debug("flow %s: lease group %s: %s", self.flow, self.group, error.str())
+
+    def _assigned(self, _member, partitions: list[TopicPartition]) -> None:
+        if any(p.topic == LEASE_TOPIC and p.partition == 0 for p in partitions):
+            self._held = True
+            log.info("flow %s: this process holds the lease (group %s)", self.flow, self.group)
+
+    def _revoked(self, _member, partitions: list[TopicPartition]) -> None:
+        if any(p.topic == LEASE_TOPIC and p.partition == 0 for p in partitions):
+            self._drop("the lease group gave the flow to another member")
+
+    def _drop(self, why: str) -> None:
+        was = self._held
+        self._held = False
+        self._valid_until = 0.0
+        if was:
+            self.losses += 1
+            log.warning("flow %s: lease lost: %s", self.flow, why)
+        self._renew_fence(0)
+
+    def _confirm(self, member) -> None:
+        sent, wall = time.monotonic(), time.time()
+        try:
+            member.commit(offsets=[TopicPartition(LEASE_TOPIC, 0, 0)], asynchronous=False)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() in (KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
+                                KafkaError.REBALANCE_IN_PROGRESS, KafkaError.FENCED_INSTANCE_ID):
+                self._drop(f"the coordinator refused its confirmation ({error.name()})")
+            else:  # the coordinator unreachable: the lease runs out unless a later round confirms it
+                log.debug("flow %s: lease confirmation failed: %s", self.flow, error.str())
+            return
+        valid = self.timeout / 2
+        self._valid_until = sent + valid
+        self._renew_fence(int(wall * 1000 + valid * 1000))
+
+    def _renew_fence(self, until_ms: int) -> None:
+        fence = self._fence
+        if fence is None:
+            return
+        try:
+            if until_ms:
+                fence.renew(self.flow, until_ms)  # blocks while the JVM is stopped: see the module's doc
+            else:
+                fence.revoke(self.flow)
+        except Exception as exc:  # noqa: BLE001 - the JVM is gone (stopping): nothing left to fence
+            log.debug("flow %s: write fence not updated: %s", self.flow, exc)
+
+

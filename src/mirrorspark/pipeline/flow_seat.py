@@ -1,0 +1,141 @@
+"""One flow of this process and its lease: assembled and writing while it holds the lease, a standby otherwise.
+
+Instances that run the same flow share a lease group on the flow's target (``coordination.lease``).
+The one holding it assembles the flow (``flow_assembly``) and runs its query; the others wait. When
+the writer stops, is killed or stops answering, the group gives the lease to a standby, which
+first compares the flow's previous claim with itself (``coordination.claims``): if another instance
+wrote the flow since this state folder was saved, the folder's Spark checkpoint and write marks are
+set aside, and the flow resumes after the last record the target holds (``takeover.lost_state``),
+copying nothing twice. A writer that loses the lease stops its query, its control tasks and its
+offset syncs at once and becomes a standby itself.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.coordination.claims import Claim, Claims
+from mirrorspark.coordination.lease import FlowLease, default_group
+from mirrorspark.errors import ConfigError
+from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.pipeline.flow_assembly import AssembledFlow, Shared, assemble_flow, flow_lanes
+from mirrorspark.policy import ReplicationPolicy
+from mirrorspark.state.files import StateFiles
+from mirrorspark.takeover.lost_state import has_no_state
+from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
+
+log = logging.getLogger(__name__)
+
+LEASE_KEY = "mirrorspark.flow.lease.enabled"
+STALE = ("checkpoint", WriteMarks.FILE, TAKEOVER_FILE)  # what another writer made out of date
+
+
+def set_aside_if_stale(folder: StateFiles, flow: str, previous: Claim | None, instance: str) -> bool:
+    """When another instance claimed ``flow`` last, this folder's copy position is older than the
+    target's: move it aside (kept for inspection) so the start resumes from the target."""
+    if previous is None or previous.instance == instance or has_no_state(folder):
+        return False
+    suffix = time.strftime(".stale-%Y%m%d-%H%M%S")
+    moved = [name for name in STALE if folder.set_aside(name, name + suffix)]
+    log.warning("flow %s: %s wrote this flow after the state in %s was saved; that state is out of date (%s set aside "
+                "as *%s): the flow resumes after the last record the target holds", flow, previous.describe(),
+                folder.uri(), ", ".join(moved), suffix)
+    return True
+
+
+@dataclass
+class Standby:
+    """What REST and ``status`` show for a flow another instance writes."""
+
+    flow: FlowConfig
+    group: str
+    since: float
+
+
+class FlowSeat:
+    def __init__(self, flow: FlowConfig, policy: ReplicationPolicy, shared: Shared, instance: str) -> None:
+        self.flow = flow
+        self.policy = policy
+        self.shared = shared
+        self.instance = instance
+        self.assembled: AssembledFlow | None = None
+        self.lease: FlowLease | None = None
+        self.claims: Claims | None = None
+        self.standby_since = time.time()
+        self.takeovers = 0
+        options = flow.options
+        if options.lease_enabled:
+            target, target_conf = shared.clusters.admin(flow.target)
+            self.claims = Claims(target, target_conf)
+            group = options.lease_group or default_group(flow.source.alias, flow.target.alias)
+            self.lease = FlowLease(flow.name, group, target_conf, options.lease_timeout, instance)
+
+    @property
+    def folder(self) -> StateFiles:
+        return self.shared.state.child(self.flow.source.alias).child(self.flow.target.alias)
+
+    def join(self) -> None:
+        """Join the lease group (the claims topic is created first if needed)."""
+        if self.lease is None or self.claims is None:
+            return
+        self.claims.ensure_topic()
+        self.lease.start()
+
+    def wait(self, limit: float) -> None:
+        """Until it is known whether this process writes the flow; refused when the group cannot be used."""
+        if self.lease is None:
+            return
+        self.lease.wait_decided(limit)
+        if self.lease.refused is not None:
+            raise ConfigError(
+                f"flow {self.flow.name}: the lease group {self.lease.group} on cluster {self.flow.target.alias!r} "
+                f"cannot be used: {self.lease.refused}. Grant the replicator's principal READ on that group and "
+                f"READ, WRITE and DESCRIBE on topic mirrorspark.leases.internal, or set {self.flow.where(LEASE_KEY)} "
+                "= false (then nothing keeps a second instance from copying the flow again)", LEASE_KEY)
+
+    def may_write(self) -> bool:
+        return self.lease is None or self.lease.active()
+
+    def should_take(self) -> bool:
+        return self.assembled is None and self.may_write()
+
+    def should_leave(self) -> bool:
+        return self.assembled is not None and not self.may_write()
+
+    def activate(self) -> AssembledFlow:
+        """Claim the flow, set stale state aside, and assemble it (raises on bad input, as at start)."""
+        if self.claims is not None:
+            previous = self.claims.last(self.flow.name)
+            set_aside_if_stale(self.folder, self.flow.name, previous, self.instance)
+            self.claims.write(Claim.mine(self.flow.name, self.instance, self.folder))
+        writing = self.lease.active if self.lease is not None else None
+        self.assembled = assemble_flow(self.flow, self.policy, self.shared, writing)
+        self.takeovers += 1
+        return self.assembled
+
+    def deactivate(self) -> None:
+        """Stop writing: the query (its batch in flight is refused), control tasks and offset syncs."""
+        assembled, self.assembled = self.assembled, None
+        if assembled is None:
+            return
+        self.shared.scheduler.cancel(flow_lanes(self.flow))
+        assembled.probe.close()
+        try:
+            assembled.query.stop(commit_timeout=5.0)
+        except Exception as exc:  # noqa: BLE001 - a fenced query has usually failed already
+            log.debug("flow %s: stopping the fenced query: %s", self.flow.name, exc)
+        assembled.offsets.close()
+        if assembled.query.metrics is not None:
+            assembled.query.metrics.set_running(False)
+        self.standby_since = time.time()
+
+    def standby(self) -> Standby | None:
+        if self.assembled is not None or self.lease is None:
+            return None
+        return Standby(self.flow, self.lease.group, self.standby_since)
+
+    def close(self) -> None:
+        if self.lease is not None:
+            self.lease.stop()

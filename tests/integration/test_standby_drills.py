@@ -1,0 +1,166 @@
+"""One writer per flow, against real brokers: a second instance with the same file waits as a standby;
+the writer's JVM stopped (SIGSTOP) past the takeover is fenced when it runs again; the writer killed
+(``kill -9``) is replaced by the standby. Every record carries a sequence number (header ``seq``) and
+the target is counted exactly: nothing lost, nothing copied twice.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from conftest import MIRRORSPARK, write_config
+from kafka_tools import create_topic, lost_and_duplicated, wait_for_count
+from test_spark_cluster import seqs
+
+pytestmark = pytest.mark.broker
+
+TAKEOVER_LIMIT = 30.0  # seconds, from the writer's stop to the standby writing
+
+
+def start(config: Path, state: Path) -> subprocess.Popen:
+    state.mkdir(parents=True, exist_ok=True)
+    with (state / "run.log").open("ab") as out:
+        return subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def role(state: Path, flow: str) -> str | None:
+    """The flow's role in that process ("active" or "standby") by its REST API; None while it has none."""
+    try:
+        url = json.loads((state / "rest.json").read_text())["url"]
+        token = (state / "rest.token").read_text().strip()
+        request = urllib.request.Request(f"{url}/flows", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            rows = json.loads(response.read())
+    except (OSError, ValueError, KeyError):
+        return None
+    return next((row.get("role") for row in rows if row["name"] == flow), None)
+
+
+def wait_role(state: Path, flow: str, wanted: str, limit: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        if role(state, flow) == wanted:
+            return time.monotonic() - started
+        time.sleep(0.25)
+    raise AssertionError(f"{flow} did not become {wanted} in {state} within {limit:.0f} s:\n"
+                         f"{(state / 'run.log').read_text(errors='replace')[-4000:]}")
+
+
+def java_of(pid: int) -> int:
+    """The JVM that a mirrorspark process started (Spark's driver, local executors inside)."""
+    children = {int(p) for p in os.listdir("/proc") if p.isdigit()}
+    frontier, seen = [pid], set()
+    while frontier:
+        parent = frontier.pop()
+        for child in children - seen:
+            try:
+                stat = Path(f"/proc/{child}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                seen.add(child)
+                frontier.append(child)
+                if "java" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+                    return child
+    raise AssertionError(f"no JVM under process {pid}")
+
+
+class Feed:
+    """About 150 numbered records a second into ``topic``, each acknowledged one remembered."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+        self.topic, self.partitions = topic, partitions
+        self.acked: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        seq = 0
+        while not self._stop.is_set():
+            for _ in range(15):
+                def delivered(err, _msg, n=seq) -> None:
+                    if err is None:
+                        self.acked.append(n)
+                self.producer.produce(self.topic, key=str(seq).encode(), value=b"v" * 100,
+                                      partition=seq % self.partitions, headers=[("seq", str(seq).encode())],
+                                      on_delivery=delivered)
+                seq += 1
+            self.producer.poll(0)
+            time.sleep(0.1)
+        self.producer.flush(30)
+
+    def __enter__(self) -> Feed:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def stop(self) -> list[int]:
+        self._stop.set()
+        self._thread.join(60)
+        return sorted(self.acked)
+
+
+def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying_each_record_once(
+        clusters, unique, tmp_path):
+    topic, remote, flow = f"sb-{unique}", f"primary.sb-{unique}", "primary->backup"
+    create_topic(clusters["primary"], topic, 2)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"mirrorspark.flow.lease.group = standby-drill-{unique}\n")
+    first, second = tmp_path / "first", tmp_path / "second"
+    a = b = None
+    try:
+        with Feed(clusters["primary"], topic, 2) as feed:
+            a = start(config, first)
+            wait_role(first, flow, "active", 120)
+            wait_for_count(clusters["backup"], remote, 300)
+            b = start(config, second)  # the same file on "another host": its own state folder
+            wait_role(second, flow, "standby", 120)
+            time.sleep(5)
+
+            jvm = java_of(a.pid)
+            os.kill(jvm, signal.SIGSTOP)  # the writer's JVM freezes (a long GC pause, a stopped container)
+            first_takeover = wait_role(second, flow, "active", 90)
+            wait_for_count(clusters["backup"], remote, len(feed.acked))  # the new writer is copying
+            time.sleep(5)
+            os.kill(jvm, signal.SIGCONT)  # the stale writer runs again
+            wait_role(first, flow, "standby", 60)
+            time.sleep(5)
+
+            os.killpg(b.pid, signal.SIGKILL)  # the new writer is killed: the old one takes the flow back
+            b.wait(30)
+            second_takeover = wait_role(first, flow, "active", 90)
+            time.sleep(5)
+        expected = feed.acked
+        wait_for_count(clusters["backup"], remote, len(expected), timeout=120)
+        time.sleep(3)  # anything a stale writer still sent would land now
+        landed = seqs(clusters["backup"], remote)
+        lost, duplicated = lost_and_duplicated(expected, landed)
+        log_a = (first / "run.log").read_text(errors="replace")
+        print(f"standby drill: {len(expected)} records, {len(landed)} on the target, lost {len(lost)}, duplicated "
+              f"{duplicated}; takeover after SIGSTOP {first_takeover:.1f} s (stop to standby active, including the "
+              f"{10:.0f} s lease timeout), after kill -9 {second_takeover:.1f} s")
+        assert first_takeover < TAKEOVER_LIMIT and second_takeover < TAKEOVER_LIMIT
+        assert not lost and duplicated == 0, (sorted(lost)[:20], duplicated)
+        assert "fenced" in log_a and "set aside" in log_a, log_a[-4000:]
+        for partition in range(2):  # source order kept per partition through both handovers
+            mine = [s for s in landed if s % 2 == partition]
+            assert mine == sorted(mine)
+        a.send_signal(signal.SIGTERM)
+        assert a.wait(90) == 0, log_a[-3000:]
+    finally:
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)

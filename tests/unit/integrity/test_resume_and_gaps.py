@@ -151,6 +151,6 @@ def test_a_batch_is_not_written_once_the_flow_lease_is_gone(tmp_path):
     assert guard.before_write(1, "line", {("t", 0): 0}, {("t", 0): 5}, {"t": "r"}, rerun=False) == ""
     holding[0] = False
     asked.clear()
-    with pytest.raises(Fenced, match="a->b: fenced.*batch 2 is not written"):
+    with pytest.raises(Fenced, match=r"a->b: fenced.*batch 2 is not written"):
         guard.before_write(2, "line", {("t", 0): 5}, {("t", 0): 9}, {"t": "r"}, rerun=False)
     assert asked == []  # refused before it even looks at the target

@@ -55,6 +55,15 @@ def wait_role(state: Path, flow: str, wanted: str, limit: float) -> float:
                          f"{(state / 'run.log').read_text(errors='replace')[-4000:]}")
 
 
+def standby_gauge(state: Path) -> str:
+    """The ``mirrorspark_flow_state`` line for state ``standby`` on that process's /metrics."""
+    url = json.loads((state / "rest.json").read_text())["url"]
+    with urllib.request.urlopen(f"{url}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return next(line for line in text.splitlines()
+                if line.startswith("mirrorspark_flow_state{") and 'state="standby"' in line)
+
+
 def java_of(pid: int) -> int:
     """The JVM that a mirrorspark process started (Spark's driver, local executors inside)."""
     children = {int(p) for p in os.listdir("/proc") if p.isdigit()}
@@ -128,6 +137,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
             wait_for_count(clusters["backup"], remote, 300)
             b = start(config, second)  # the same file on "another host": its own state folder
             wait_role(second, flow, "standby", 120)
+            assert standby_gauge(second).endswith(" 1.0")
             time.sleep(5)
 
             jvm = java_of(a.pid)
@@ -137,6 +147,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
             time.sleep(5)
             os.kill(jvm, signal.SIGCONT)  # the stale writer runs again
             wait_role(first, flow, "standby", 60)
+            assert standby_gauge(first).endswith(" 1.0")
             time.sleep(5)
 
             os.killpg(b.pid, signal.SIGKILL)  # the new writer is killed: the old one takes the flow back

@@ -146,7 +146,8 @@ def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what
         raise OperationalError(f"writing {len(records)} {what} to {topic} failed: {reason}")
 
 
-_LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+_LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_LEADER_EPOCH,
+                  KafkaError.FENCED_LEADER_EPOCH)  # a just-created partition or a moving leader
 
 
 def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], earliest: bool = False,

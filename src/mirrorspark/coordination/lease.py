@@ -78,6 +78,22 @@ class FlowLease:
         """This process holds the lease, confirmed by the coordinator less than half a session ago."""
         return self._held and time.monotonic() < self._valid_until
 
+    def held(self) -> bool:
+        """Still a member owning the partition, confirmed or not (the coordinator may be unreachable):
+        the flow stays assembled, but nothing is written until it is confirmed again."""
+        return self._held
+
+    def confirmed(self) -> bool:
+        """For a batch about to write: true once the lease is confirmed. While it is held but not
+        confirmed (the target's coordinator restarting, a slow round), wait for the next
+        confirmation rather than fail the batch; false when it is lost. librdkafka gives the partition
+        up by itself a session timeout after the coordinator last answered, so the wait is bounded;
+        three session timeouts are the backstop."""
+        deadline = time.monotonic() + 3 * self.timeout
+        while not self.active() and self._held and time.monotonic() < deadline and not self._stop.is_set():
+            time.sleep(0.1)
+        return self.active()
+
     def decided(self, settle: float = 2.0) -> bool:
         """Joined for ``settle`` seconds (the assignment is known), holding, or refused."""
         return self.active() or self.refused is not None or \
@@ -109,7 +125,8 @@ class FlowLease:
         if error.code() in _REFUSED:
             self.refused = error.str()
         elif error.code() == KafkaError._MAX_POLL_EXCEEDED:
-            log.warning("flow %s: this process did not confirm its lease for %.0f s (stopped or paused); it left "
+            log.warning("flow %s: this process did not confirm its lease for %.0f s (stopped, paused, or the target's "
+                        "group coordinator unreachable); it left "
                         "the lease group %s and writes nothing until it holds the lease again", self.flow,
                         self.timeout, self.group)
         elif error.code() != KafkaError._PARTITION_EOF:

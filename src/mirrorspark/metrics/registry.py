@@ -60,7 +60,7 @@ class MirrorMetrics:
                                         (*FLOW, "topic"), registry=r)
         self.flow_restarts = Counter("mirrorspark_flow_restarts", "Times the flow's query failed and was "
                                      "started again.", FLOW, registry=r)
-        self.flow_state = Gauge("mirrorspark_flow_state", "1 for the flow's current state (running, degraded, "
+        self.flow_state = Gauge("mirrorspark_flow_state", "1 for the flow's current state (running, degraded, standby, "
                                 "restarting, paused, failed), 0 for the others.", (*FLOW, "state"), registry=r)
         self.flow_running = Gauge("mirrorspark_flow_running", "1 while the flow's query runs, 0 when paused or "
                                   "failed.", FLOW, registry=r)

@@ -21,6 +21,7 @@ from mirrorspark.coordination.lease import FlowLease, default_group
 from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.pipeline.flow_assembly import AssembledFlow, Shared, assemble_flow, flow_lanes
+from mirrorspark.pipeline.supervision import publish_state
 from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.state.files import StateFiles
 from mirrorspark.takeover.lost_state import has_no_state
@@ -65,6 +66,8 @@ class FlowSeat:
         self.claims: Claims | None = None
         self.standby_since = time.time()
         self.takeovers = 0
+        self.failed_takes = 0  # in a row
+        self.retry_at = 0.0  # monotonic: no new attempt to take the flow before
         options = flow.options
         if options.lease_enabled:
             target, target_conf = shared.clusters.admin(flow.target)
@@ -99,10 +102,21 @@ class FlowSeat:
         return self.lease is None or self.lease.active()
 
     def should_take(self) -> bool:
-        return self.assembled is None and self.may_write()
+        return self.assembled is None and self.may_write() and time.monotonic() >= self.retry_at
 
     def should_leave(self) -> bool:
-        return self.assembled is not None and not self.may_write()
+        """Membership is lost (another member owns the flow, or this one was expelled). A lease held
+        but not confirmed (the target unreachable) keeps the flow: its batches wait for confirmation."""
+        return self.assembled is not None and self.lease is not None and not self.lease.held()
+
+    def take_failed(self, error: BaseException) -> None:
+        """Taking the flow over failed for a reason that may pass (a cluster unreachable): undo, retry later."""
+        self.shared.scheduler.cancel(flow_lanes(self.flow))
+        self.failed_takes += 1
+        delay = min(60.0, 5.0 * 2 ** (self.failed_takes - 1))
+        self.retry_at = time.monotonic() + delay
+        log.warning("flow %s: taking the flow over failed (attempt %d), retried in %.0f s: %s", self.flow.name,
+                    self.failed_takes, delay, str(error).splitlines()[0][:300])
 
     def activate(self) -> AssembledFlow:
         """Claim the flow, set stale state aside, and assemble it (raises on bad input, as at start)."""
@@ -110,9 +124,10 @@ class FlowSeat:
             previous = self.claims.last(self.flow.name)
             set_aside_if_stale(self.folder, self.flow.name, previous, self.instance)
             self.claims.write(Claim.mine(self.flow.name, self.instance, self.folder))
-        writing = self.lease.active if self.lease is not None else None
+        writing = self.lease.confirmed if self.lease is not None else None
         self.assembled = assemble_flow(self.flow, self.policy, self.shared, writing)
         self.takeovers += 1
+        self.failed_takes = 0
         return self.assembled
 
     def deactivate(self) -> None:
@@ -130,6 +145,10 @@ class FlowSeat:
         if assembled.query.metrics is not None:
             assembled.query.metrics.set_running(False)
         self.standby_since = time.time()
+        self.publish_standby()
+
+    def publish_standby(self) -> None:
+        publish_state(self.shared.metrics, self.flow.source.alias, self.flow.target.alias, "standby")
 
     def standby(self) -> Standby | None:
         if self.assembled is not None or self.lease is None:

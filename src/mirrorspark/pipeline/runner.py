@@ -19,7 +19,7 @@ from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.coordination.claims import instance_id
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
@@ -99,6 +99,7 @@ class Replicator:
             if seat.may_write():
                 self._take(seat)
             else:
+                seat.publish_standby()
                 log.warning("flow %s: standby: another instance writes it (lease group %s on cluster %r); this one "
                             "takes over when that one stops or stops answering", seat.flow.name,
                             seat.lease.group if seat.lease else "", seat.flow.target.alias)
@@ -145,14 +146,25 @@ class Replicator:
                             "standby", seat.flow.name)
                 self._leave(seat)
             elif seat.should_take() and self.spark is not None:
-                waited = time.time() - seat.standby_since
-                assembled = self._take(seat)
-                self._bind_fence(seat)
-                assembled.query.start(self.spark)
-                if assembled.query.metrics is not None:
-                    assembled.query.metrics.set_running(True)
-                log.warning("flow %s: took over after %.1f s as a standby: this process writes it now",
-                            seat.flow.name, waited)
+                self._take_over(seat)
+
+    def _take_over(self, seat: FlowSeat) -> None:
+        """A standby given the flow: assemble and start it. Bad input stops the process as at start; a
+        failure that may pass (a cluster unreachable) is undone and retried with backoff."""
+        waited = time.time() - seat.standby_since
+        try:
+            assembled = self._take(seat)
+            self._bind_fence(seat)
+            assembled.query.start(self.spark)
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure of the takeover is retried
+            self._leave(seat)
+            seat.take_failed(exc)
+            return
+        if assembled.query.metrics is not None:
+            assembled.query.metrics.set_running(True)
+        log.warning("flow %s: took over after %.1f s as a standby: this process writes it now", seat.flow.name, waited)
 
     def standbys(self) -> list[Standby]:
         return [s for seat in self.seats.values() if (s := seat.standby()) is not None]
@@ -242,7 +254,8 @@ class Replicator:
 
     def progress_lines(self) -> list[str]:
         """One line per flow: records copied since start and the rate of the latest batches."""
-        lines = [f"{s.flow.name}: standby (another instance writes it)" for s in self.standbys()]
+        lines = [f"{s.flow.name}: standby (waiting for the flow's lease: another instance writes it, or the target's "
+                 "group coordinator is out of reach)" for s in self.standbys()]
         for flow in self.flows:
             flow.collect_progress()
             supervisor = self.supervisors.get(flow.flow.name)

@@ -15,7 +15,7 @@ from mirrorspark.pipeline.flow_query import FlowQuery
 
 log = logging.getLogger(__name__)
 
-STATES = ("starting", "running", "degraded", "restarting", "paused", "failed")
+STATES = ("starting", "running", "degraded", "restarting", "paused", "failed", "standby")
 MAX_BACKOFF = 60.0
 QUICK_RESTARTS = 3  # restarts in a row a batch may ask for before they count as failures
 
@@ -132,8 +132,10 @@ class FlowSupervisor:
         self.query.restart(spark, unpause=True)
 
     def _publish(self) -> None:
-        q = self.query
-        current = self.state()
-        for state in STATES:
-            self.metrics.flow_state.labels(source=q.flow.source.alias, target=q.flow.target.alias,
-                                           state=state).set(1 if state == current else 0)
+        publish_state(self.metrics, self.query.flow.source.alias, self.query.flow.target.alias, self.state())
+
+
+def publish_state(metrics: MirrorMetrics, source: str, target: str, current: str) -> None:
+    """``mirrorspark_flow_state``: 1 for the flow's current state, 0 for the others."""
+    for state in STATES:
+        metrics.flow_state.labels(source=source, target=target, state=state).set(1 if state == current else 0)

@@ -132,9 +132,11 @@ class FlowSeat:
 
     def deactivate(self) -> None:
         """Stop writing: the query (its batch in flight is refused), control tasks and offset syncs."""
-        assembled, self.assembled = self.assembled, None
-        if assembled is None:
+        if self.assembled is None:
             return
+        self.standby_since = time.time()
+        self.publish_standby()  # before the role changes: /metrics never lags what REST shows
+        assembled, self.assembled = self.assembled, None
         self.shared.scheduler.cancel(flow_lanes(self.flow))
         assembled.probe.close()
         try:
@@ -144,8 +146,6 @@ class FlowSeat:
         assembled.offsets.close()
         if assembled.query.metrics is not None:
             assembled.query.metrics.set_running(False)
-        self.standby_since = time.time()
-        self.publish_standby()
 
     def publish_standby(self) -> None:
         publish_state(self.shared.metrics, self.flow.source.alias, self.flow.target.alias, "standby")

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from mirrorspark.cli import audit_command, local_commands, migrate_command, offsets_commands, status_command
+from mirrorspark.cli.config_file import ConfigArg, ConfigOption, config_file
 from mirrorspark.cli.reporting import reported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -36,7 +37,8 @@ StateDir = Annotated[Path | None, typer.Option(
 @app.command()
 @reported
 def run(
-    config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
+    config: ConfigArg = None,
+    config_option: ConfigOption = None,
     clusters: Annotated[list[str] | None, typer.Option(
         "--clusters", help="Only run flows whose target is one of these clusters (as MM2's --clusters).")] = None,
     state_dir: StateDir = None,
@@ -55,7 +57,7 @@ def run(
     if log_format not in ("plain", "json"):
         raise typer.BadParameter("must be plain or json", param_hint="--log-format")
     _setup_logging(verbose, log_format == "json")
-    mirror = load_config(config, _clusters_list(clusters))
+    mirror = load_config(config_file(config, config_option), _clusters_list(clusters))
     from mirrorspark.cli.logging_setup import scrub_secrets
     scrub_secrets(mirror.secret_values())
     for warning in mirror.warnings:
@@ -77,24 +79,31 @@ def run(
 @app.command()
 @reported
 def validate(
-    config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
+    config: ConfigArg = None,
+    config_option: ConfigOption = None,
     clusters: Annotated[list[str] | None, typer.Option("--clusters", help="As for run.")] = None,
     offline: Annotated[bool, typer.Option(help="Do not contact the clusters (no dry-run plan).")] = False,
+    strict: Annotated[bool, typer.Option(help="Exit 2 when the file has warnings (keys MM2 ignores, no-ops): "
+                                               "for CI.")] = False,
 ) -> None:
     """Check CONFIG, print resolved flows and settings (secrets hidden) and, with the clusters
     reachable, which topics each flow would replicate under which remote names."""
     from mirrorspark.cli.validate_command import describe
     from mirrorspark.config import load_config
     from mirrorspark.control.client_settings import check_stores_only
+    from mirrorspark.errors import ConfigError
     from mirrorspark.pipeline.preflight import preflight
 
-    mirror = load_config(config, _clusters_list(clusters))
+    mirror = load_config(config_file(config, config_option), _clusters_list(clusters))
     check_stores_only(True)  # keystores are opened with their passwords, and no converted copy is kept
     try:
         preflight(mirror)  # the very checks run makes before it touches a cluster
     finally:
         check_stores_only(False)
     describe(mirror, typer.echo, probe=not offline)
+    if strict and mirror.warnings:
+        raise ConfigError(f"--strict: {len(mirror.warnings)} warning(s) above; MM2 and mirrorspark would run the "
+                          "file, but each key warned about has no effect")
 
 
 @app.command()

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from mirrorspark.cli.config_file import ConfigArg, ConfigOption, config_file
 from mirrorspark.cli.offsets_commands import _table as table
 from mirrorspark.cli.reporting import EXIT_RUNTIME
 
@@ -55,8 +56,9 @@ def render(report) -> list[str]:
 
 
 def audit(
-    config: Annotated[Path, typer.Argument(help="An MM2 mm2.properties file.")],
     flow: Annotated[str, typer.Option("--flow", help="The flow to audit, source->target (e.g. primary->backup).")],
+    config: ConfigArg = None,
+    config_option: ConfigOption = None,
     topics: Annotated[str | None, typer.Option(
         "--topics", help="Only topics whose source or remote name fully matches this regex.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -73,7 +75,7 @@ def audit(
     from mirrorspark.pipeline.audit import run_audit
 
     setup_logging(verbose)
-    mirror = load_config(config)
+    mirror = load_config(config_file(config, config_option))
     scrub_secrets(mirror.secret_values())
     from mirrorspark.control.client_settings import use_state_dir
 

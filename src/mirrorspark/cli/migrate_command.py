@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from mirrorspark.cli.config_file import ConfigArg, ConfigOption, config_file
+
 app = typer.Typer(no_args_is_help=True, help="Take flows over from another replicator.")
 
 _COLUMNS = (("topic", "topic"), ("partition", "part"), ("remote", "remote topic"),
@@ -24,7 +26,8 @@ def _table(rows: list[dict]) -> str:
 
 
 def from_mm2(
-    config: Annotated[Path, typer.Option("--config", "-c", help="The mm2.properties MM2 ran with.")],
+    config: ConfigArg = None,
+    config_option: ConfigOption = None,
     execute: Annotated[bool, typer.Option("--execute", help="Write the positions (default: dry run).")] = False,
     clusters: Annotated[list[str] | None, typer.Option("--clusters", help="As for run.")] = None,
     state_dir: Annotated[Path | None, typer.Option(
@@ -42,7 +45,7 @@ def from_mm2(
     from mirrorspark.takeover.plan import check_first_start, plan_flow
     from mirrorspark.takeover.plan import execute as carry_out
 
-    mirror = load_config(config, list(clusters) if clusters else None)
+    mirror = load_config(config_file(config, config_option), list(clusters) if clusters else None)
     from mirrorspark.pipeline.preflight import preflight
 
     preflight(mirror)

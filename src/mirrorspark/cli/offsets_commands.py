@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="The mm2.properties file.")]
+from mirrorspark.cli.config_file import ConfigArg, ConfigOption, config_file
+
 GroupOpt = Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")]
 FromOpt = Annotated[str, typer.Option("--from", help="Cluster alias the group consumed on.")]
 ToOpt = Annotated[str, typer.Option("--to", help="Cluster alias the group moves to.")]
@@ -74,13 +75,14 @@ def _print_plan(plan, as_json: bool, extra: dict | None = None) -> None:
         typer.echo(f"(cluster {plan.source!r} did not answer: source-side columns are empty)")
 
 
-def translate(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt, state_dir: StateOpt = None,
-              as_json: JsonOpt = False) -> None:
+def translate(group: GroupOpt, source: FromOpt, target: ToOpt, config: ConfigArg = None,
+              config_option: ConfigOption = None, state_dir: StateOpt = None, as_json: JsonOpt = False) -> None:
     """Where GROUP, consuming on --from, would resume on --to (from the checkpoints on --to)."""
-    _print_plan(_plan(config, group, source, target, state_dir), as_json)
+    _print_plan(_plan(config_file(config, config_option), group, source, target, state_dir), as_json)
 
 
-def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
+def failover(group: GroupOpt, source: FromOpt, target: ToOpt, config: ConfigArg = None,
+             config_option: ConfigOption = None,
              execute: Annotated[bool, typer.Option("--execute", help="Commit the offsets (default: dry run).")] = False,
              allow_loss: Annotated[bool, typer.Option(
                  "--allow-loss",
@@ -93,6 +95,7 @@ def failover(config: ConfigOpt, group: GroupOpt, source: FromOpt, target: ToOpt,
     from mirrorspark.client.failover import execute_failover
     from mirrorspark.config import load_config
 
+    config = config_file(config, config_option)
     plan = _plan(config, group, source, target, state_dir)
     if not execute:
         _print_plan(plan, as_json, {"executed": False})

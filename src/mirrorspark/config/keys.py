@@ -176,6 +176,11 @@ KEYS: tuple[Key, ...] = (
         "limit. A batch interrupted by a crash resumes from what the target already holds, so a crash re-copies "
         "next to nothing without it; set it to cap the worst case (every batch boundary costs throughput: "
         "250,000 cost about 20% of backlog throughput in `make bench`).", low=0),
+    Key("mirrorspark.heartbeats.hold.ms", Type.INT, "10000",
+        "While a flow's only new records are heartbeats (an idle flow: MM2 emits one a second), they are copied "
+        "together at most this long after they arrive, instead of one micro-batch each; any other record copies "
+        "them at once with it. An idle flow then runs one batch per interval instead of one a second (its CPU "
+        "falls by about as much). 0 copies heartbeats as they come, as MM2 does.", low=0, high=60000),
     Key("mirrorspark.flow.restart.attempts", Type.INT, "5",
         "Consecutive failures of a flow's query (target unreachable, authorization, a record too large...) "
         "after which the flow stays `failed`; before that it is restarted with exponential backoff while the "

@@ -101,6 +101,8 @@ def parse_config(
     for flow in flows:
         if flow.enabled:
             check_offset_sync_keys(flow)
+            if (warning := flow.idempotence_warning()) is not None:
+                warnings.append(warning)
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}
     return MirrorConfig(cluster_configs, flows, top, spark, source_path, tuple(warnings))
 

@@ -81,6 +81,46 @@ class FlowConfig:
         props.update(self.source.role_overrides("consumer"))
         return props
 
+    def source_reset(self) -> tuple[str, str]:
+        """The source consumer's ``auto.offset.reset`` (MM2 sets earliest) and the key as written."""
+        key = "consumer.auto.offset.reset"
+        where = f"{self.source.alias}.{key}" if key in self.source.settings else \
+            f"{self.name}.{key}" if key in self.flow_settings else f"{self.source.alias}.{key}"
+        return self.source_consumer().get("auto.offset.reset", "earliest").strip().lower(), where
+
+    @cached_property
+    def fails_on_data_loss(self) -> bool:
+        """Records gone before they were read stop the flow: ``mirrorspark.data.loss = fail``, or MM2's
+        ``auto.offset.reset = none`` (never move a position silently), unless they contradict."""
+        reset, where = self.source_reset()
+        if reset != "none":
+            return self.options.fail_on_data_loss
+        if "mirrorspark.data.loss" in self.settings and not self.options.fail_on_data_loss:
+            loss = self.where("mirrorspark.data.loss")
+            raise ConfigError(f"{where} = none (never skip records) contradicts {loss} = report (skip what retention "
+                              f"removed and go on); remove one of them", where)
+        return True
+
+    @cached_property
+    def idempotent(self) -> bool:
+        """The target producer is idempotent (Kafka's default); MM2 files may turn it off."""
+        return self.target_producer().get("enable.idempotence", "true").strip().lower() != "false"
+
+    @property
+    def idempotence_key(self) -> str:
+        return (f"{self.name}.producer.override.enable.idempotence"
+                if "producer.override.enable.idempotence" in self.flow_settings
+                else f"{self.target.alias}.producer.enable.idempotence")
+
+    def idempotence_warning(self) -> str | None:
+        """What a non-idempotent target producer costs, said once at load."""
+        if self.idempotent:
+            return None
+        return (f"{self.idempotence_key} = false (flow {self.name}): each partition stays in source order with one "
+                "request in flight per connection (slower with a backlog), and a send Kafka retries after a timeout "
+                "can leave a record twice on the target that no metric counts (MM2 has the same risk); remove it "
+                "where the brokers and ACLs allow idempotent writes")
+
     @cached_property
     def reads_committed(self) -> bool:
         """The source consumer reads only committed transactions (``isolation.level = read_committed``)."""

@@ -107,6 +107,7 @@ class FlowSettings:
     group_offsets_interval: float
     fail_on_data_loss: bool
     batch_max_records: int
+    heartbeats_hold: int  # ms
     restart_attempts: int
     restart_backoff: float
     lease_enabled: bool
@@ -152,6 +153,7 @@ class FlowSettings:
             group_offsets_interval=read.interval("sync.group.offsets"),
             fail_on_data_loss=read.choice("mirrorspark.data.loss") == "fail",
             batch_max_records=read.integer("mirrorspark.batch.max.records"),
+            heartbeats_hold=read.integer("mirrorspark.heartbeats.hold.ms"),
             restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),
             restart_backoff=read.number("mirrorspark.flow.restart.backoff.seconds"),
             lease_enabled=read.flag("mirrorspark.flow.lease.enabled"),

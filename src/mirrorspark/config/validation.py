@@ -126,10 +126,28 @@ def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], to
         return
     if _passthrough(name) or name.startswith(CONNECT_PREFIXES):
         return
+    _unknown(name, where, warnings)
+
+
+# Keys whose near miss, ignored as MM2 ignores it, would change which topics are copied or under which
+# names: refused rather than warned about (``topic = orders`` would copy every topic).
+SELECTING = frozenset({"topics", "topics.exclude", "topics.blacklist", "topic.map", "replication.policy.class",
+                       "replication.policy.separator", "enabled"})
+IGNORED = "ignored (MM2 ignores it too)"
+
+
+def _unknown(name: str, where: str, warnings: list[str]) -> None:
+    """A key neither MM2 nor mirrorspark defines. MM2 runs such a file (it logs the key as unused), so it
+    is a warning naming the near miss; refused only in mirrorspark's own namespace (no MM2 file holds
+    it) or when it is a near miss of a key that selects what is copied."""
     suggestion = _suggest(name)
-    if name.startswith(MM2_NAMESPACES) or (suggestion and difflib.get_close_matches(name, list(BY_NAME), 1, 0.85)):
+    near = difflib.get_close_matches(name, list(BY_NAME), 1, 0.85)
+    if name.startswith("mirrorspark."):
         raise ConfigError(f"unknown key {where}{suggestion}", where)
-    warnings.append(f"{where} is not a MirrorMaker 2 or mirrorspark setting and is ignored{suggestion}")
+    if near and near[0] in SELECTING:
+        raise ConfigError(f"unknown key {where}{suggestion} (MM2 would ignore it and copy other topics than the file "
+                          "asks for: mirrorspark refuses it)", where)
+    warnings.append(f"{where} is not a MirrorMaker 2 or mirrorspark setting: {IGNORED}{suggestion}")
 
 
 def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> None:
@@ -142,10 +160,18 @@ def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> Non
         return
     key = BY_NAME.get(name)
     if key is not None and key.scope is not Scope.CLUSTER:
-        raise ConfigError(f"{where}: '{name}' is a flow setting, not a cluster one; write it as "
-                          f"{alias}->TARGET.{name} or at top level", where)
+        # MM2 hands a cluster's non-client keys to its connectors as source.cluster.<key>, which no
+        # connector reads: the setting has no effect there.
+        if name in SELECTING:
+            raise ConfigError(f"{where}: '{name}' is a flow setting, not a cluster one, and MM2 would ignore it here "
+                              f"and copy other topics than the file asks for; write it as {alias}->TARGET.{name} or "
+                              "at top level", where)
+        warnings.append(f"{where}: '{name}' is a flow setting, not a cluster one: {IGNORED}; write it as "
+                        f"{alias}->TARGET.{name} or at top level for it to count")
+        return
     if key is None and name.startswith(MM2_NAMESPACES):
-        raise ConfigError(f"unknown key {where}{_suggest(name)}", where)
+        _unknown(name, where, warnings)
+        return
     warnings.append(f"{where} is not a cluster setting mirrorspark uses and is ignored{_suggest(name)}")
 
 

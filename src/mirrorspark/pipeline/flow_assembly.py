@@ -126,7 +126,7 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     offsets.schedule(scheduler, check_identity)
     loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
     guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
-                       lambda parts: partition_offsets(target, parts), options.fail_on_data_loss,
+                       lambda parts: partition_offsets(target, parts), flow.fails_on_data_loss,
                        identity.rewinds_pending, writing)
 
     def before_start() -> None:

@@ -20,7 +20,7 @@ from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline.batch_writer import BatchWriter
-from mirrorspark.pipeline.query_options import SOURCE_FORMAT, sink_options, source_options
+from mirrorspark.pipeline.query_options import SOURCE_FORMAT, check_saved_positions, sink_options, source_options
 from mirrorspark.pipeline.query_progress import QueryProgress
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import WrittenRun
@@ -121,9 +121,12 @@ class FlowQuery:
         options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
         # One task per core and batch, each reading a group of partitions with one consumer.
         options["groups"] = str(spark.sparkContext.defaultParallelism)
-        if self.takeover and self.spark_log.last_committed() is None and rerun is None:
-            options["startingOffsets"] = self._takeover_offsets(options["startingOffsets"],
-                                                                options["subscribePattern"])
+        if self.flow.options.heartbeats_hold > 0:  # an idle flow: heartbeats batched, not one batch each
+            options["holdPattern"] = self.selection.heartbeats_pattern()
+            options["holdMs"] = str(self.flow.options.heartbeats_hold)
+        reset, where = self.flow.source_reset()
+        if (self.takeover or reset == "none") and self.spark_log.last_committed() is None and rerun is None:
+            options["startingOffsets"] = self._takeover_offsets(reset, options["subscribePattern"], where)
         reader = spark.readStream.format(SOURCE_FORMAT)
         for key, value in options.items():
             reader = reader.option(key, value)
@@ -137,11 +140,12 @@ class FlowQuery:
             .start()
         )
 
-    def _takeover_offsets(self, reset: str, pattern: str) -> str:
+    def _takeover_offsets(self, reset: str, pattern: str, where: str) -> str:
         """Spark's startingOffsets for the first start after MM2: its positions where it has them, the
-        flow's auto.offset.reset elsewhere. Spark wants an offset for every partition its pattern
-        assigns, so every source topic the pattern matches is listed (the pattern is valid Python
-        too; a topic created meanwhile fails the start, and the restart lists it)."""
+        flow's auto.offset.reset elsewhere (``none``, as in MM2: a partition without one is an error).
+        Spark wants an offset for every partition its pattern assigns, so every source topic the
+        pattern matches is listed (the pattern is valid Python too; a topic created meanwhile fails the
+        start, and the restart lists it)."""
         default = -2 if reset == "earliest" else -1
         plan = self.remote_topics.plan.partitions
         try:
@@ -150,6 +154,10 @@ class FlowQuery:
             matched = dict(plan)
         offsets = {topic: {str(p): self.takeover.get((topic, p), default) for p in range(count)}
                    for topic, count in sorted(matched.items())}
+        if reset == "none":
+            check_saved_positions(self.flow.name, where, matched, self.takeover)
+            if not self.takeover:
+                return json.dumps(offsets)
         log.info("flow %s: first start after MirrorMaker 2: %d partition(s) resume where MM2 stopped", self.flow.name,
                  sum(1 for key in self.takeover if key[0] in plan))
         return json.dumps(offsets)

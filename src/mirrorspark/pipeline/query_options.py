@@ -3,6 +3,8 @@ group of partitions read by one consumer) and the MirrorSink (the target produce
 Also the preflight's check: a contradiction is refused here, before any executor sees it."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ConfigError
 from mirrorspark.pipeline.executors import through_provider
@@ -19,19 +21,21 @@ def source_options(flow: FlowConfig, pattern: str, ship_files: bool = False) -> 
     """The source's options (Spark's Kafka reader takes the same ones, for `audit`); with ``ship_files``
     client files resolve on every executor."""
     consumer = flow.source_consumer()
-    reset = consumer.get("auto.offset.reset", "earliest").strip().lower()
-    if reset not in ("earliest", "latest"):
-        raise ConfigError(f"{flow.source.alias}.consumer.auto.offset.reset must be earliest or latest, "
-                          f"got {reset!r}", f"{flow.source.alias}.consumer.auto.offset.reset")
+    reset, where = flow.source_reset()
+    if reset not in ("earliest", "latest", "none"):
+        raise ConfigError(f"{where} must be earliest, latest or none, got {reset!r}", where)
     options = {
         "kafka.bootstrap.servers": flow.source.bootstrap_servers,
         "subscribePattern": pattern,
         "includeHeaders": "true",
-        "startingOffsets": reset,
+        # none: the first start needs a saved position for every partition (FlowQuery checks it); a
+        # partition created later starts at its earliest record, which skips nothing.
+        "startingOffsets": "earliest" if reset == "none" else reset,
         # A deleted source topic or retention must not stop the other topics (MM2 keeps going); with
-        # mirrorspark.data.loss = fail records removed between the guard's check and the read fail the
-        # task instead, and the restarted batch's check stops the flow naming the gap.
-        "failOnDataLoss": "true" if flow.options.fail_on_data_loss else "false",
+        # mirrorspark.data.loss = fail (or auto.offset.reset = none) records removed between the guard's
+        # check and the read fail the task instead, and the restarted batch's check stops the flow naming
+        # the gap.
+        "failOnDataLoss": "true" if flow.fails_on_data_loss else "false",
     }
     if flow.options.batch_max_records > 0:
         options["maxOffsetsPerTrigger"] = str(flow.options.batch_max_records)
@@ -49,14 +53,17 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
     sent = through_provider(producer) if ship_files else producer
     options = {f"kafka.{k}": v for k, v in sent.items() if k not in _SINK_MANAGED}
     options["kafka.bootstrap.servers"] = flow.target.bootstrap_servers
-    if report_offsets:
-        if producer.get("enable.idempotence", "true").strip().lower() == "false":
-            where = (f"{flow.name}.producer.override.enable.idempotence"
-                     if "producer.override.enable.idempotence" in flow.flow_settings
-                     else f"{flow.target.alias}.producer.enable.idempotence")
-            raise ConfigError(
-                f"{where}=false contradicts offset syncs, which need each partition written in send order; remove "
-                f"it or set {flow.where('emit.offset-syncs.enabled')} = false", where)
+    if not flow.idempotent:
+        # MM2 runs it (older brokers, no IdempotentWrite ACL): send order is kept with one request in
+        # flight per connection, so offset pairs stay exact; the cost is in the load-time warning.
+        key = f"{flow.target.alias}.producer.max.in.flight.requests.per.connection"
+        in_flight = producer.get("max.in.flight.requests.per.connection", "1").strip()
+        if in_flight != "1":
+            where = flow.idempotence_key
+            raise ConfigError(f"{key}={in_flight} contradicts {where}=false: without idempotence only one request "
+                              "in flight keeps each partition's records in source order; remove it", key)
+        options["kafka.max.in.flight.requests.per.connection"] = "1"
+    elif report_offsets:
         options["kafka.enable.idempotence"] = "true"
         # What idempotence needs, checked here: a conflict would otherwise fail every executor task.
         key = f"{flow.target.alias}.producer"
@@ -69,3 +76,18 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
                               "idempotent producer allows 1 to 5)", f"{key}.max.in.flight.requests.per.connection")
     options["flow"] = flow.name  # the runs and figures the driver drains are per flow
     return options
+
+
+def check_saved_positions(flow: str, where: str, partitions: Mapping[str, int],
+                          saved: Mapping[tuple[str, int], int]) -> None:
+    """``auto.offset.reset = none`` at a flow's first start: every source partition needs a saved
+    position (MM2's, or what the target already holds), as MM2's consumer would fail without one."""
+    missing = [f"{topic}-{p}" for topic, count in sorted(partitions.items()) for p in range(count)
+               if (topic, p) not in saved]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ConfigError(
+            f"flow {flow}: {where} = none, and {len(missing)} source partition(s) have no saved position ({shown}); "
+            f"MM2 would not copy them either. Bring MM2's positions with `mirrorspark migrate from-mm2`, or set "
+            f"{where} = earliest (copy from the first record) or latest (only records produced from now on)", where)
+

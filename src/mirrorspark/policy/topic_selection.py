@@ -74,6 +74,10 @@ class TopicSelection:
         """A Java regex matching exactly ``topics`` (and nothing when there are none)."""
         return anchored(join_patterns([java_literal(t) for t in sorted(topics)]))
 
+    def heartbeats_pattern(self) -> str:
+        """A Java regex for the heartbeats topics this flow may read (``heartbeats`` and its remote copies)."""
+        return f"(?:.*{java_literal(getattr(self.policy, 'separator', '.'))})?heartbeats"
+
     def subscribe_pattern(self) -> str:
         """A Java regex for Spark's ``subscribePattern`` that reads as few unwanted topics as possible.
 
@@ -86,8 +90,7 @@ class TopicSelection:
         ):
             sep = java_literal(self.policy.separator)
             never.append(f"(?:.*?{sep})?{java_literal(self.target_alias)}{sep}.*")
-        heartbeats = [f"(?:.*{java_literal(getattr(self.policy, 'separator', '.'))})?heartbeats"] \
-            if self.heartbeats_replicated else []
+        heartbeats = [self.heartbeats_pattern()] if self.heartbeats_replicated else []
         wanted = f"(?!(?:{self.exclude})$)(?:{self.include})"
         general = f"(?!(?:{join_patterns(never)})$)(?:{join_patterns([wanted, *heartbeats])})"
         mapped = [java_literal(t) for t in self.topic_map]

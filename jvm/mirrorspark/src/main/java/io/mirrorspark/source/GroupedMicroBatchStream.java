@@ -45,6 +45,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     private final SourceSettings settings;
     private final String checkpointLocation;
     private final Pattern pattern;
+    private final IdleHold hold;
     private KafkaConsumer<byte[], byte[]> driver;
     private List<TopicPartition> partitions = List.of();
     private long listedAt;
@@ -53,6 +54,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
         this.settings = settings;
         this.checkpointLocation = checkpointLocation;
         this.pattern = Pattern.compile(settings.pattern);
+        this.hold = new IdleHold(settings.holdPattern, settings.holdMs);
     }
 
     private KafkaConsumer<byte[], byte[]> driver() {
@@ -147,7 +149,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     @Override
     public synchronized Offset latestOffset(Offset startOffset, ReadLimit limit) {
         Map<TopicPartition, Long> start = ((PartitionOffsets) startOffset).positions();
-        Map<TopicPartition, Long> latest = ends(partitions(false));
+        Map<TopicPartition, Long> latest = hold.apply(start, ends(partitions(false)), System.currentTimeMillis());
         if (!(limit instanceof ReadMaxRows)) {
             return new PartitionOffsets(latest);
         }

@@ -10,7 +10,9 @@ import java.util.regex.Pattern;
  * {@code kafka.*} (the consumer's settings), {@code subscribePattern} (Java regex, whole topic
  * names), {@code startingOffsets} (earliest, latest or partition JSON with -2/-1),
  * {@code maxOffsetsPerTrigger} (0: no bound), {@code groups} (tasks per batch),
- * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering) and
+ * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering),
+ * {@code holdPattern} and {@code holdMs} (topics whose records alone start a batch at most every
+ * holdMs: heartbeats, see {@link IdleHold}) and
  * {@code failOnDataLoss} (mirrorspark.data.loss = fail: records gone before they were read fail the
  * task instead of being skipped).
  */
@@ -26,6 +28,8 @@ public final class SourceSettings implements Serializable {
     public final long topicRefreshMs;
     public final long idlePollMs;
     public final boolean failOnDataLoss;
+    public final String holdPattern;
+    public final long holdMs;
 
     public SourceSettings(Map<String, String> options) {
         Map<String, String> kafka = new HashMap<>();
@@ -47,6 +51,11 @@ public final class SourceSettings implements Serializable {
         this.topicRefreshMs = Long.parseLong(get(options, "topicRefreshMs", "1000"));
         this.idlePollMs = Long.parseLong(get(options, "idlePollMs", "100"));
         this.failOnDataLoss = Boolean.parseBoolean(get(options, "failOnDataLoss", "false").trim());
+        this.holdPattern = get(options, "holdPattern", "");
+        if (!holdPattern.isEmpty()) {
+            Pattern.compile(holdPattern);
+        }
+        this.holdMs = Long.parseLong(get(options, "holdMs", "0"));
     }
 
     /** read_committed: end offsets are the last stable offsets, as the consumer reads them. */

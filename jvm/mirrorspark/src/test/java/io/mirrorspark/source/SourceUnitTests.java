@@ -129,7 +129,35 @@ public final class SourceUnitTests {
         }
     }
 
+    /** Heartbeats alone wait up to holdMs; any other record, a new or vanished partition, or the wait's end releases them. */
+    static void heartbeatsAloneAreHeldThenCarried() {
+        TopicPartition hb = new TopicPartition("a.heartbeats", 0);
+        TopicPartition data = new TopicPartition("orders", 0);
+        IdleHold hold = new IdleHold("(?:.*\\.)?heartbeats", 5000);
+        Map<TopicPartition, Long> start = Map.of(hb, 10L, data, 7L);
+        check(hold.apply(start, Map.of(hb, 11L, data, 7L), 1000).equals(start), "a heartbeat alone is held");
+        check(hold.apply(start, Map.of(hb, 14L, data, 7L), 5999).equals(start), "still held before the wait ends");
+        check(hold.apply(start, Map.of(hb, 15L, data, 7L), 6000).get(hb) == 15L, "released when the wait ends");
+        check(hold.apply(start, Map.of(hb, 16L, data, 7L), 6001).equals(start), "a new wait starts after the release");
+        Map<TopicPartition, Long> both = Map.of(hb, 16L, data, 8L);
+        check(hold.apply(start, both, 6002).equals(both), "a real record takes the heartbeats with it at once");
+        check(hold.apply(start, Map.of(hb, 17L, data, 7L), 6003).equals(start), "held again, a fresh wait");
+        check(hold.apply(start, Map.of(hb, 17L, data, 7L), 11002).equals(start), "the fresh wait began at 6003");
+        TopicPartition added = new TopicPartition("new", 0);
+        Map<TopicPartition, Long> grown = Map.of(hb, 17L, data, 7L, added, 0L);
+        check(hold.apply(start, grown, 11003).equals(grown), "a new partition is planned at once");
+        check(hold.apply(start, Map.of(hb, 17L), 11004).get(hb) == 17L, "a vanished partition is planned at once");
+        TopicPartition newHb = new TopicPartition("b.heartbeats", 0);
+        check(hold.apply(start, Map.of(hb, 10L, data, 7L, newHb, 3L), 20000).equals(start),
+            "a new heartbeats partition waits too");
+        check(new IdleHold("(?:.*\\.)?heartbeats", 0).apply(start, Map.of(hb, 11L, data, 7L), 1).get(hb) == 11L,
+            "holdMs 0: nothing held");
+        check(new IdleHold("", 5000).apply(start, Map.of(hb, 11L, data, 7L), 1).get(hb) == 11L,
+            "no pattern: nothing held");
+    }
+
     public static void main(String[] args) {
+        heartbeatsAloneAreHeldThenCarried();
         fetchWaitIsCapped();
         removedRecordsAreSkippedOrFailTheTask();
         groupsAreBalancedByRecords();

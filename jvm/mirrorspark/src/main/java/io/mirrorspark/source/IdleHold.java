@@ -1,0 +1,74 @@
+package io.mirrorspark.source;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * Why: an idle flow still receives heartbeats (one record a second per cluster pair, as MM2 emits
+ * them), and every record would otherwise start a micro-batch of its own, whose fixed cost (offset
+ * and commit logs, planning, one job) is what an idle flow spends. While nothing but the held topics
+ * (heartbeats) has new records, their new ends are held back for up to {@code holdMs}; the first
+ * record of any other topic, or the end of the wait, starts one batch that carries them all. Nothing
+ * is skipped: a held end is only reported later.
+ */
+final class IdleHold {
+    private final Pattern held;
+    private final long holdMs;
+    private long since = -1;  // when the held topics first had records no batch carried; -1: none waiting
+
+    IdleHold(String heldPattern, long holdMs) {
+        this.held = heldPattern == null || heldPattern.isEmpty() ? null : Pattern.compile(heldPattern);
+        this.holdMs = holdMs;
+    }
+
+    /** The ends to report at {@code now}: {@code latest}, or the held topics kept at {@code start}. */
+    Map<TopicPartition, Long> apply(Map<TopicPartition, Long> start, Map<TopicPartition, Long> latest, long now) {
+        if (held == null || holdMs <= 0) {
+            return latest;
+        }
+        boolean heldMoved = false;
+        for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
+            boolean moved = !e.getValue().equals(start.get(e.getKey()));
+            if (!moved) {
+                continue;
+            }
+            if (!held.matcher(e.getKey().topic()).matches()) {
+                since = -1;
+                return latest;  // real records: a batch now, the held ones with it
+            }
+            heldMoved = true;
+        }
+        for (TopicPartition tp : start.keySet()) {
+            if (!latest.containsKey(tp)) {
+                since = -1;
+                return latest;  // a partition went away: the batch reports it
+            }
+        }
+        if (!heldMoved) {
+            since = -1;
+            return latest;
+        }
+        if (since < 0) {
+            since = now;
+        }
+        if (now - since >= holdMs) {
+            since = -1;
+            return latest;
+        }
+        Map<TopicPartition, Long> kept = new HashMap<>(latest);
+        for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
+            if (held.matcher(e.getKey().topic()).matches()) {
+                Long before = start.get(e.getKey());
+                if (before == null) {
+                    kept.remove(e.getKey());
+                } else {
+                    kept.put(e.getKey(), before);
+                }
+            }
+        }
+        return kept;
+    }
+}

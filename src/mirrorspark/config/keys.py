@@ -89,8 +89,10 @@ KEYS: tuple[Key, ...] = (
     Key("replication.factor", Type.INT, "2", "Replication factor of remote topics created on the target.", **_RF),
     Key("replication.policy.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
         "Remote topic naming: MM2's Default or Identity policy, or a Python `module.Class`."),
-    Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy; never empty (remote "
-        "names must carry the source alias apart from the topic name).", not_empty=True),
+    Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy. Empty (MM2's \"no "
+        "prefix\" recipe, usually with `source.cluster.alias =` and `target.cluster.alias =` empty) gives the names "
+        "MM2 gives, remote and internal, with a warning: remote names then no longer show their source, so "
+        "cycles are refused as with IdentityReplicationPolicy."),
     Key("replication.policy.internal.topic.separator.enabled", Type.BOOLEAN, "true",
         "Use the separator in internal topic names too (KIP-949)."),
     Key("topic.map", Type.STRING, None,

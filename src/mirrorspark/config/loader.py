@@ -1,12 +1,14 @@
 """Read mm2.properties and resolve clusters and flows the way MirrorMaker 2's driver does."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.config.properties_file import parse_properties
+from mirrorspark.config.providers import resolve_providers
 from mirrorspark.config.topology import check_topology
 from mirrorspark.config.validation import check_all
 from mirrorspark.config.values import is_connection_key, parse_bool, split_list
@@ -19,6 +21,7 @@ _ALIAS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorConfig:
     """Parse the file at ``path``; ``clusters`` is the ``--clusters`` list (targets to drive)."""
     file = Path(path)
+    notes: list[str] = []
     try:
         # utf-8-sig drops a leading byte order mark: Java's Properties would keep it as part of the first
         # key and so silently misread that key (typically ``clusters``); reading it properly is better.
@@ -26,14 +29,19 @@ def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorCo
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(file)!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {str(file)!r} is not UTF-8 text: {exc}") from exc
-    return parse_config(parse_properties(text), clusters, source_path=str(file))
+        # MM2 reads the file with Java's Properties.load(InputStream), which is ISO-8859-1: so does this
+        text = file.read_bytes().decode("latin-1")
+        notes.append(f"config file {str(file)!r} is not UTF-8 ({exc.reason} at byte {exc.start}); read as "
+                     "ISO-8859-1, as MM2 reads every file")
+    mirror = parse_config(parse_properties(text), clusters, source_path=str(file))
+    return dataclasses.replace(mirror, warnings=(*notes, *mirror.warnings)) if notes else mirror
 
 
 def parse_config(
     props: Mapping[str, str], clusters: list[str] | None = None, source_path: str | None = None
 ) -> MirrorConfig:
     """Resolve raw properties into clusters and flows (flow > cluster > top level)."""
+    props = resolve_providers(props)
     if "clusters" not in props or not split_list(props["clusters"]):
         raise ConfigError("clusters is required: list the cluster aliases, e.g. 'clusters = A, B'", "clusters")
     aliases = split_list(props["clusters"])
@@ -47,15 +55,19 @@ def parse_config(
     cluster_keys: dict[str, dict[str, str]] = {a: {} for a in aliases}
     flow_keys: dict[tuple[str, str], dict[str, str]] = {}
     top: dict[str, str] = {}
+    ignored: list[str] = []
     for key, value in props.items():
         flow_key = _FLOW_KEY.match(key)
         if flow_key:
             source, target = flow_key["source"], flow_key["target"]
-            for alias in (source, target):
-                if alias not in cluster_keys:
+            unknown = [alias for alias in (source, target) if alias not in cluster_keys]
+            if unknown:
+                if flow_key["key"] == "enabled" and value.strip().lower() == "true":  # a flow that cannot run
                     raise ConfigError(
-                        f"{key} names cluster {alias!r}, which is not in clusters ({', '.join(aliases)})", key
-                    )
+                        f"{key} names cluster {unknown[0]!r}, which is not in clusters ({', '.join(aliases)})", key)
+                ignored.append(f"{key} names cluster {unknown[0]!r}, which is not in clusters ({', '.join(aliases)}): "
+                               "ignored (MM2 ignores it too)")
+                continue
             if source == target:
                 raise ConfigError(f"{key}: a flow needs two different clusters", key)
             flow_keys.setdefault((source, target), {})[flow_key["key"]] = value
@@ -66,7 +78,7 @@ def parse_config(
         else:
             top[key] = value
 
-    warnings = check_all(top, cluster_keys, flow_keys)
+    warnings = [*ignored, *check_all(top, cluster_keys, flow_keys)]
     top_connection = {k: v for k, v in top.items() if is_connection_key(k)}
     cluster_configs = {a: ClusterConfig(a, cluster_keys[a], top_connection) for a in aliases}
 
@@ -101,6 +113,12 @@ def parse_config(
     for flow in flows:
         if flow.enabled:
             check_offset_sync_keys(flow)
+            if not flow.options.separator and not any("no prefix" in w for w in warnings):
+                warnings.append(
+                    f"{flow.where('replication.policy.separator')} is empty (MM2's \"no prefix\" recipe): remote and "
+                    "internal topics get the names MM2 gives them, but no remote name shows its source, so cycles "
+                    "are refused as with IdentityReplicationPolicy; that policy says the same more plainly: "
+                    "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy")
             if (warning := flow.idempotence_warning()) is not None:
                 warnings.append(warning)
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}

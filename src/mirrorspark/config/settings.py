@@ -136,7 +136,7 @@ class FlowSettings:
             groups_exclude=groups_exclude, groups_exclude_key=groups_exclude_key,
             config_exclude=config_exclude, config_exclude_key=config_exclude_key,
             policy_class=read.text("replication.policy.class"),
-            separator=read.text("replication.policy.separator"),
+            separator=read.raw("replication.policy.separator").strip(),  # empty is kept, as MM2 keeps it
             heartbeats_replicated=read.flag("heartbeats.replication.enabled"),
             refresh_topics=read.flag("refresh.topics.enabled"),
             refresh_topics_interval=read.interval("refresh.topics"),

@@ -26,8 +26,11 @@ _MAX_CYCLES = 1000  # cycles followed per flow with a topic.map (a full mesh of 
 
 
 def policy_kind(flow: FlowConfig) -> str:
-    """``default``, ``identity`` or ``custom``: what the flow's policy is, read without importing it."""
-    return builtin_policy(flow.options.policy_class) or "custom"
+    """``default``, ``identity`` or ``custom``: what the flow's policy is, read without importing it. The
+    default policy with an empty separator (MM2's "no prefix" recipe) names like identity: no remote name
+    shows its source, so identity's cycle rules apply."""
+    kind = builtin_policy(flow.options.policy_class) or "custom"
+    return "identity" if kind == "default" and not flow.options.separator else kind
 
 
 def separator(flow: FlowConfig) -> str:
@@ -39,9 +42,9 @@ def check_topology(flows: list[FlowConfig]) -> None:
     enabled = [f for f in flows if f.enabled]
     for flow in enabled:
         if policy_kind(flow) != "default":
-            back = next(_paths_back(enabled, flow), None)
-            if back is not None:
-                _refuse_policy_cycle([flow, *back], flow)
+            for back in itertools.islice(_paths_back(enabled, flow), _MAX_CYCLES):
+                if not filters_keep_apart([flow, *back]):
+                    _refuse_policy_cycle([flow, *back], flow)
     for flow in enabled:
         if flow.options.topic_map:
             for back in itertools.islice(_paths_back(enabled, flow), _MAX_CYCLES):
@@ -67,6 +70,58 @@ def _paths_back(flows: list[FlowConfig], first: FlowConfig) -> Iterator[list[Flo
     yield from walk(first.target.alias, [], {goal, first.target.alias})
 
 
+def filters_keep_apart(cycle: list[FlowConfig]) -> bool:
+    """A cycle of flows that all keep names (IdentityReplicationPolicy, no ``topic.map``) where two flows'
+    ``topics`` provably match no common name: no topic can travel the whole cycle, so none comes back
+    (``A->B.topics = na\\..*`` and ``B->A.topics = eu\\..*``; heartbeats keep their alias prefix, and
+    MM2's cycle check stops them). Anything not provable is treated as able to come back."""
+    if any(policy_kind(f) != "identity" or f.options.topic_map for f in cycle):
+        return False
+    return any(_disjoint(a.options.topics, b.options.topics) for a, b in itertools.combinations(cycle, 2))
+
+
+def _disjoint(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
+    """No topic name fully matches an entry of both lists of regexes (proved from literal prefixes)."""
+    return bool(first) and bool(second) and all(_apart(a, b) for a in first for b in second)
+
+
+def _apart(a: str, b: str) -> bool:
+    (prefix_a, literal_a), (prefix_b, literal_b) = _literal_prefix(a), _literal_prefix(b)
+    if literal_a:
+        return re.fullmatch(b, prefix_a) is None
+    if literal_b:
+        return re.fullmatch(a, prefix_b) is None
+    return not (prefix_a.startswith(prefix_b) or prefix_b.startswith(prefix_a))
+
+
+_SPECIAL = set(".^$*+?{}[]()|")
+_OPTIONAL = set("*?{")
+
+
+def _literal_prefix(pattern: str) -> tuple[str, bool]:
+    """The text every full match of ``pattern`` starts with, and whether the pattern is exactly that text.
+    An alternation anywhere gives no prefix (it could apply to the whole pattern)."""
+    if "|" in pattern:
+        return "", False
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            if i + 1 >= len(pattern) or pattern[i + 1].isalnum():
+                break  # \d, \w...: a class, not a literal
+            char, step = pattern[i + 1], 2
+        elif char in _SPECIAL:
+            break
+        else:
+            step = 1
+        if i + step < len(pattern) and pattern[i + step] in _OPTIONAL:
+            break  # this character may be absent or repeated
+        out.append(char)
+        i += step
+    return "".join(out), i == len(pattern)
+
+
 def _names(cycle: list[FlowConfig]) -> str:
     return ", ".join(f.name for f in cycle)
 
@@ -76,6 +131,8 @@ def _refuse_policy_cycle(cycle: list[FlowConfig], flow: FlowConfig) -> None:
     name = flow.options.policy_class
     why = ("IdentityReplicationPolicy keeps topic names" if policy_kind(flow) == "identity" else
            f"the custom policy {name!r} cannot be checked for cycle safety without importing it")
+    if builtin_policy(name) == "default" and not flow.options.separator:
+        key, why = flow.where("replication.policy.separator"), "an empty separator keeps topic names"
     renaming = next((f for f in cycle if policy_kind(f) == "default"), None)
     if renaming is None:
         example = " (the same topics copied round and round)"

@@ -88,6 +88,7 @@ class RemoteTopics:
         self.plan = TopicPlan()
         self._last_target_check = 0.0
         self.fixed_topics: frozenset[str] | None = None
+        self.created: set[str] = set()  # remote topics this process created: they hold nothing it did not write
 
     def source_of(self, remote_topic: str) -> str | None:
         """The source topic replicated into ``remote_topic`` by this flow, if any."""
@@ -138,6 +139,7 @@ class RemoteTopics:
         if to_create:
             self._wait(self.target.create_topics(to_create), "create", tolerate=KafkaError.TOPIC_ALREADY_EXISTS)
             log.info("flow %s: created remote topics %s", self.flow.name, sorted(t.topic for t in to_create))
+            self.created.update(t.topic for t in to_create)
         if to_grow:
             self._wait(self.target.create_partitions(to_grow), "grow", tolerate=KafkaError.INVALID_PARTITIONS)
             log.info("flow %s: grew partitions of %s", self.flow.name, sorted(p.topic for p in to_grow))

@@ -118,7 +118,7 @@ class FlowLease:
                 if self._held:
                     self._confirm(member)
         finally:
-            self._drop("this process stops")
+            self._drop("this process stops", stopping=True)
             member.close()  # leaves the group: a standby is assigned the partition now
 
     def _poll_error(self, error: KafkaError) -> None:
@@ -141,11 +141,13 @@ class FlowLease:
         if any(p.topic == LEASE_TOPIC and p.partition == 0 for p in partitions):
             self._drop("the lease group gave the flow to another member")
 
-    def _drop(self, why: str) -> None:
+    def _drop(self, why: str, stopping: bool = False) -> None:
         was = self._held
         self._held = False
         self._valid_until = 0.0
-        if was:
+        if was and stopping:  # a clean stop hands the flow over: news, not a warning
+            log.info("flow %s: lease given up: %s", self.flow, why)
+        elif was:
             self.losses += 1
             log.warning("flow %s: lease lost: %s", self.flow, why)
         self._renew_fence(0)

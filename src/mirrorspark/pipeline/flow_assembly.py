@@ -90,7 +90,7 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
         remote.freeze_topics()
     # Before the offset state is loaded: a flow without state resumes from what the target holds.
     resume_from_target(flow, selection, remote.plan, Clients(source, source_conf, target, target_conf), folder,
-                       shared.fresh_copy)
+                       shared.fresh_copy, remote.created)
     offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder,
                           source_of=remote.source_of, metrics=shared.metrics)
     offsets.check_replication_factors()

@@ -76,13 +76,18 @@ def policy_for_flow(settings: Mapping[str, str], source_alias: str, where: str =
     """The ReplicationPolicy configured by a flow's resolved settings; a custom class is imported here."""
     name = policy_name(settings)
     read = SettingsReader(settings)  # the declared defaults (config/keys.py), not ones of its own
-    separator = read.text("replication.policy.separator")
+    separator = read.raw("replication.policy.separator").strip()  # empty is kept, as MM2 keeps it
     internal_sep = read.flag("replication.policy.internal.topic.separator.enabled")
     kind = check_policy_class(settings, where)
-    if kind == "default":
-        return DefaultReplicationPolicy(separator, internal_sep)
-    if kind == "identity":
-        return IdentityReplicationPolicy(source_alias, separator, internal_sep)
+    if kind in ("default", "identity"):
+        source_name, target_name = settings.get("source.cluster.alias"), settings.get("target.cluster.alias")
+        builtin = DefaultReplicationPolicy(separator, internal_sep) if kind == "default" else \
+            IdentityReplicationPolicy(source_alias if source_name is None else source_name.strip(), separator,
+                                      internal_sep)
+        builtin.source_name = None if source_name is None else source_name.strip()
+        builtin.target_name = None if target_name is None else target_name.strip()
+        builtin.syncs_on_target = read.choice("offset-syncs.topic.location") == "target"
+        return builtin
     module_name, class_name = split_class_path(name, where)
     try:
         module = importlib.import_module(module_name)

@@ -51,7 +51,8 @@ class TopicSelection:
         source = self.policy.topic_source(topic)
         if source is None:
             return False
-        if source == self.target_alias:
+        named = getattr(self.policy, "target_name", None)  # MM2 compares with target.cluster.alias when set
+        if source == (self.target_alias if named is None else named):
             return True
         upstream = self.policy.upstream_topic(topic)
         if upstream is None or upstream == topic:
@@ -87,7 +88,7 @@ class TopicSelection:
         never = [r"__.*", r"\..*", r".*\-internal", r".*\.internal"]
         if isinstance(self.policy, DefaultReplicationPolicy) and not isinstance(
             self.policy, IdentityReplicationPolicy
-        ):
+        ) and self.policy.separator:
             sep = java_literal(self.policy.separator)
             never.append(f"(?:.*?{sep})?{java_literal(self.target_alias)}{sep}.*")
         heartbeats = [self.heartbeats_pattern()] if self.heartbeats_replicated else []

@@ -16,6 +16,7 @@ and copying them again misleads no consumer.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +58,14 @@ def has_no_state(folder: StateFiles) -> bool:
     return spark_log.last_committed() is None and spark_log.pending() is None and folder.read(TAKEOVER_FILE) is None
 
 
-def holding_records(selection: TopicSelection, plan: TopicPlan,
-                    target: AdminClient) -> dict[tuple[str, int], tuple[int, int]]:
-    """Source partitions whose remote partition holds records: (source topic, partition) -> target (start, end)."""
+def holding_records(selection: TopicSelection, plan: TopicPlan, target: AdminClient,
+                    created: Collection[str] = ()) -> dict[tuple[str, int], tuple[int, int]]:
+    """Source partitions whose remote partition holds records: (source topic, partition) -> target (start, end).
+    Remote topics this start ``created`` are not asked (they are empty; a first start over thousands of
+    just-created partitions would otherwise wait for their leaders to answer)."""
     keys = [(source, p) for source, remote in sorted(plan.remote.items())
-            if not selection.policy.is_heartbeats_topic(source) for p in range(plan.partitions.get(source, 0))]
+            if not selection.policy.is_heartbeats_topic(source) and remote not in created
+            for p in range(plan.partitions.get(source, 0))]
     remote_keys = [(plan.remote[t], p) for t, p in keys]
     starts = partition_offsets(target, remote_keys, earliest=True)
     ends = partition_offsets(target, remote_keys)
@@ -74,12 +78,12 @@ def holding_records(selection: TopicSelection, plan: TopicPlan,
 
 
 def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicPlan, clients: Clients,
-                       folder: StateFiles, fresh_copy: bool) -> None:
+                       folder: StateFiles, fresh_copy: bool, created: Collection[str] = ()) -> None:
     """On a start without state: write the takeover positions that resume after what the target
     holds, or refuse (StateLost); with ``fresh_copy`` copy again, saying how much the target holds."""
     if not has_no_state(folder):
         return
-    held = holding_records(selection, plan, clients.target)
+    held = holding_records(selection, plan, clients.target, created)
     if not held:
         return  # a true first start
     records = sum(end - start for start, end in held.values())

@@ -77,7 +77,7 @@ def test_spark_keys_are_collected():
     ("A.bootstrap.servers = a:1\n", "clusters"),
     ("clusters = \n", "clusters"),
     (BASE + "A->C.enabled = true\n", "A->C.enabled"),
-    (BASE + "C->B.topics = x\n", "C->B.topics"),
+    (BASE + "C->B.enabled = true\n", "C->B.enabled"),  # a flow of a cluster not in clusters cannot run
     (BASE + "A->B.enabled = yes\n", "A->B.enabled"),
     ("clusters = A, B\nA.bootstrap.servers = a:1\nA->B.enabled = true\n", "B.bootstrap.servers"),
     (BASE + "A->B.enabled = true\nreplication.factor = two\n", "replication.factor"),

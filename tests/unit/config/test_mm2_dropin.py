@@ -74,3 +74,142 @@ def test_a_non_idempotent_target_producer_runs_with_one_request_in_flight_and_a_
         sink_options(flow("B.producer.enable.idempotence = false\n"
                           "B.producer.max.in.flight.requests.per.connection = 5\n"), report_offsets=True)
     assert err.value.key == "B.producer.max.in.flight.requests.per.connection"
+
+
+IDENTITY = "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
+
+
+@pytest.mark.parametrize("topics", [
+    ("na\\..*", "eu\\..*"),  # regional prefixes, the MM2 recipe
+    ("orders", "payments"),
+    ("orders, refunds", "eu\\..*"),
+    ("orders", "orders2"),
+])
+def test_identity_both_ways_runs_when_the_topic_filters_keep_the_directions_apart(topics):
+    there, back = topics
+    mirror = parse_config(parse_properties(BASE + IDENTITY + f"A->B.topics = {there}\nB->A.enabled = true\n"
+                                           f"B->A.topics = {back}\n"))
+    assert [f.name for f in mirror.enabled_flows] == ["A->B", "B->A"]
+
+
+@pytest.mark.parametrize("topics", [
+    ("orders", "orders"),  # the same name both ways would go round forever
+    ("na\\..*", ".*"),
+    ("ord.*", "or.*"),
+    ("orders|x", "orders"),
+    ("a\\\\d+", "a1"),  # a\\d+ in the file: a\d+ once the properties escape is read
+])
+def test_identity_both_ways_is_refused_when_a_topic_could_come_back(topics):
+    there, back = topics
+    with pytest.raises(ConfigError) as err:
+        parse_config(parse_properties(BASE + IDENTITY + f"A->B.topics = {there}\nB->A.enabled = true\n"
+                                      f"B->A.topics = {back}\n"))
+    assert err.value.key == "replication.policy.class" and "form a cycle" in str(err.value)
+
+
+def test_a_three_cluster_identity_ring_runs_when_two_of_its_flows_are_apart():
+    text = ("clusters = A, B, C\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:1\n"
+            "C.bootstrap.servers = 127.0.0.1:1\n" + IDENTITY +
+            "A->B.enabled = true\nB->C.enabled = true\nC->A.enabled = true\n"
+            "A->B.topics = a\\..*\nB->C.topics = .*\nC->A.topics = c\\..*\n")
+    assert len(parse_config(parse_properties(text)).enabled_flows) == 3
+    with pytest.raises(ConfigError):
+        parse_config(parse_properties(text.replace("C->A.topics = c\\..*", "C->A.topics = a\\.x")))
+
+
+NO_PREFIX = "replication.policy.separator =\nsource.cluster.alias =\ntarget.cluster.alias =\n"
+
+
+def test_the_no_prefix_recipe_gives_the_names_mm2_gives_remote_and_internal():
+    from mirrorspark.policy import policy_for_flow
+    from mirrorspark.policy.topic_selection import TopicSelection
+
+    mirror = parse_config(parse_properties(BASE + NO_PREFIX))
+    one = mirror.enabled_flows[0]
+    policy = policy_for_flow(one.settings, one.source.alias)
+    selection = TopicSelection(one, policy)
+    assert selection.remote_name("orders") == "orders"  # MM2: "" + "" + "orders"
+    assert policy.offset_syncs_topic(one.target.alias) == "mm2-offset-syncsinternal"
+    assert policy.checkpoints_topic(one.source.alias) == "checkpointsinternal"
+    assert policy.is_internal_topic("mm2-offset-syncsinternal") and policy.is_internal_topic("checkpointsinternal")
+    assert not policy.is_internal_topic("journal") and not policy.is_internal_topic("eternal")
+    assert selection.should_replicate("orders") and selection.should_replicate("backup-logs")
+    assert "no prefix" in " ".join(mirror.warnings) and "IdentityReplicationPolicy" in " ".join(mirror.warnings)
+
+
+def test_an_empty_separator_alone_prefixes_with_the_alias_as_mm2_does():
+    from mirrorspark.policy import policy_for_flow
+    from mirrorspark.policy.topic_selection import TopicSelection
+
+    one = parse_config(parse_properties(BASE + "replication.policy.separator =\n")).enabled_flows[0]
+    policy = policy_for_flow(one.settings, one.source.alias)
+    assert TopicSelection(one, policy).remote_name("orders") == "Aorders"
+    assert policy.offset_syncs_topic("B") == "mm2-offset-syncsBinternal"
+    assert policy.checkpoints_topic("A") == "Acheckpointsinternal"
+    assert policy.topic_source("Aorders") == "A" and policy.upstream_topic("Aorders") == "orders"
+
+
+def test_the_no_prefix_recipe_both_ways_is_refused_naming_the_separator_unless_filters_keep_them_apart():
+    with pytest.raises(ConfigError) as err:
+        parse_config(parse_properties(BASE + NO_PREFIX + "B->A.enabled = true\n"))
+    assert err.value.key == "replication.policy.separator" and "form a cycle" in str(err.value)
+    apart = BASE + NO_PREFIX + "A->B.topics = na\\..*\nB->A.enabled = true\nB->A.topics = eu\\..*\n"
+    assert len(parse_config(parse_properties(apart)).enabled_flows) == 2
+
+
+def test_config_providers_are_resolved_at_load_as_mm2_resolves_them(tmp_path, monkeypatch):
+    secrets = tmp_path / "access.properties"
+    secrets.write_text("SRC_BROKERS = 127.0.0.1:1\n")
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "password").write_text("s3cret")
+    monkeypatch.setenv("TGT_BROKERS", "127.0.0.1:2")
+    text = ("config.providers = file, env, dir\n"
+            "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n"
+            "config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+            "config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n"
+            "clusters = A, B\nA->B.enabled = true\n"
+            f"A.bootstrap.servers = ${{file:{secrets}:SRC_BROKERS}}\nB.bootstrap.servers = ${{env:TGT_BROKERS}}\n"
+            f"A.ssl.key.password = ${{dir:{tmp_path / 'certs'}:password}}\n"
+            "A.sasl.jaas.config = ${vault:secret/a:jaas}\n")  # an undeclared provider: left as written
+    mirror = parse_config(parse_properties(text))
+    assert mirror.clusters["A"].bootstrap_servers == "127.0.0.1:1"
+    assert mirror.clusters["B"].bootstrap_servers == "127.0.0.1:2"
+    assert mirror.clusters["A"].settings["ssl.key.password"] == "s3cret"
+    assert mirror.clusters["A"].settings["sasl.jaas.config"] == "${vault:secret/a:jaas}"
+
+
+@pytest.mark.parametrize("reference, message", [
+    ("${file:/nowhere/access.properties:SRC}", "cannot read properties file /nowhere/access.properties"),
+    ("${env:MIRRORSPARK_TEST_UNSET_VARIABLE}", "environment variable 'MIRRORSPARK_TEST_UNSET_VARIABLE'"),
+])
+def test_a_provider_reference_that_cannot_be_resolved_is_refused_naming_the_key(reference, message):
+    text = ("config.providers = file, env\n"
+            "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n"
+            "config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+            f"clusters = A, B\nA->B.enabled = true\nA.bootstrap.servers = {reference}\nB.bootstrap.servers = b:1\n")
+    with pytest.raises(ConfigError) as err:
+        parse_config(parse_properties(text))
+    assert err.value.key == "A.bootstrap.servers" and message in str(err.value)
+
+
+def test_an_unknown_provider_class_is_refused():
+    with pytest.raises(ConfigError) as err:
+        parse_config(parse_properties("config.providers = vault\nconfig.providers.vault.class = com.x.Vault\n" + BASE))
+    assert err.value.key == "config.providers.vault.class"
+
+
+def test_flow_keys_of_clusters_not_in_clusters_are_ignored_with_a_warning_unless_they_enable_a_flow():
+    mirror = parse_config(parse_properties(BASE + "X->Y.sync.group.offsets.enabled = true\n"))
+    assert any(w.startswith("X->Y.sync.group.offsets.enabled names cluster 'X'") and "MM2 ignores it too" in w
+               for w in mirror.warnings)
+    with pytest.raises(ConfigError) as err:
+        parse_config(parse_properties(BASE + "A->C.enabled = true\n"))
+    assert err.value.key == "A->C.enabled"
+
+
+def test_a_file_that_is_not_utf8_is_read_as_iso_8859_1_as_mm2_reads_it(tmp_path):
+    from mirrorspark.config import load_config
+    path = tmp_path / "mm2.properties"
+    path.write_bytes(b"# r\xe9plication\n" + BASE.encode())
+    mirror = load_config(path)
+    assert mirror.enabled_flows[0].name == "A->B" and "ISO-8859-1" in mirror.warnings[0]

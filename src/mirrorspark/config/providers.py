@@ -1,0 +1,90 @@
+"""Kafka's config providers in mm2.properties (KIP-297, KIP-421): ``${file:/path:key}``,
+``${env:NAME}`` and ``${dir:/path:name}`` resolved at load, as MM2 resolves them, so secrets can stay
+out of the file. A reference to a provider the file does not declare is left as it is (MM2 does the
+same); one that cannot be resolved (file missing, key absent, path not allowed) is refused naming the
+key, where MM2 would fail on the literal ``${...}`` text later."""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from mirrorspark.config.properties_file import parse_properties
+from mirrorspark.errors import ConfigError
+
+_REFERENCE = re.compile(r"\$\{([^}:]*):(?:([^}]*):)?([^}]*)\}")  # Kafka's ConfigTransformer pattern
+_CLASSES = {
+    "org.apache.kafka.common.config.provider.FileConfigProvider": "file",
+    "org.apache.kafka.common.config.provider.EnvVarConfigProvider": "env",
+    "org.apache.kafka.common.config.provider.DirectoryConfigProvider": "dir",
+}
+
+
+class _Provider:
+    def __init__(self, name: str, kind: str, allowed: list[str] | None) -> None:
+        self.name, self.kind, self.allowed = name, kind, allowed
+
+    def _check_path(self, path: str, key: str) -> Path:
+        resolved = Path(path).resolve()
+        if self.allowed is not None and not any(resolved.is_relative_to(Path(a).resolve()) for a in self.allowed):
+            raise ConfigError(f"{key}: {path} is not under config.providers.{self.name}.param.allowed.paths "
+                              f"({', '.join(self.allowed)})", key)
+        return resolved
+
+    def get(self, path: str | None, name: str, key: str) -> str:
+        if self.kind == "env":
+            if name not in os.environ:
+                raise ConfigError(f"{key} refers to environment variable {name!r}, which is not set", key)
+            return os.environ[name]
+        if not path:
+            raise ConfigError(f"{key}: a ${{{self.name}:...}} reference needs a path: ${{{self.name}:/path:{name}}}",
+                              key)
+        where = self._check_path(path, key)
+        if self.kind == "dir":
+            try:
+                return (where / name).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"{key}: cannot read {where / name} for config provider {self.name!r}: "
+                                  f"{exc.strerror or exc}", key) from None
+        try:
+            values = parse_properties(where.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{key}: cannot read properties file {path} for config provider {self.name!r}: "
+                              f"{getattr(exc, 'strerror', None) or exc}", key) from None
+        if name not in values:
+            raise ConfigError(f"{key}: {path} has no key {name!r} (config provider {self.name!r})", key)
+        return values[name]
+
+
+def _providers(props: Mapping[str, str]) -> dict[str, _Provider]:
+    out = {}
+    for name in (n.strip() for n in props.get("config.providers", "").split(",") if n.strip()):
+        key = f"config.providers.{name}.class"
+        cls = props.get(key, "").strip()
+        kind = _CLASSES.get(cls)
+        if kind is None:
+            raise ConfigError(f"{key} = {cls or '(missing)'}: mirrorspark resolves Kafka's FileConfigProvider, "
+                              "EnvVarConfigProvider and DirectoryConfigProvider; another provider would leave its "
+                              "references unresolved", key)
+        allowed = props.get(f"config.providers.{name}.param.allowed.paths")
+        out[name] = _Provider(name, kind, [p.strip() for p in allowed.split(",") if p.strip()]
+                              if allowed is not None else None)
+    return out
+
+
+def resolve_providers(props: Mapping[str, str]) -> dict[str, str]:
+    """``props`` with every reference to a declared provider replaced by its value."""
+    providers = _providers(props)
+    if not providers:
+        return dict(props)
+
+    def resolve(key: str, value: str) -> str:
+        def one(match: re.Match) -> str:
+            provider = providers.get(match[1])
+            if provider is None:
+                return match[0]  # not a declared provider: left as written, as MM2 leaves it
+            return provider.get(match[2], match[3], key)
+        return _REFERENCE.sub(one, value)
+
+    return {key: value if key.startswith("config.providers") else resolve(key, value) for key, value in props.items()}

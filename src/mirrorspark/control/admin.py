@@ -73,10 +73,26 @@ def end_offsets(cluster: str | dict[str, Any], topic: str, timeout: float = 10.0
         metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
         if metadata.error is not None:
             return {}
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+        deadline = time.monotonic() + timeout
+        return {p: _watermark_end(consumer, TopicPartition(topic, p), timeout, deadline)
                 for p in sorted(metadata.partitions)}
     finally:
         consumer.close()
+
+
+_SETTLING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def _watermark_end(consumer: Consumer, tp: TopicPartition, timeout: float, deadline: float) -> int:
+    """The partition's end; a partition whose leader is still being elected (just created) is asked
+    again until ``deadline``."""
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=timeout)[1]
+        except KafkaException as exc:
+            if exc.args[0].code() not in _SETTLING or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
 
 
 def broker_count(admin: AdminClient, timeout: float = 10.0) -> int:

@@ -95,3 +95,31 @@ def test_read_to_end_refuses_a_partial_read(monkeypatch):
     monkeypatch.setattr(admin, "consumer", lambda conf: reader)
     with pytest.raises(OperationalError, match=r"made no progress for 0 s before its end \(t\[0\] \(end 3\)\)"):
         list(admin.read_to_end({}, "t", timeout=0.2))
+
+
+def test_a_partition_whose_leader_is_being_elected_is_asked_again():
+    import time as _time
+
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from mirrorspark.control.admin import _watermark_end
+
+    class Settling:
+        calls = 0
+
+        def get_watermark_offsets(self, tp, timeout):
+            self.calls += 1
+            if self.calls < 3:
+                raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+            return (0, 42)
+
+    consumer = Settling()
+    assert _watermark_end(consumer, TopicPartition("t", 0), 1.0, _time.monotonic() + 5) == 42
+    assert consumer.calls == 3
+
+    class Broken(Settling):
+        def get_watermark_offsets(self, tp, timeout):
+            raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+
+    with pytest.raises(KafkaException):
+        _watermark_end(Broken(), TopicPartition("t", 0), 1.0, _time.monotonic() + 5)

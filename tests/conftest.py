@@ -1,6 +1,7 @@
 """Two real local Kafka clusters for the whole test session, and a way to run mirrorspark."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -94,3 +95,15 @@ def running_mirrorspark(config: Path, state_dir: Path, *args: str, exit_code: in
 
 def run_cli(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
     return subprocess.run([*MIRRORSPARK, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A command run in-process (CliRunner) installs a stderr handler bound to the runner's stream,
+    which is closed after it; later tests in the same worker would log into it. Each test gets the
+    root logger back as it found it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

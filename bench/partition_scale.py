@@ -40,25 +40,55 @@ RECORDS_PER_PARTITION = 20
 SIZE = 100
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and its live descendants (from /proc)."""
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (from the parent ids in /proc)."""
     children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            stats[int(entry)] = fields
             children.setdefault(int(fields[1]), []).append(int(entry))
-    ticks, todo = 0, [pid]
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         todo.extend(children.get(p, []))
-        if p in stats:
-            ticks += int(stats[p][11]) + int(stats[p][12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def _cpu(stat: Path) -> float:
+    """User + system CPU seconds in one /proc stat file (0 if it is gone)."""
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants."""
+    return sum(_cpu(Path(f"/proc/{p}/stat")) for p in _tree(pid))
+
+
+def tree_threads(pid: int) -> dict[str, float]:
+    """CPU seconds per (process, thread name) of the tree: where idle CPU goes."""
+    out: dict[str, float] = {}
+    for p in _tree(pid):
+        try:
+            exe = Path(f"/proc/{p}/comm").read_text().strip()
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                name = Path(f"/proc/{p}/task/{t}/comm").read_text().strip()
+            except OSError:
+                continue
+            key = f"{exe}:{p} {name}"
+            out[key] = out.get(key, 0.0) + _cpu(Path(f"/proc/{p}/task/{t}/stat"))
+    return out
 
 
 def target_total(admin, topics: list[str]) -> int:
@@ -147,9 +177,14 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
         print(f"[{tool} {partitions}] full sync in {sync:.1f} s", flush=True)
         time.sleep(10)  # settle: the last batch commits, checkpoints are written once
         cpu0 = tree_cpu_seconds(proc.pid)
+        threads0 = tree_threads(proc.pid) if args.threads else {}
         time.sleep(args.idle_seconds)
         idle = (tree_cpu_seconds(proc.pid) - cpu0) * 60 / args.idle_seconds
         print(f"[{tool} {partitions}] idle CPU {idle:.1f} s per 60 s", flush=True)
+        if args.threads:
+            spent = {k: v - threads0.get(k, 0.0) for k, v in tree_threads(proc.pid).items()}
+            for name, cpu in sorted(spent.items(), key=lambda kv: -kv[1])[: args.threads]:
+                print(f"[{tool} {partitions}]   {cpu:6.2f} s  {name}", flush=True)
         pulse = pulse_latency(clusters, f"{prefix}-pulse", f"src.{prefix}-pulse", args.pulse_seconds)
         print(f"[{tool} {partitions}] pulse {pulse}", flush=True)
     finally:
@@ -181,6 +216,8 @@ def main() -> None:
     parser.add_argument("--partitions", default="60,600,3000", help="comma-separated partition counts")
     parser.add_argument("--only", choices=("mm2", "mirrorspark"))
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--threads", type=int, default=0, metavar="N",
+                        help="also print the N threads that used the most CPU while idle")
     parser.add_argument("--idle-seconds", type=int, default=60)
     parser.add_argument("--pulse-seconds", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=1200)

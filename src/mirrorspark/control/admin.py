@@ -204,18 +204,28 @@ def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], ear
 
 def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> dict[str, str]:
     """Topic id of each existing topic of ``topics`` (a re-created topic gets a new one)."""
+    return {topic: topic_id for topic, (topic_id, _) in topic_layout(admin, topics, timeout).items()}
+
+
+def topic_layout(admin: AdminClient, topics: list[str], timeout: float = 15.0
+                 ) -> dict[str, tuple[str, dict[int, int]]]:
+    """Topic id and each partition's leader (-1: none) of each existing topic of ``topics``: one
+    DescribeTopics. A partition's end can only go back when its leader changes."""
     from confluent_kafka import TopicCollection
 
     if not topics:
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, dict[int, int]]] = {}
     futures = admin.describe_topics(TopicCollection(list(topics)), request_timeout=timeout)
     for topic, future in futures.items():
         try:
-            out[topic] = str(future.result().topic_id)
+            found = future.result()
         except KafkaException as exc:
             if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 raise
+            continue
+        leaders = {p.id: (p.leader.id if p.leader is not None else -1) for p in found.partitions}
+        out[topic] = (str(found.topic_id), leaders)
     return out
 
 

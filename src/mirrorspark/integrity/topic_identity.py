@@ -25,7 +25,7 @@ from typing import Protocol
 
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import partition_offsets, topic_ids
+from mirrorspark.control.admin import partition_offsets, topic_ids, topic_layout
 from mirrorspark.integrity.loss import LossLog, Span
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
@@ -71,20 +71,35 @@ class TopicIdentity:
         self.source_ids: dict[str, str] = saved.get("source", {})
         self.remote_ids: dict[str, str] = saved.get("remote", {})
         self.source_ends: dict[str, dict[str, int]] = saved.get("source_ends", {})
+        self.remote_leaders: dict[str, dict[int, int]] = {}  # as seen by the last check (this run only)
 
     def _save(self) -> None:
         self.files.write(FILE, json.dumps({"source": self.source_ids, "remote": self.remote_ids,
                                            "source_ends": self.source_ends}))
 
-    def check(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> bool:
+    def check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool = True) -> bool:
         """Compare the planned topics (source -> remote name, source -> partition count) with the
         ids seen last; True when a source topic was re-created and the query must be restarted
         (``apply_rewinds`` runs while it is stopped). One check at a time: each change is
-        reported once."""
-        with self._lock:
-            return self._check(remote, partitions)
+        reported once.
 
-    def _check(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> bool:
+        A check that is not ``full`` (the checkpoint round's, every few seconds) reads the topics'
+        ids and leaders only: it asks for the ends of just the remote partitions whose leader
+        changed (an unclean election is what truncates one), and takes the source's ends from
+        ``note_source_ends``. Asking thousands of partitions for their offsets every round was
+        most of an idle flow's control-plane CPU."""
+        with self._lock:
+            return self._check(remote, partitions, full)
+
+    def note_source_ends(self, ends: Mapping[tuple[str, int], int]) -> None:
+        """The source's end offsets as the lag probe just read them: what a re-created source
+        topic's loss is counted up to, between full checks."""
+        with self._lock:
+            for (topic, partition), end in ends.items():
+                if topic in self.source_ids:
+                    self.source_ends.setdefault(topic, {})[str(partition)] = end
+
+    def _check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool) -> bool:
         sources = sorted(remote)
         now = topic_ids(self.source, sources)
         for topic, topic_id in now.items():
@@ -92,11 +107,12 @@ class TopicIdentity:
             if old is not None and old != topic_id:
                 self._source_recreated(topic, old, topic_id, partitions.get(topic, 0))
         self.source_ids.update(now)
-        self._check_remote(remote, partitions)
+        self._check_remote(remote, partitions, full)
         self._bind(remote, partitions)
-        ends = partition_offsets(self.source, [(t, p) for t in now for p in range(partitions.get(t, 0))])
-        for (topic, partition), end in ends.items():
-            self.source_ends.setdefault(topic, {})[str(partition)] = end
+        if full:
+            ends = partition_offsets(self.source, [(t, p) for t in now for p in range(partitions.get(t, 0))])
+            for (topic, partition), end in ends.items():
+                self.source_ends.setdefault(topic, {})[str(partition)] = end
         self._save()
         return bool(self.rewinds)
 
@@ -116,16 +132,19 @@ class TopicIdentity:
         log.warning("flow %s: source topic %s was re-created (topic id %s -> %s); it is replicated again from "
                     "its beginning", self.flow_name, topic, old, new)
 
-    def _check_remote(self, remote: Mapping[str, str], partitions: Mapping[str, int]) -> None:
+    def _check_remote(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool) -> None:
         names = {name: source for source, name in remote.items()}
         written = self.marks.written_to(names)  # read before the ends: they only grow
-        now = topic_ids(self.target, sorted(names))
+        layout = topic_layout(self.target, sorted(names))
+        now = {name: topic_id for name, (topic_id, _) in layout.items()}
         for name, source in names.items():
             old, new = self.remote_ids.get(name), now.get(name)
             if old is not None and new != old:
                 self._remote_recreated(name, source, old, new, written[name], partitions.get(source, 0))
-        unchanged = [(n, p) for n in names if n in now and now[n] == self.remote_ids.get(n) for p in written[n]]
-        for (name, partition), end in partition_offsets(self.target, unchanged).items():
+        unchanged = [(n, p) for n in names if n in now and now[n] == self.remote_ids.get(n) for p in written[n]
+                     if full or layout[n][1].get(p, -1) != self.remote_leaders.get(n, {}).get(p, -1)
+                     or layout[n][1].get(p, -1) < 0]
+        for (name, partition), end in (partition_offsets(self.target, unchanged) if unchanged else {}).items():
             mark = written[name][partition]
             if end < mark:
                 self.loss.report(names[name], partition, -1, -1,
@@ -137,7 +156,9 @@ class TopicIdentity:
         for name in names:
             if name not in now:
                 self.remote_ids.pop(name, None)
+                self.remote_leaders.pop(name, None)
         self.remote_ids.update(now)
+        self.remote_leaders.update({name: leaders for name, (_, leaders) in layout.items()})
 
     def _remote_recreated(self, name: str, source: str, old: str, new: str | None, written: dict[int, int],
                           partition_count: int) -> None:

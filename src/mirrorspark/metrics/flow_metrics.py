@@ -42,6 +42,8 @@ class FlowMetrics:
         self.figures = FlowFigures()
         self._lock = threading.Lock()
         self._rate_mark: tuple[float, dict[tuple[str, int], tuple[int, int]]] = (time.monotonic(), {})
+        self._moving: set[tuple[str, int]] = set()  # partitions whose last published rate was not 0
+        self._kept: tuple[set[str], set[str]] | None = None  # the topics forget_topics was last given
 
     def _labels(self, topic: str, partition: int) -> dict[str, str]:
         return {"source": self.source, "target": self.target, "topic": topic, "partition": str(partition)}
@@ -82,12 +84,17 @@ class FlowMetrics:
             then, previous = self._rate_mark
             elapsed = max(now - then, 1e-3)
             current = {tp: (f.records, f.bytes) for tp, f in self.figures.partitions.items()}
+            moving = set()
             for (topic, partition), (records, size) in current.items():
                 before = previous.get((topic, partition), (0, 0))
+                if (records, size) == before and (topic, partition) not in self._moving:
+                    continue  # quiet, and its gauges already say 0: thousands of quiet partitions cost nothing
                 labels = self._labels(topic, partition)
                 self.metrics.record_rate.labels(**labels).set((records - before[0]) / elapsed)
                 self.metrics.byte_rate.labels(**labels).set((size - before[1]) / elapsed)
-            self._rate_mark = (now, current)
+                if (records, size) != before:
+                    moving.add((topic, partition))
+            self._rate_mark, self._moving = (now, current), moving
 
     def records_lost(self, topic: str, partition: int, records: int) -> None:
         """Source records that will never be copied (labelled by the source topic)."""
@@ -101,6 +108,10 @@ class FlowMetrics:
         def gone(keep: set[str]) -> Callable[[dict[str, str]], bool]:
             return lambda labels: all(labels.get(k) == v for k, v in mine.items()) and labels.get("topic") not in keep
         with self._lock:
+            kept = self._kept
+            self._kept = (set(remote_topics), set(source_topics))
+            if kept is not None and remote_topics >= kept[0] and source_topics >= kept[1]:
+                return 0  # no topic left since the last call: no series to look through
             removed = drop_series(self.metrics.remote_partition_families(), PARTITION, gone(remote_topics))
             removed += drop_series(self.metrics.source_partition_families(), PARTITION, gone(source_topics))
             for key in [k for k in self.figures.partitions if k[0] not in remote_topics]:

@@ -16,7 +16,7 @@ from typing import Any, cast
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import consumer, partition_offsets
+from mirrorspark.control.admin import consumer
 from mirrorspark.metrics.registry import MirrorMetrics
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,8 @@ class LagProbe:
 
     def __init__(self, metrics: MirrorMetrics, flow_name: str, source: str, target: str, admin: AdminClient,
                  source_conf: dict[str, Any], read_committed: bool,
-                 planned_topics: Callable[[], list[str]], positions: Callable[[], dict[tuple[str, int], int]]) -> None:
+                 planned_topics: Callable[[], list[str]], positions: Callable[[], dict[tuple[str, int], int]],
+                 on_ends: Callable[[dict[tuple[str, int], int]], None] | None = None) -> None:
         self.metrics = metrics
         self.flow_name = flow_name
         self.labels = {"source": source, "target": target}
@@ -48,13 +49,24 @@ class LagProbe:
         self.isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
         self.planned_topics = planned_topics
         self.positions = positions
+        self.on_ends = on_ends  # the source's ends, for whoever else needs them (no second read)
+        self.gauges: dict[tuple[str, int], tuple[Any, Any, int, float]] = {}
         self.latest: list[PartitionLag] = []
         self.measured_at: float | None = None
         self._consumer: Consumer | None = None
 
     def _offsets(self, partitions: list[TopicPartition], earliest: bool = False) -> dict[tuple[str, int], int]:
-        return partition_offsets(self.admin, [(tp.topic, tp.partition) for tp in partitions], earliest=earliest,
-                                 read_committed=self.isolation == IsolationLevel.READ_COMMITTED)
+        """End (or start) offsets in one ListOffsets call of the probe's consumer (-1 and -2 are
+        Kafka's latest and earliest; its isolation level gives the stable end in read_committed).
+        The admin client's call makes a future per partition: twice the CPU at thousands of
+        partitions, every few seconds. A partition that does not answer (leader moving, topic
+        deleted) is left out of this round."""
+        if not partitions:
+            return {}
+        mark = -2 if earliest else -1
+        found = self._reader().offsets_for_times([TopicPartition(tp.topic, tp.partition, mark) for tp in partitions],
+                                                 15)
+        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None and tp.offset >= 0}
 
     def _partitions(self, topics: list[str]) -> list[TopicPartition]:
         metadata = self.admin.list_topics(timeout=15).topics
@@ -65,26 +77,32 @@ class LagProbe:
         """Timestamp (ms) of the first record at or after each position."""
         if not positions:
             return {}
+        reader = self._reader()
+        reader.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+        found: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + 3.0
+        while len(found) < len(positions) and time.monotonic() < deadline:
+            for message in reader.consume(500, timeout=0.5):
+                if message.error() is None:
+                    key = cast(tuple[str, int], (message.topic(), message.partition()))  # set on every record
+                    found.setdefault(key, message.timestamp()[1])
+        reader.unassign()
+        return found
+
+    def _reader(self) -> Consumer:
         if self._consumer is None:
             self._consumer = consumer({**self.source_conf, "group.id": f"mirrorspark-lag-{self.flow_name}",
                                        "enable.auto.commit": False, "enable.partition.eof": False,
                                        "isolation.level": "read_committed" if self.isolation ==
                                        IsolationLevel.READ_COMMITTED else "read_uncommitted",
                                        "fetch.max.bytes": 1 << 20, "max.partition.fetch.bytes": 65536})
-        self._consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
-        found: dict[tuple[str, int], int] = {}
-        deadline = time.monotonic() + 3.0
-        while len(found) < len(positions) and time.monotonic() < deadline:
-            for message in self._consumer.consume(500, timeout=0.5):
-                if message.error() is None:
-                    key = cast(tuple[str, int], (message.topic(), message.partition()))  # set on every record
-                    found.setdefault(key, message.timestamp()[1])
-        self._consumer.unassign()
-        return found
+        return self._consumer
 
     def run_once(self) -> list[PartitionLag]:
         partitions = self._partitions(self.planned_topics())
         ends = self._offsets(partitions)
+        if self.on_ends is not None:
+            self.on_ends(ends)
         done = self.positions()
         missing = [tp for tp in partitions if (tp.topic, tp.partition) not in done]
         starts = self._offsets(missing, earliest=True)  # Spark starts new partitions there
@@ -100,11 +118,25 @@ class LagProbe:
             seconds = max(0.0, (now_ms - stamps[(topic, partition)]) / 1000) if lag and (topic, partition) in stamps \
                 else 0.0
             out.append(PartitionLag(topic, partition, end, position, lag, seconds))
-            labels = {**self.labels, "topic": topic, "partition": str(partition)}
-            self.metrics.lag_offsets.labels(**labels).set(lag)
-            self.metrics.lag_seconds.labels(**labels).set(seconds)
+            self._publish(topic, partition, lag, seconds)
+        for key in set(self.gauges) - set(lags):  # gone from the plan: its series are dropped with it
+            del self.gauges[key]
         self.latest, self.measured_at = out, time.time()
         return out
+
+    def _publish(self, topic: str, partition: int, lag: int, seconds: float) -> None:
+        """Set the partition's two gauges; a value that did not change costs a dictionary lookup
+        (thousands of quiet partitions every few seconds)."""
+        key = (topic, partition)
+        known = self.gauges.get(key)
+        if known is not None and known[2] == lag and known[3] == seconds:
+            return
+        if known is None:
+            labels = {**self.labels, "topic": topic, "partition": str(partition)}
+            known = (self.metrics.lag_offsets.labels(**labels), self.metrics.lag_seconds.labels(**labels), -1, -1.0)
+        known[0].set(lag)
+        known[1].set(seconds)
+        self.gauges[key] = (known[0], known[1], lag, seconds)
 
     def safe_run(self) -> None:
         try:

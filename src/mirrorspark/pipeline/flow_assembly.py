@@ -100,15 +100,16 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias)
     supervisor: FlowSupervisor | None = None  # bound below, once the query exists
 
-    def check_identity() -> dict[str, str]:
-        """The identity check; returns the remote topics' ids it read (the checkpoint round uses them)."""
-        if identity.check(remote.plan.remote, remote.plan.partitions) and supervisor is not None:
+    def check_identity(full: bool = False) -> dict[str, str]:
+        """The identity check (the checkpoint round's is not ``full``); returns the remote topics'
+        ids it read (the checkpoint round uses them)."""
+        if identity.check(remote.plan.remote, remote.plan.partitions, full) and supervisor is not None:
             supervisor.restart_requested = "a source topic was re-created"
         return dict(identity.remote_ids)
 
     def refresh_topics() -> None:
         plan = remote.refresh(force_target_check=True)
-        check_identity()
+        check_identity(full=True)
         figures.forget_topics(set(plan.remote.values()), set(plan.remote))
 
     identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
@@ -139,7 +140,8 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
                       load_positions(folder))  # where MM2 stopped, after `migrate from-mm2 --execute`
     supervisor = FlowSupervisor(query, loss, shared.metrics)
     probe = LagProbe(shared.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
-                     flow.reads_committed, lambda: list(remote.plan.remote), query.committed_positions)
+                     flow.reads_committed, lambda: list(remote.plan.remote), query.committed_positions,
+                     identity.note_source_ends)
 
     def measure() -> None:
         probe.safe_run()

@@ -68,6 +68,7 @@ def test_a_remote_topic_recreation_seen_again_after_a_failed_check_counts_once(t
 
     monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S"} if admin == "source"
                         else {"a.t": "Y"})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("Y", {0: 1, 1: 1})})
     monkeypatch.setattr(topic_identity, "partition_offsets", partition_offsets)
     ident.source, ident.target = "source", "target"  # type: ignore[assignment]
     with pytest.raises(KafkaException):
@@ -85,8 +86,8 @@ def test_a_truncation_then_the_recreation_of_one_remote_partition_counts_once(tm
     ident, loss = identity(tmp_path, {"a.t": "X"}, 300)
     seen = counted(loss)
     ids = iter(["X", "Y", "Y"])
-    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S"} if admin == "source"
-                        else {"a.t": next(ids)})
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S"})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": (next(ids), {0: 1, 1: 1})})
     monkeypatch.setattr(topic_identity, "partition_offsets", lambda admin, parts, **_: {p: 0 for p in parts})
     ident.source, ident.target = "source", "target"  # type: ignore[assignment]
     for _ in range(3):
@@ -135,3 +136,39 @@ def test_uncovered_offsets_and_reports_of_earlier_versions():
     old = LossReport("a->b", "t", 0, 5, 9, 5, "retention", 0.0)  # a data-loss.json entry of an earlier version
     assert old.span() == Span("source t", 5, 10)
     assert LossReport("a->b", "t", 0, -1, -1, 5, "remote topic deleted", 0.0).span() is None
+
+
+def test_the_checkpoint_rounds_check_asks_for_the_ends_of_partitions_whose_leader_changed_only(tmp_path, monkeypatch):
+    """Thousands of quiet partitions: the round's check reads ids and leaders; a remote partition's
+    end is read again only when its leader changed (what an unclean election does), every one on a
+    full check (the topic refresh). The source's ends come from the lag probe between full checks,
+    and a re-created source topic's loss is counted up to them."""
+    ident, loss = identity(tmp_path, {"a.t": "X"}, 300)
+    asked: list[tuple[str, list]] = []
+    leaders = {0: 1, 1: 1}
+    source_id = ["S"]
+
+    def partition_offsets(admin, parts, earliest=False, **_):
+        asked.append((admin, sorted(parts)))
+        return {p: (0 if earliest else 300) for p in parts}
+
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": source_id[0]})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("X", dict(leaders))})
+    monkeypatch.setattr(topic_identity, "partition_offsets", partition_offsets)
+    ident.source, ident.target = "source", "target"  # type: ignore[assignment]
+    ident.check({"t": "a.t"}, {"t": 2}, full=False)
+    assert asked == [("target", [("a.t", 0), ("a.t", 1)])]  # first sight: every leader is new
+    asked.clear()
+    ident.check({"t": "a.t"}, {"t": 2}, full=False)
+    assert asked == []
+    leaders[1] = 2
+    ident.check({"t": "a.t"}, {"t": 2}, full=False)
+    assert asked == [("target", [("a.t", 1)])]
+    asked.clear()
+    ident.check({"t": "a.t"}, {"t": 2})
+    assert asked == [("target", [("a.t", 0), ("a.t", 1)]), ("source", [("t", 0), ("t", 1)])]
+    ident.note_source_ends({("t", 0): 350, ("t", 1): 340})
+    seen = counted(loss)
+    source_id[0] = "S2"
+    assert ident.check({"t": "a.t"}, {"t": 2}, full=False)  # re-created: read again from its beginning
+    assert seen == {("t", 0): 350, ("t", 1): 340}  # nothing copied yet: everything up to the probe's ends

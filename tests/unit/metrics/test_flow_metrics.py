@@ -132,6 +132,23 @@ def test_rates_cover_the_time_since_the_previous_update(clock):
     clock.now += 1
     flow.update_rates()  # nothing written since
     assert value(metrics, "mirrorspark_record_rate", "A.t", 0) == 0
+    metrics.record_rate.labels(source="A", target="B", topic="A.t", partition="0").set(7)
+    clock.now += 1
+    flow.update_rates()  # still quiet: its gauge already said 0, so it is not set again
+    assert value(metrics, "mirrorspark_record_rate", "A.t", 0) == 7
+    flow.batch_written([stats("A.t", 0, 1, 10)], {})
+    clock.now += 1
+    flow.update_rates()
+    assert value(metrics, "mirrorspark_record_rate", "A.t", 0) == 1
+
+
+def test_topics_are_looked_for_in_the_series_only_when_one_left():
+    metrics = MirrorMetrics()
+    flow = FlowMetrics(metrics, "A", "B")
+    flow.batch_written(parse_report(stats="A.x\t0\t5\t50\t1\t2\t3\t1\t2\t3\t1\n").stats, {})
+    assert flow.forget_topics({"A.x", "A.y"}, {"x", "y"}) == 0
+    assert flow.forget_topics({"A.x", "A.y", "A.z"}, {"x", "y", "z"}) == 0  # only more topics: nothing to drop
+    assert flow.forget_topics({"A.y"}, {"y"}) > 0  # A.x left: its series go
 
 
 def test_a_topic_that_comes_back_starts_its_rate_afresh(clock):

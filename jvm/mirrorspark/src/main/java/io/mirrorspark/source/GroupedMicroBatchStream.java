@@ -48,7 +48,13 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     private final IdleHold hold;
     private KafkaConsumer<byte[], byte[]> driver;
     private List<TopicPartition> partitions = List.of();
+    private Map<String, Integer> listedCounts = Map.of();  // topic -> partition count of the listing
     private long listedAt;
+    private EndWatcher watcher;
+    private List<TopicPartition> watched;  // the listing the watcher was armed for
+    private long checkedAt;                // when the brokers were last asked for the ends
+    private String lastJson;               // the offset Spark hands back as JSON on every trigger ...
+    private PartitionOffsets lastParsed;   // ... parsed once
 
     GroupedMicroBatchStream(SourceSettings settings, String checkpointLocation) {
         this.settings = settings;
@@ -69,22 +75,51 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
         return driver;
     }
 
-    /** The partitions the pattern matches now (listed again when the last listing is older than the refresh). */
+    /**
+     * The partitions the pattern matches now (listed again when the last listing is older than the
+     * refresh). The same list object while nothing changed: the watcher is armed for one listing.
+     */
     private List<TopicPartition> partitions(boolean fresh) {
         long now = System.currentTimeMillis();
         if (fresh || now - listedAt >= settings.topicRefreshMs) {
-            List<TopicPartition> found = new ArrayList<>();
+            Map<String, Integer> counts = new HashMap<>();
             for (Map.Entry<String, List<PartitionInfo>> topic : driver().listTopics(TIMEOUT).entrySet()) {
                 if (pattern.matcher(topic.getKey()).matches()) {
-                    for (PartitionInfo p : topic.getValue()) {
-                        found.add(new TopicPartition(p.topic(), p.partition()));
-                    }
+                    counts.put(topic.getKey(), topic.getValue().size());
                 }
             }
-            partitions = found;
+            if (!counts.equals(listedCounts)) {
+                List<TopicPartition> found = new ArrayList<>();
+                for (Map.Entry<String, Integer> topic : counts.entrySet()) {
+                    for (int p = 0; p < topic.getValue(); p++) {
+                        found.add(new TopicPartition(topic.getKey(), p));
+                    }
+                }
+                partitions = found;
+                listedCounts = counts;
+            }
             listedAt = now;
         }
         return partitions;
+    }
+
+    private EndWatcher watcher() {
+        if (watcher == null) {
+            Map<String, Object> config = new HashMap<>(settings.consumer);
+            config.remove("group.id");
+            config.put("enable.auto.commit", "false");
+            config.put("auto.offset.reset", "none");
+            config.put("fetch.max.bytes", "1");  // the broker still sends one batch: enough to wake the driver
+            config.put("max.partition.fetch.bytes", "1");
+            config.put("fetch.max.wait.ms", String.valueOf(settings.idleCheckMs / 4));
+            Object id = config.get("client.id");
+            config.put("client.id", (id == null ? "mirrorspark-source" : id) + "-watch");
+            config.put("key.deserializer", ByteArrayDeserializer.class.getName());
+            config.put("value.deserializer", ByteArrayDeserializer.class.getName());
+            watcher = new EndWatcher(new KafkaConsumer<>(config), Duration.ofMillis(settings.idleCheckMs),
+                "mirrorspark end watcher (" + settings.pattern + ")");
+        }
+        return watcher;
     }
 
     private Map<TopicPartition, Long> ends(Collection<TopicPartition> tps) {
@@ -149,7 +184,26 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     @Override
     public synchronized Offset latestOffset(Offset startOffset, ReadLimit limit) {
         Map<TopicPartition, Long> start = ((PartitionOffsets) startOffset).positions();
-        Map<TopicPartition, Long> latest = hold.apply(start, ends(partitions(false)), System.currentTimeMillis());
+        long now = System.currentTimeMillis();
+        List<TopicPartition> listed = partitions(false);
+        if (settings.idleCheckMs > 0 && listed == watched && now - checkedAt < settings.idleCheckMs && !hold.due(now)
+            && watcher().quiet()) {
+            return startOffset;  // nothing arrived after the ends seen last (the watcher's fetch would have returned it)
+        }
+        Map<TopicPartition, Long> ends = ends(listed);
+        checkedAt = now;
+        Map<TopicPartition, Long> latest = hold.apply(start, ends, now);
+        if (latest.equals(start)) {
+            if (settings.idleCheckMs > 0) {
+                watcher().arm(hold.unheld(ends));
+                watched = listed;
+            }
+            return startOffset;
+        }
+        if (watcher != null) {
+            watcher.disarm();
+            watched = null;
+        }
         if (!(limit instanceof ReadMaxRows)) {
             return new PartitionOffsets(latest);
         }
@@ -219,8 +273,13 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     }
 
     @Override
-    public Offset deserializeOffset(String json) {
-        return PartitionOffsets.parse(json);
+    public synchronized Offset deserializeOffset(String json) {
+        // Spark passes the last batch's end back as JSON on every trigger, 10 times a second while idle
+        if (lastParsed == null || !json.equals(lastJson)) {
+            lastParsed = PartitionOffsets.parse(json);
+            lastJson = json;
+        }
+        return lastParsed;
     }
 
     @Override
@@ -230,6 +289,10 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
 
     @Override
     public synchronized void stop() {
+        if (watcher != null) {
+            watcher.close();
+            watcher = null;
+        }
         if (driver != null) {
             driver.close(Duration.ofSeconds(5));
             driver = null;

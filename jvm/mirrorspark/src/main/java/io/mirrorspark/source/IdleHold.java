@@ -24,6 +24,25 @@ final class IdleHold {
         this.holdMs = holdMs;
     }
 
+    /** True when held ends are waiting and their wait is over: the driver must look again now. */
+    boolean due(long now) {
+        return since >= 0 && now - since >= holdMs;
+    }
+
+    /** {@code ends} without the held topics: what must start a batch at once. */
+    Map<TopicPartition, Long> unheld(Map<TopicPartition, Long> ends) {
+        if (held == null || holdMs <= 0) {
+            return ends;
+        }
+        Map<TopicPartition, Long> out = new HashMap<>();
+        for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
+            if (!held.matcher(e.getKey().topic()).matches()) {
+                out.put(e.getKey(), e.getValue());
+            }
+        }
+        return out;
+    }
+
     /** The ends to report at {@code now}: {@code latest}, or the held topics kept at {@code start}. */
     Map<TopicPartition, Long> apply(Map<TopicPartition, Long> start, Map<TopicPartition, Long> latest, long now) {
         if (held == null || holdMs <= 0) {

@@ -11,6 +11,8 @@ import java.util.regex.Pattern;
  * names), {@code startingOffsets} (earliest, latest or partition JSON with -2/-1),
  * {@code maxOffsetsPerTrigger} (0: no bound), {@code groups} (tasks per batch),
  * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering),
+ * {@code idleCheckMs} (while an {@link EndWatcher} sees nothing new, the brokers are asked for the
+ * ends at most this often; 0: on every trigger),
  * {@code holdPattern} and {@code holdMs} (topics whose records alone start a batch at most every
  * holdMs: heartbeats, see {@link IdleHold}) and
  * {@code failOnDataLoss} (mirrorspark.data.loss = fail: records gone before they were read fail the
@@ -26,7 +28,7 @@ public final class SourceSettings implements Serializable {
     public final int groups;
     public final long pollTimeoutMs;
     public final long topicRefreshMs;
-    public final long idlePollMs;
+    public final long idleCheckMs;
     public final boolean failOnDataLoss;
     public final String holdPattern;
     public final long holdMs;
@@ -49,7 +51,7 @@ public final class SourceSettings implements Serializable {
         this.groups = Math.max(1, Integer.parseInt(get(options, "groups", "2")));
         this.pollTimeoutMs = Long.parseLong(get(options, "pollTimeoutMs", "120000"));
         this.topicRefreshMs = Long.parseLong(get(options, "topicRefreshMs", "1000"));
-        this.idlePollMs = Long.parseLong(get(options, "idlePollMs", "100"));
+        this.idleCheckMs = Long.parseLong(get(options, "idleCheckMs", "5000"));
         this.failOnDataLoss = Boolean.parseBoolean(get(options, "failOnDataLoss", "false").trim());
         this.holdPattern = get(options, "holdPattern", "");
         if (!holdPattern.isEmpty()) {

@@ -136,6 +136,8 @@ public final class SourceUnitTests {
         IdleHold hold = new IdleHold("(?:.*\\.)?heartbeats", 5000);
         Map<TopicPartition, Long> start = Map.of(hb, 10L, data, 7L);
         check(hold.apply(start, Map.of(hb, 11L, data, 7L), 1000).equals(start), "a heartbeat alone is held");
+        check(!hold.due(5999) && hold.due(6000), "due when the wait ends, not before");
+        check(hold.unheld(Map.of(hb, 11L, data, 7L)).equals(Map.of(data, 7L)), "the watched ends leave heartbeats out");
         check(hold.apply(start, Map.of(hb, 14L, data, 7L), 5999).equals(start), "still held before the wait ends");
         check(hold.apply(start, Map.of(hb, 15L, data, 7L), 6000).get(hb) == 15L, "released when the wait ends");
         check(hold.apply(start, Map.of(hb, 16L, data, 7L), 6001).equals(start), "a new wait starts after the release");
@@ -156,7 +158,49 @@ public final class SourceUnitTests {
             "no pattern: nothing held");
     }
 
+    private static boolean within(long ms, java.util.function.BooleanSupplier condition) {
+        long deadline = System.currentTimeMillis() + ms;
+        while (System.currentTimeMillis() < deadline) {
+            if (condition.getAsBoolean()) {
+                return true;
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return condition.getAsBoolean();
+    }
+
+    /** Armed at the ends: quiet until a record after them arrives; armed again after it: quiet again. */
+    static void watcherWakesOnTheFirstRecordAfterTheEnds() {
+        TopicPartition a = new TopicPartition("a", 0);
+        TopicPartition b = new TopicPartition("b", 1);
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE);
+        consumer.updateBeginningOffsets(Map.of(a, 0L, b, 0L));
+        try (EndWatcher watcher = new EndWatcher(consumer, java.time.Duration.ofMillis(20), "test watcher")) {
+            check(!watcher.quiet(), "not armed: never quiet");
+            watcher.arm(Map.of(a, 5L, b, 3L));
+            check(watcher.quiet(), "armed: quiet");
+            check(within(500, () -> consumer.assignment().equals(Set.of(a, b))), "both partitions watched");
+            consumer.addRecord(new ConsumerRecord<>("a", 0, 4, new byte[0], new byte[0]));  // before the end: not new
+            check(within(100, () -> !watcher.quiet()) == false, "a record before the ends does not wake it");
+            consumer.addRecord(new ConsumerRecord<>("b", 1, 3, new byte[0], new byte[0]));
+            check(within(2000, () -> !watcher.quiet()), "the first record after the ends wakes it");
+            watcher.arm(Map.of(a, 5L, b, 4L));
+            check(within(100, () -> !watcher.quiet()) == false, "armed after it: quiet again");
+            watcher.disarm();
+            check(!watcher.quiet(), "disarmed: never quiet");
+            watcher.arm(Map.of());
+            check(watcher.quiet(), "nothing to watch: quiet");
+        }
+        check(consumer.closed(), "closed with the watcher");
+    }
+
     public static void main(String[] args) {
+        watcherWakesOnTheFirstRecordAfterTheEnds();
         heartbeatsAloneAreHeldThenCarried();
         fetchWaitIsCapped();
         removedRecordsAreSkippedOrFailTheTask();

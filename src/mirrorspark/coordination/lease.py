@@ -74,6 +74,18 @@ class FlowLease:
         """From now on each confirmation renews the write fence of this JVM (local executors)."""
         self._fence = fences
 
+    def late_writes(self, flush_ms: int = 10_000) -> str | None:
+        """What this JVM's producers sent for the flow after its deadline (``Fences.lateWrites``' JSON),
+        once they have sent what they held; None without a JVM fence."""
+        fence = self._fence
+        if fence is None:
+            return None
+        try:
+            return str(fence.lateWrites(self.flow, flush_ms))
+        except Exception as exc:  # noqa: BLE001 - the JVM is gone (stopping): it sends nothing more
+            log.debug("flow %s: late writes not read: %s", self.flow, exc)
+            return None
+
     def active(self) -> bool:
         """This process holds the lease, confirmed by the coordinator less than half a session ago."""
         return self._held and time.monotonic() < self._valid_until

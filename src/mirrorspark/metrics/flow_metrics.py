@@ -69,13 +69,21 @@ class FlowMetrics:
                         gauge["avg"].labels(**labels).set(total / s.timed)
                     fig.latency_ms_avg = s.latency_sum / s.timed
                     fig.age_ms_avg = s.age_sum / s.timed
-            for (topic, partition), again in recopied.items():
-                if again:
-                    m.recopied.labels(**self._labels(topic, partition)).inc(again)
-                    self.figures.partitions.setdefault((topic, partition), PartitionFigures()).recopied += again
+            self._recopied(recopied)
             self.figures.last_batch_time = time.time()
             self.figures.batches += 1
             m.last_batch.labels(source=self.source, target=self.target).set(self.figures.last_batch_time)
+
+    def count_recopied(self, recopied: Mapping[tuple[str, int], int]) -> None:
+        """Records written twice outside a batch's own count (a paused writer's late sends)."""
+        with self._lock:
+            self._recopied(recopied)
+
+    def _recopied(self, recopied: Mapping[tuple[str, int], int]) -> None:
+        for (topic, partition), again in recopied.items():
+            if again:
+                self.metrics.recopied.labels(**self._labels(topic, partition)).inc(again)
+                self.figures.partitions.setdefault((topic, partition), PartitionFigures()).recopied += again
 
     def update_rates(self) -> None:
         """record-rate and byte-rate over the time since the previous call."""

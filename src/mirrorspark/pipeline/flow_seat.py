@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.coordination import stale_writes
 from mirrorspark.coordination.claims import Claim, Claims
 from mirrorspark.coordination.lease import FlowLease, default_group
 from mirrorspark.errors import ConfigError
@@ -64,6 +65,7 @@ class FlowSeat:
         self.assembled: AssembledFlow | None = None
         self.lease: FlowLease | None = None
         self.claims: Claims | None = None
+        self._target_conf: dict = {}
         self.standby_since = time.time()
         self.takeovers = 0
         self.failed_takes = 0  # in a row
@@ -71,6 +73,7 @@ class FlowSeat:
         options = flow.options
         if options.lease_enabled:
             target, target_conf = shared.clusters.admin(flow.target)
+            self._target_conf = target_conf
             self.claims = Claims(target, target_conf)
             group = options.lease_group or default_group(flow.source.alias, flow.target.alias)
             self.lease = FlowLease(flow.name, group, target_conf, options.lease_timeout, instance)
@@ -144,8 +147,12 @@ class FlowSeat:
         except Exception as exc:  # noqa: BLE001 - a fenced query has usually failed already
             log.debug("flow %s: stopping the fenced query: %s", self.flow.name, exc)
         assembled.offsets.close()
-        if assembled.query.metrics is not None:
-            assembled.query.metrics.set_running(False)
+        metrics = assembled.query.metrics
+        if metrics is not None:
+            metrics.set_running(False)
+        if self.lease is not None:
+            stale_writes.report(self.flow.name, self.lease.late_writes(), self._target_conf,
+                                metrics.count_recopied if metrics is not None else lambda _counts: None)
 
     def publish_standby(self) -> None:
         publish_state(self.shared.metrics, self.flow.source.alias, self.flow.target.alias, "standby")

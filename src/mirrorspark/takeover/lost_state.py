@@ -6,7 +6,8 @@ nothing would say so. Instead the flow resumes from what the target holds, the w
 MM2 does (``positions.locate``): the flow's own offset syncs (MM2's format) say where a source
 offset landed on the target, and the records after that sync are compared with the source one by
 one, so the first start resumes just past the last record already there and the exact offset
-mapping of those records is kept. Where that cannot be established (offset syncs off, no sync
+mapping of those records is kept (a copy cut before its first sync is compared from both logs'
+starts). Where that cannot be established (offset syncs off, no sync
 whose record is still on the target, records that differ) the start is refused, naming the state
 location and the remote partitions, until the user asks for a fresh copy (``run --fresh-copy``).
 
@@ -38,6 +39,7 @@ from mirrorspark.takeover.positions import locate
 log = logging.getLogger(__name__)
 
 FRESH_COPY_FLAG = "--fresh-copy"
+ANCHORED = ("offset sync", "log starts")  # how ``locate`` found an exact resume point
 
 
 class StateLost(ConfigError):
@@ -106,14 +108,15 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
                                           syncs.get((topic, partition), []), start, end,
                                           source_starts.get((topic, partition), 0)))
     unanchored = {(p.topic, p.partition): held[(p.topic, p.partition)] for p in takeover.partitions
-                  if not p.method.startswith("offset sync")}
+                  if not p.method.startswith(ANCHORED)}
     if unanchored:
         _refuse(flow, where, unanchored, f"no offset sync in {sync_topic} anchors their last records (or the records "
                                          "after it differ from the source's)")
     execute(flow, takeover, folder)
     log.warning("flow %s: no state in %s, but its remote topics hold %d record(s): it resumes after the last record "
-                "already on the target in each of %d partition(s) (offset syncs and a record-by-record comparison), "
-                "copying none of them again", flow.name, where, records, len(takeover.partitions))
+                "already on the target in each of %d partition(s) (an offset sync, or both logs' starts, and a "
+                "record-by-record comparison), copying none of them again", flow.name, where, records,
+                len(takeover.partitions))
 
 
 def _refuse(flow: FlowConfig, where: str, held: dict[tuple[str, int], tuple[int, int]], why: str) -> None:

@@ -11,6 +11,10 @@ sync within the last ``WINDOW`` target records is tried first (a longer exact ma
 newest. Otherwise the flow resumes after MM2's committed offset, and the records MM2 wrote after it
 are counted as possibly copied twice. Between older syncs the mapping is what MM2 itself knows:
 the synced record, and one past it for the records after (never ahead).
+
+A copy cut before its first offset sync (a writer stopped during its first batch) has no sync at
+all; when nothing synced is usable, the starts of both logs are tried as the anchor (a copy that
+began at the source's first record), under the same record-by-record comparison.
 """
 from __future__ import annotations
 
@@ -134,6 +138,8 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
         candidates.append(in_window[0])  # the oldest within the window: the longest exact mapping
     if usable and target_end - usable[-1][0] <= MAX_TAIL:
         candidates.append((usable[-1][1], usable[-1][0]))  # the newest: the fewest records to compare
+    if not usable and target_end - target_start <= MAX_TAIL:
+        candidates.append((source_start, target_start))  # cut before its first sync: both logs' starts
     for anchor in dict.fromkeys(candidates):
         offsets = _compared(source_conf, target_conf, topic, partition, remote, anchor, target_end)
         if offsets is None:
@@ -141,8 +147,9 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
         after = sum(1 for o in offsets if mm2_committed is None or o > mm2_committed)
         compared = [(run, i > 0) for i, run in enumerate(runs_of(offsets, anchor[1]))]
         runs = history(syncs, anchor, target_start) + compared
+        how = "offset sync" if any(anchor == (u, d) for d, u in usable) else "log starts"
         return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, offsets[-1] + 1,
-                                 f"offset sync {anchor[0]}->{anchor[1]} and {len(offsets)} record(s) compared",
+                                 f"{how} {anchor[0]}->{anchor[1]} and {len(offsets)} record(s) compared",
                                  written_after_commit=after, copied_twice=0, runs=runs)
     resume = (mm2_committed + 1) if mm2_committed is not None else source_start
     method = ("MM2's committed offset (no offset sync anchors its last writes)" if mm2_committed is not None

@@ -114,6 +114,9 @@ def test_recopied_records_are_counted_per_remote_partition():
     assert snapshot["recopied"] == 7 and snapshot["batches_written"] == 2
     assert [(p["topic"], p["partition"], p["records"], p["recopied"]) for p in snapshot["partitions"]] == [
         ("A.t", 0, 5, 3), ("A.u", 3, 0, 4)]
+    flow.count_recopied({("A.t", 0): 2})  # a paused writer's late sends, outside any batch
+    assert value(metrics, "mirrorspark_records_recopied_total", "A.t", 0) == 5
+    assert flow.snapshot()["recopied"] == 9 and flow.snapshot()["batches_written"] == 2
 
 
 def test_rates_cover_the_time_since_the_previous_update(clock):

@@ -18,7 +18,8 @@ def test_the_standby_gauge_is_set_before_the_role_changes_and_before_the_slow_qu
     flow = SimpleNamespace(name="a->b", source=SimpleNamespace(alias="a"), target=SimpleNamespace(alias="b"),
                            options=SimpleNamespace(lease_enabled=False))
     seat = FlowSeat(flow, policy=None, shared=SimpleNamespace(metrics=metrics, scheduler=scheduler), instance="me")
-    seat.lease = SimpleNamespace(group="g")  # held by another member now: what REST shows as a standby
+    # held by another member now: what REST shows as a standby
+    seat.lease = SimpleNamespace(group="g", late_writes=lambda: None)
     seen: list[tuple[float | None, bool]] = []
 
     def stop(commit_timeout: float) -> None:  # a fenced query can take seconds to stop

@@ -7,6 +7,7 @@ import pytest
 
 from mirrorspark.offsets.ranges import Run
 from mirrorspark.state.files import LocalFiles
+from mirrorspark.takeover import positions
 from mirrorspark.takeover.mm2_state import TakeoverRefused, parse_source_offset
 from mirrorspark.takeover.plan import load_positions
 from mirrorspark.takeover.positions import runs_of, starting_offsets
@@ -56,3 +57,28 @@ def test_offset_syncs_before_the_compared_tail_map_only_the_synced_records():
     for run, continues in [*runs, (Run(300, 250, 10), False)]:
         ranges.add("t", 0, [run], contiguous_with_previous=continues)
     assert ranges.translate("t", 0, 180) == 101 and ranges.translate("t", 0, 305) == 255
+
+
+def _logs(monkeypatch, source: dict[int, bytes], target: dict[int, bytes]) -> None:
+    """``read_from`` over two in-memory partitions (offset -> value)."""
+    def read_from(conf, topic, partition, start, count, timeout=60.0):
+        log = source if conf["side"] == "source" else target
+        return [(o, b"k", log[o], (), 1000 + len(log[o])) for o in sorted(log) if o >= start][:count]
+    monkeypatch.setattr(positions, "read_from", read_from)
+
+
+def test_a_copy_cut_before_its_first_offset_sync_is_anchored_at_both_logs_starts(monkeypatch):
+    # the writer was stopped during its first batch: 4 records on the target, no offset sync at all
+    source = {o: b"v%d" % o for o in range(10, 30)}
+    target = {i: b"v%d" % (10 + i) for i in range(4)}
+    _logs(monkeypatch, source, {i: v for i, v in target.items()})
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [], 0, 4, 10)
+    assert (found.resume, found.method) == (14, "log starts 10->0 and 4 record(s) compared")
+    assert [r for r, _ in found.runs] == [Run(10, 0, 4)]
+
+
+def test_records_that_differ_from_the_source_start_give_no_anchor(monkeypatch):
+    source = {o: b"v%d" % o for o in range(10, 30)}
+    _logs(monkeypatch, source, {0: b"v10", 1: b"other", 2: b"v12"})
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [], 0, 3, 10)
+    assert not found.method.startswith(("offset sync", "log starts"))

@@ -166,6 +166,16 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
                 producer.flush();
             }
             Producers.release(settings.producer, producer, failure != null);
+            if (fence != null) {
+                for (Map<Integer, PartitionAcks> byPartition : acks.values()) {
+                    for (PartitionAcks target : byPartition.values()) {
+                        long valid = target.lastValid();
+                        if (valid >= 0) {
+                            Fences.acknowledged(settings.flow, target.topic, target.partition, valid);
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -199,7 +209,15 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
                 return;
             }
             long latency = timestamp < 0 ? -1L : Math.max(0L, System.currentTimeMillis() - timestamp);
-            target.ack(upstream, metadata.hasOffset() ? metadata.offset() : -1L, bytes, age, latency);
+            long offset = metadata.hasOffset() ? metadata.offset() : -1L;
+            target.ack(upstream, offset, bytes, age, latency);
+            if (fence != null && offset >= 0) {
+                if (Fences.expired(fence)) {  // sent before a pause, acknowledged after another writer took over
+                    Fences.late(settings.flow, target.topic, target.partition, offset, target.lastValid());
+                } else {
+                    target.valid(offset);
+                }
+            }
         }
     }
 }

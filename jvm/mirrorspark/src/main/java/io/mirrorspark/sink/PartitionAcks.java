@@ -21,6 +21,8 @@ final class PartitionAcks implements Serializable {
     /** Rows found already on the target (paired, not sent) and target records written again. */
     long resumed;
     long recopied;
+    /** The highest target offset acknowledged while the flow's write fence held (-1: none). */
+    private long lastValid = -1L;
 
     PartitionAcks(String topic, int partition) {
         this.topic = topic;
@@ -30,6 +32,15 @@ final class PartitionAcks implements Serializable {
     synchronized void ack(long upstream, long downstream, long bytes, long age, long latency) {
         FlowStats.add(stats, bytes, age, latency);
         pair(upstream, downstream);
+    }
+
+    /** {@code downstream} was acknowledged while the flow's lease held. */
+    synchronized void valid(long downstream) {
+        lastValid = Math.max(lastValid, downstream);
+    }
+
+    synchronized long lastValid() {
+        return lastValid;
     }
 
     /** Pairs a source offset with the target offset holding it, without counting a write. */

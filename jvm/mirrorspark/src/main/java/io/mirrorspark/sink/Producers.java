@@ -1,7 +1,9 @@
 package io.mirrorspark.sink;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -81,6 +83,24 @@ final class Producers {
     }
 
     private static final Map<KafkaProducer<byte[], byte[]>, Lease> RETIRED = new HashMap<>();
+
+    /** Waits until every pooled producer has sent what it holds (acknowledged or failed). */
+    static void flushAll() {
+        List<KafkaProducer<byte[], byte[]>> all = new ArrayList<>();
+        synchronized (POOL) {
+            for (Lease lease : POOL.values()) {
+                all.add(lease.producer);
+            }
+            all.addAll(RETIRED.keySet());
+        }
+        for (KafkaProducer<byte[], byte[]> producer : all) {
+            try {
+                producer.flush();
+            } catch (RuntimeException e) {
+                // closed meanwhile (retired by a failed send): it sends nothing more
+            }
+        }
+    }
 
     private static KafkaProducer<byte[], byte[]> create(Map<String, String> settings) {
         Map<String, Object> config = new HashMap<>(settings);

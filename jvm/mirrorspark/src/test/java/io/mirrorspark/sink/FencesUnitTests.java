@@ -51,6 +51,27 @@ public final class FencesUnitTests {
 
         Fences.forget("a->b");
         check(refusal("a->b") == null, "a forgotten flow is no longer fenced");
+
+        // Late acknowledgements: records handed to the producer before a pause, acknowledged after.
+        check(Fences.expired(Fences.of("e->f")) == false, "no deadline: never expired");
+        Fences.renew("e->f", System.currentTimeMillis() - 1);
+        check(Fences.expired(Fences.of("e->f")), "a passed deadline is expired");
+        Fences.acknowledged("e->f", "t", 0, 41L);  // an earlier task's last in-time offset
+        Fences.late("e->f", "t", 0, 45L, 43L);     // this task had 43 in time
+        Fences.late("e->f", "t", 0, 46L, 43L);
+        Fences.late("e->f", "t", 1, 7L, -1L);      // nothing of partition 1 known in time
+        String json = Fences.lateWrites("e->f", 1_000);
+        check(json.startsWith("{\"flushed\":true,\"partitions\":["), json);
+        check(json.contains("{\"topic\":\"t\",\"partition\":0,\"from\":44,\"dropped\":0,\"offsets\":[45,46]}"),
+            "partition 0: scanned from the first offset after those acknowledged in time: " + json);
+        check(json.contains("{\"topic\":\"t\",\"partition\":1,\"from\":-1,\"dropped\":0,\"offsets\":[7]}"),
+            "partition 1: start unknown: " + json);
+        check(Fences.lateWrites("e->f", 1_000).equals("{\"flushed\":true,\"partitions\":[]}"),
+            "the list is cleared once read");
+        for (int i = 0; i < Fences.KEPT + 5; i++) {
+            Fences.late("e->f", "t", 2, i, -1L);
+        }
+        check(Fences.lateWrites("e->f", 1_000).contains("\"dropped\":5,"), "beyond the kept ones, counted only");
         System.out.println("ok: " + checks + " checks");
     }
 }

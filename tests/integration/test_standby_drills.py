@@ -64,6 +64,14 @@ def standby_gauge(state: Path) -> str:
                 if line.startswith("mirrorspark_flow_state{") and 'state="standby"' in line)
 
 
+def drill_config(clusters: dict[str, str], tmp_path: Path, topic: str, lease_group: str) -> Path:
+    """A two-partition source topic and the same file for both instances, with a lease group of its own."""
+    create_topic(clusters["primary"], topic, 2)
+    return write_config(tmp_path / "mm2.properties", clusters,
+                        f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                        f"mirrorspark.flow.lease.group = {lease_group}\n")
+
+
 def recopied(state: Path, topic: str) -> int:
     """What that process counted as written twice into ``topic`` (``mirrorspark_records_recopied_total``)."""
     url = json.loads((state / "rest.json").read_text())["url"]
@@ -133,10 +141,7 @@ class Feed:
 def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying_each_record_once(
         clusters, unique, tmp_path):
     topic, remote, flow = f"sb-{unique}", f"primary.sb-{unique}", "primary->backup"
-    create_topic(clusters["primary"], topic, 2)
-    config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
-                          f"mirrorspark.flow.lease.group = standby-drill-{unique}\n")
+    config = drill_config(clusters, tmp_path, topic, f"standby-drill-{unique}")
     first, second = tmp_path / "first", tmp_path / "second"
     a = b = None
     try:
@@ -199,10 +204,7 @@ def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_ea
     those records the new writer copied too is counted by the stale writer and said in its log."""
     topic, remote, flow = f"sbb-{unique}", f"primary.sbb-{unique}", "primary->backup"
     total = 300_000
-    create_topic(clusters["primary"], topic, 2)
-    config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
-                          f"mirrorspark.flow.lease.group = standby-backlog-{unique}\n")
+    config = drill_config(clusters, tmp_path, topic, f"standby-backlog-{unique}")
     first, second = tmp_path / "first", tmp_path / "second"
     a = b = None
     try:

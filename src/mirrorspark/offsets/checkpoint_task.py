@@ -139,15 +139,18 @@ class CheckpointTask:
                     out.append(Checkpoint(group, remote, partition, old.upstream, downstream, old.metadata))
         return out
 
-    def run_once(self, remote_ids: Mapping[str, str] | None = None) -> int:
-        """One round over all groups; returns checkpoints written. ``remote_ids`` (remote topic ->
-        topic id) are the ids the identity check just read: no second describe call for them."""
+    def run_once(self, check: Callable[[], Mapping[str, str]] | None = None) -> int:
+        """One round over all groups; returns checkpoints written. ``check`` (the flow's topic identity
+        check) runs first when a group is in scope or checkpoints wait to be replaced, and returns the
+        remote topic ids it read: no second describe call for them. A round with neither writes
+        nothing the check would protect, and skips it: at thousands of partitions it was most of an
+        idle flow's control-plane CPU (the topic refresh still checks every topic)."""
         assert self._producer is not None, "start() first"
-        self._remote_ids = dict(remote_ids or {})
-        resets = self.pending_resets()
-        written: list[Checkpoint] = []
         groups = self.source_groups()
         self._forget_groups(set(groups))
+        self._remote_ids = dict(check() if check is not None and (groups or self.pending_resets()) else {})
+        resets = self.pending_resets()
+        written: list[Checkpoint] = []
         for group in groups:
             try:
                 found = self.checkpoints(group, resets)

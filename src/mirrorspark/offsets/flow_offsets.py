@@ -176,15 +176,15 @@ class FlowOffsets:
 
     def schedule(self, scheduler, check_topics: Callable[[], Mapping[str, str]] | None = None) -> None:
         """Checkpoints and group sync on the flow's offsets thread; ``check_topics`` (the flow's topic
-        identity check, returning the remote topics' ids) runs before each checkpoint round, so a
-        remote topic re-created since the last topic refresh is re-bound, and its old checkpoints
-        replaced, in that same round."""
+        identity check, returning the remote topics' ids) runs before each checkpoint round that has
+        groups to checkpoint, so a remote topic re-created since the last topic refresh is re-bound,
+        and its old checkpoints replaced, in that same round."""
         if self.checkpoints is not None:
             interval = self.flow.options.checkpoints_interval
             task = self.checkpoints
 
             def round_() -> None:
-                task.run_once(check_topics() if check_topics is not None else None)
+                task.run_once(check_topics)
             scheduler.every(f"flow {self.flow.name}: checkpoints", interval, round_, initial_delay=min(interval, 5.0),
                             lane=flow_lane(self.flow.name, OFFSETS))
         if self.group_sync is not None:

@@ -56,6 +56,7 @@ final class EndWatcher implements AutoCloseable {
             if (wanted != null) {
                 wanted = null;
                 generation++;
+                lock.notifyAll();
             }
         }
     }
@@ -67,10 +68,27 @@ final class EndWatcher implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits at most {@code millis} while armed and nothing arrived; returns at once on the first
+     * record, a disarm or close. The driver's idle query waits here instead of asking again every
+     * polling delay: fewer loops of Spark's stream thread, and the first record is seen sooner.
+     */
+    void awaitStir(long millis) throws InterruptedException {
+        long until = System.currentTimeMillis() + millis;
+        synchronized (lock) {
+            long left = millis;
+            while (!closed && wanted != null && stirred != generation && left > 0) {
+                lock.wait(left);
+                left = until - System.currentTimeMillis();
+            }
+        }
+    }
+
     private void stir(long gen) {
         synchronized (lock) {
             if (gen == generation) {
                 stirred = gen;
+                lock.notifyAll();
             }
         }
     }

@@ -181,8 +181,34 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
         return settings.maxRecords > 0 ? ReadLimit.maxRows(settings.maxRecords) : ReadLimit.allAvailable();
     }
 
+    /**
+     * While the watcher is quiet, waits for its first record (or the next time the ends, the topic
+     * listing or held heartbeats are due) before answering: an idle query then loops about once per
+     * check instead of every polling delay, and a record wakes it at once.
+     */
     @Override
-    public synchronized Offset latestOffset(Offset startOffset, ReadLimit limit) {
+    public Offset latestOffset(Offset startOffset, ReadLimit limit) {
+        EndWatcher quiet;
+        long waitMs;
+        synchronized (this) {
+            long now = System.currentTimeMillis();
+            quiet = settings.idleCheckMs > 0 && watcher != null && watched != null && watched == partitions
+                && watcher.quiet() ? watcher : null;
+            waitMs = quiet == null ? 0L : Math.min(Math.min(checkedAt + settings.idleCheckMs,
+                listedAt + settings.topicRefreshMs) - now, hold.dueIn(now));
+        }
+        if (waitMs > 0) {
+            try {
+                quiet.awaitStir(waitMs);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();  // the query stops: answer without asking the brokers
+                return startOffset;
+            }
+        }
+        return latest(startOffset, limit);
+    }
+
+    private synchronized Offset latest(Offset startOffset, ReadLimit limit) {
         Map<TopicPartition, Long> start = ((PartitionOffsets) startOffset).positions();
         long now = System.currentTimeMillis();
         List<TopicPartition> listed = partitions(false);

@@ -29,6 +29,11 @@ final class IdleHold {
         return since >= 0 && now - since >= holdMs;
     }
 
+    /** Milliseconds from {@code now} until held ends are due; Long.MAX_VALUE when none wait. */
+    long dueIn(long now) {
+        return since < 0 ? Long.MAX_VALUE : Math.max(0L, since + holdMs - now);
+    }
+
     /** {@code ends} without the held topics: what must start a batch at once. */
     Map<TopicPartition, Long> unheld(Map<TopicPartition, Long> ends) {
         if (held == null || holdMs <= 0) {

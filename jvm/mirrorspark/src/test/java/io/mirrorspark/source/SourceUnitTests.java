@@ -199,7 +199,52 @@ public final class SourceUnitTests {
         check(consumer.closed(), "closed with the watcher");
     }
 
+    /** An idle query waits in the watcher: the first record ends the wait at once, else the time does. */
+    static void idleWaitEndsOnTheFirstRecordOrInTime() {
+        TopicPartition a = new TopicPartition("a", 0);
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE);
+        consumer.updateBeginningOffsets(Map.of(a, 0L));
+        try (EndWatcher watcher = new EndWatcher(consumer, java.time.Duration.ofMillis(20), "test watcher")) {
+            long started = System.nanoTime();
+            try {
+                watcher.awaitStir(5_000);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+            check((System.nanoTime() - started) / 1_000_000 < 1_000, "not armed: no wait");
+            watcher.arm(Map.of(a, 2L));
+            check(within(500, () -> consumer.assignment().equals(Set.of(a))), "watched");
+            started = System.nanoTime();
+            try {
+                watcher.awaitStir(300);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+            long waited = (System.nanoTime() - started) / 1_000_000;
+            check(waited >= 250 && watcher.quiet(), "nothing arrives: the whole wait (" + waited + " ms)");
+            Thread feeder = new Thread(() -> {
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                consumer.schedulePollTask(() -> consumer.addRecord(new ConsumerRecord<>("a", 0, 2, new byte[0],
+                    new byte[0])));
+            });
+            feeder.start();
+            started = System.nanoTime();
+            try {
+                watcher.awaitStir(10_000);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+            waited = (System.nanoTime() - started) / 1_000_000;
+            check(waited < 3_000 && !watcher.quiet(), "the first record ends the wait (" + waited + " ms)");
+        }
+    }
+
     public static void main(String[] args) {
+        idleWaitEndsOnTheFirstRecordOrInTime();
         watcherWakesOnTheFirstRecordAfterTheEnds();
         heartbeatsAloneAreHeldThenCarried();
         fetchWaitIsCapped();

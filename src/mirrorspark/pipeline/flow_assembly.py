@@ -25,7 +25,7 @@ from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.topic_identity import TopicIdentity
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.metrics.flow_metrics import FlowMetrics
-from mirrorspark.metrics.lag import LagProbe
+from mirrorspark.metrics.lag import IDLE_ROUNDS, LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
@@ -141,7 +141,9 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     supervisor = FlowSupervisor(query, loss, shared.metrics)
     probe = LagProbe(shared.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
                      flow.reads_committed, lambda: list(remote.plan.remote), query.committed_positions,
-                     identity.note_source_ends)
+                     identity.note_source_ends,
+                     selection.heartbeats_pattern() if flow.options.heartbeats_hold > 0 else None,
+                     IDLE_ROUNDS * shared.lag_interval)
 
     def measure() -> None:
         probe.safe_run()

@@ -88,7 +88,19 @@ KEYS: tuple[Key, ...] = (
         deprecated_by="groups.exclude", regex=True),
     Key("replication.factor", Type.INT, "2", "Replication factor of remote topics created on the target.", **_RF),
     Key("replication.policy.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
-        "Remote topic naming: MM2's Default or Identity policy, or a Python `module.Class`."),
+        "Remote topic naming: MM2's Default or Identity policy, a Java class of the plug-in jars (`plugin.path`, "
+        "`spark.jars`) or a Python `module.Class`."),
+    Key("topic.filter.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultTopicFilter",
+        "Which topics are copied: MM2's default (`topics`, `topics.exclude`) or a Java TopicFilter of the plug-in "
+        "jars, which then decides alone, as in MM2."),
+    Key("group.filter.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultGroupFilter",
+        "Which groups are checkpointed: MM2's default (`groups`, `groups.exclude`) or a Java GroupFilter of the "
+        "plug-in jars."),
+    Key("config.property.filter.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
+        "Which topic configs are copied: MM2's default (`config.properties.exclude`) or a Java "
+        "ConfigPropertyFilter of the plug-in jars."),
+    Key("plugin.path", Type.LIST, "", "Where Java plug-ins are found, as for MM2: directories holding jars, "
+        "directories of jars or class folders, or jars.", Scope.DRIVER),
     Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy. Empty (MM2's \"no "
         "prefix\" recipe, usually with `source.cluster.alias =` and `target.cluster.alias =` empty) gives the names "
         "MM2 gives, remote and internal, with a warning: remote names then no longer show their source, so "
@@ -220,8 +232,7 @@ PASSTHROUGH_PREFIXES = ("consumer.", "producer.", "admin.", "producer.override."
 CONNECT_PREFIXES = ("offset.storage", "config.storage", "status.storage", "key.converter", "value.converter",
                     "header.converter", "task", "worker", "offset.flush", "exactly.once", "transaction.boundary",
                     "errors.", "transforms", "predicates", "listeners", "rest.", "dedicated.mode",
-                    "access.control", "metric.reporters", "forwarding.admin.class", "topic.filter.class",
-                    "group.filter.class", "config.property.filter.class", "client.id", "group.id", "name",
+                    "access.control", "metric.reporters", "forwarding.admin.class", "client.id", "group.id", "name",
                     "connector.class", "scheduled.rebalance", "topic.creation", "response.http.headers",
                     "client.dns.lookup")
 
@@ -248,13 +259,6 @@ _NO_ERRORS = ("mirrorspark does not use Kafka Connect's error handling: a record
 _NO_TRANSFORMS = ("mirrorspark copies records unchanged and would ignore the transformation, so the target would "
                   "differ from what MM2 writes; remove it")
 UNSUPPORTED: tuple[Unsupported, ...] = (
-    Unsupported("topic.filter.class", "mirrorspark would ignore the filter and copy topics it excludes; express "
-                "it with topics / topics.exclude", ("org.apache.kafka.connect.mirror.DefaultTopicFilter",)),
-    Unsupported("group.filter.class", "mirrorspark would ignore the filter and checkpoint groups it excludes; "
-                "express it with groups / groups.exclude", ("org.apache.kafka.connect.mirror.DefaultGroupFilter",)),
-    Unsupported("config.property.filter.class", "mirrorspark would ignore the filter and copy topic configs it "
-                "excludes; express it with config.properties.exclude",
-                ("org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",)),
     Unsupported("transforms", _NO_TRANSFORMS, ("",)),
     Unsupported("transforms.*", _NO_TRANSFORMS),
     Unsupported("errors.tolerance", _NO_ERRORS, ("none",)),

@@ -132,7 +132,8 @@ def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], to
 # Keys whose near miss, ignored as MM2 ignores it, would change which topics are copied or under which
 # names: refused rather than warned about (``topic = orders`` would copy every topic).
 SELECTING = frozenset({"topics", "topics.exclude", "topics.blacklist", "topic.map", "replication.policy.class",
-                       "replication.policy.separator", "enabled"})
+                       "replication.policy.separator", "enabled", "topic.filter.class", "group.filter.class",
+                       "config.property.filter.class"})
 IGNORED = "ignored (MM2 ignores it too)"
 
 
@@ -162,6 +163,8 @@ def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> Non
     if key is not None and key.scope is not Scope.CLUSTER:
         # MM2 hands a cluster's non-client keys to its connectors as source.cluster.<key>, which no
         # connector reads: the setting has no effect there.
+        if key.type is Type.CLASS and value.strip() == key.default:
+            return  # MM2's own plug-in named where it has no effect: what MM2 would use anyway
         if name in SELECTING:
             raise ConfigError(f"{where}: '{name}' is a flow setting, not a cluster one, and MM2 would ignore it here "
                               f"and copy other topics than the file asks for; write it as {alias}->TARGET.{name} or "

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.config.values import compile_patterns
+from mirrorspark.plugins.loading import java_filter
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +27,16 @@ class TopicConfigs:
         self.target = target
         options = flow.options
         self._exclude = compile_patterns(options.config_exclude, options.config_exclude_key)
+        self._custom = java_filter(flow.settings, "config.property.filter.class",
+                                   flow.where("config.property.filter.class"))  # decides alone, as in MM2
         self.defaults_from_source = options.defaults_from_source
         self._message_bytes: dict[str, int] = {}  # source topic -> its max.message.bytes, as last described
 
     def replicable(self, entry: ConfigEntry) -> bool:
         return not (entry.is_read_only or entry.is_sensitive
                     or entry.source == ConfigSource.STATIC_BROKER_CONFIG.value
-                    or (self._exclude is not None and self._exclude.fullmatch(entry.name)))
+                    or (self._custom is not None and not self._custom(entry.name))
+                    or (self._custom is None and self._exclude is not None and self._exclude.fullmatch(entry.name)))
 
     def describe(self, topics: list[str]) -> dict[str, dict[str, ConfigEntry]]:
         if not topics:

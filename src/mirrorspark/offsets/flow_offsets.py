@@ -25,6 +25,7 @@ from mirrorspark.offsets.group_sync import GroupOffsetSync
 from mirrorspark.offsets.range_log import RangeLog, import_sqlite
 from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter, make_sync_producer
+from mirrorspark.plugins.loading import java_filter
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import LocalFiles, StateFiles
@@ -59,8 +60,10 @@ class FlowOffsets:
         self.writer = OffsetSyncWriter(flow.name, self.ranges, self._save, self.sync_topic,
                                        make_sync_producer(sync_conf))
         if flow.options.emit_checkpoints:
+            groups = GroupFilter(flow.options, java_filter(flow.settings, "group.filter.class",
+                                                           flow.where("group.filter.class")))
             self.checkpoints = CheckpointTask(
-                flow.name, flow.target.alias, selection, GroupFilter(flow.options), source, target, target_conf,
+                flow.name, flow.target.alias, selection, groups, source, target, target_conf,
                 self.ranges.translate, flow.options.checkpoints_replication_factor,
                 (self.pending_checkpoint_resets, self.checkpoint_resets_done), metrics)
             if flow.options.sync_group_offsets:

@@ -56,6 +56,7 @@ class FlowQuery:
         self.spark_log = SparkOffsetLog(checkpoint)
         self.before_start = before_start  # e.g. move the checkpoint back for a re-created topic
         self.takeover = dict(takeover or {})  # where MM2 stopped: the first start's positions (migrate from-mm2)
+        self.subscribed: frozenset[str] | None = None  # the topics a Java topic filter accepted at the last start
         self.metrics = metrics
         self._ship_files = ship_files
         self.writer = BatchWriter(flow, selection, remote_topics, self.spark_log, guard,
@@ -163,7 +164,13 @@ class FlowQuery:
         return json.dumps(offsets)
 
     def subscribe_pattern(self) -> str:
+        """What the source subscribes to: the policy's superset of the selected topics; exactly the topics
+        found at start with ``refresh.topics.enabled = false``; exactly the topics a Java
+        ``topic.filter.class`` accepts now (no regex can say what it accepts: the topic refresh restarts
+        the query when that set changes, see ``subscribed``)."""
         fixed = self.remote_topics.fixed_topics
+        if fixed is None and self.selection.custom_filter is not None:
+            fixed = self.subscribed = frozenset(self.remote_topics.plan.remote)
         return self.selection.subscribe_pattern() if fixed is None else self.selection.exact_pattern(fixed)
 
     def committed_positions(self) -> dict[tuple[str, int], int]:

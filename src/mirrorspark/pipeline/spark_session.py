@@ -6,8 +6,9 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from mirrorspark import paths
 from mirrorspark.errors import OperationalError
@@ -99,7 +100,7 @@ def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> py
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        session = _start_jvm_ignoring_sigterm(builder)
+        session = _start_jvm_ignoring_sigterm(lambda: _new_session(conf) if _no_context() else builder.getOrCreate())
     except PySparkRuntimeError as exc:  # the JVM exited before it answered: its own lines are above
         hint = ""
         if conf.get("spark.jars.packages"):
@@ -111,14 +112,51 @@ def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> py
     return session
 
 
-def _start_jvm_ignoring_sigterm(builder):
+def _start_jvm_ignoring_sigterm(start: Callable[[], Any]) -> Any:
     """Start the Spark JVM with SIGTERM ignored (an ignored signal is inherited and the JVM keeps it
     ignored), so a SIGTERM sent to the whole process group reaches only this Python process, which
     then stops the queries between batches. The JVM still exits when this process does."""
     if threading.current_thread() is not threading.main_thread():
-        return builder.getOrCreate()
+        return start()
     previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        return builder.getOrCreate()
+        return start()
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+# Lines the JVM prints on every start that tell a user nothing: Spark's launcher always adds the
+# incubating Vector API module (for its ML code), and the JVM announces it on standard error.
+JVM_NOISE = (b"WARNING: Using incubator modules:",)
+
+
+def _no_context() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is None  # pyspark keeps its running context there
+
+
+def _new_session(conf: Mapping[str, str]):  # -> pyspark.sql.SparkSession
+    """A new session whose JVM's standard error passes through a filter: what the JVM says goes to
+    ours, except ``JVM_NOISE``. The pipe is read from before the JVM starts, so a JVM that writes a
+    lot before it answers (Ivy resolving packages on first use) never blocks on a full pipe."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    spark_conf_ = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    read_end, write_end = os.pipe()
+    threading.Thread(target=_forward_stderr, args=(read_end,), name="spark-jvm-stderr", daemon=True).start()
+    try:
+        gateway = launch_gateway(spark_conf_, popen_kwargs={"stderr": write_end})
+    finally:
+        os.close(write_end)  # the JVM holds its own copy; the reader ends when the JVM does
+    return SparkSession(SparkContext(conf=spark_conf_, gateway=gateway))
+
+
+def _forward_stderr(read_end: int) -> None:
+    with os.fdopen(read_end, "rb") as lines:
+        for line in lines:
+            if not line.startswith(JVM_NOISE):
+                sys.stderr.buffer.write(line)
+                sys.stderr.flush()

@@ -1,4 +1,5 @@
-"""Build the policy a flow asks for: MM2's Java class names or a Python import path.
+"""Build the policy a flow asks for: MM2's built-in class names, a Java class of the user's jars
+(``plugin.path`` or ``spark.jars``, loaded in the plug-in JVM) or a Python import path.
 
 ``replication.policy.class`` may name any Python module, and importing a module runs its code.
 ``check_policy_class`` (what ``validate`` and run's preflight use) therefore only checks the form and
@@ -16,17 +17,20 @@ from collections.abc import Mapping
 from mirrorspark.config.keys import builtin_policy
 from mirrorspark.config.settings import SettingsReader
 from mirrorspark.errors import ConfigError
+from mirrorspark.plugins.jars import where_looked
+from mirrorspark.plugins.loading import java_class_found, java_plugin
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
 from mirrorspark.policy.identity import IdentityReplicationPolicy
+from mirrorspark.policy.java_policy import JavaReplicationPolicy
 
 log = logging.getLogger(__name__)
 
 POLICY_KEY = "replication.policy.class"
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_FORMS = ("a Python import path 'package.module.Class' or 'package.module:Class', or one of MM2's built-in "
-          "policy class names (org.apache.kafka.connect.mirror.DefaultReplicationPolicy or "
-          "...IdentityReplicationPolicy)")
+_FORMS = ("a Java class in a jar of plugin.path (as for MM2) or spark.jars, a Python import path "
+          "'package.module.Class' or 'package.module:Class', or one of MM2's built-in policy class names "
+          "(org.apache.kafka.connect.mirror.DefaultReplicationPolicy or ...IdentityReplicationPolicy)")
 
 
 def policy_name(settings: Mapping[str, str]) -> str:
@@ -44,21 +48,24 @@ def split_class_path(name: str, where: str = POLICY_KEY) -> tuple[str, str]:
 
 
 def check_policy_class(settings: Mapping[str, str], where: str = POLICY_KEY) -> str:
-    """The policy's kind (``default``, ``identity``, ``custom``), checked without importing anything:
-    the form, and that the top-level package of a custom policy can be found."""
+    """The policy's kind (``default``, ``identity``, ``java``, ``custom``), checked without importing
+    or loading anything: the form, and that a jar of the plug-in places holds the Java class or the
+    top-level package of a Python policy can be found."""
     name = policy_name(settings)
     kind = builtin_policy(name)
     if kind is not None:
         return kind
     module, _ = split_class_path(name, where)
+    if java_class_found(settings, name):
+        return "java"
     top = module.split(".")[0]
     try:
         found = importlib.util.find_spec(top) is not None  # a top-level name: no parent package is imported
     except (ImportError, ValueError):
         found = False
     if not found:
-        raise ConfigError(f"{where}={name!r}: there is no Python package {top!r} to import it from (a Java class "
-                          f"name other than MM2's built-in policies cannot be loaded); use {_FORMS}", where)
+        raise ConfigError(f"{where}={name!r}: no jar holds this Java class ({where_looked(settings)}) and there is "
+                          f"no Python package {top!r} to import it from; use {_FORMS}", where)
     return "custom"
 
 
@@ -69,6 +76,8 @@ def policy_label(settings: Mapping[str, str]) -> str:
         return "DefaultReplicationPolicy"
     if kind == "identity":
         return "IdentityReplicationPolicy"
+    if java_class_found(settings, policy_name(settings)):
+        return f"{policy_name(settings)} (Java, from the plug-in jars; loaded only when flows run)"
     return f"{policy_name(settings)} (custom; imported only when flows run)"
 
 
@@ -88,6 +97,9 @@ def policy_for_flow(settings: Mapping[str, str], source_alias: str, where: str =
         builtin.target_name = None if target_name is None else target_name.strip()
         builtin.syncs_on_target = read.choice("offset-syncs.topic.location") == "target"
         return builtin
+    if kind == "java":
+        extra = {"source.cluster.alias": source_alias} if "source.cluster.alias" not in settings else {}
+        return JavaReplicationPolicy(java_plugin(settings, POLICY_KEY, name, where, extra), name, where)
     module_name, class_name = split_class_path(name, where)
     try:
         module = importlib.import_module(module_name)

@@ -1,11 +1,13 @@
-"""Which source topics a flow replicates: MM2's DefaultTopicFilter plus its internal-topic,
-heartbeat and cycle rules (MirrorSourceConnector.shouldReplicateTopic)."""
+"""Which source topics a flow replicates: MM2's DefaultTopicFilter (or the flow's Java
+``topic.filter.class``) plus its internal-topic, heartbeat and cycle rules
+(MirrorSourceConnector.shouldReplicateTopic)."""
 from __future__ import annotations
 
 import re
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.config.values import compile_patterns
+from mirrorspark.plugins.loading import java_filter
 from mirrorspark.policy.base import ReplicationPolicy
 from mirrorspark.policy.default import DefaultReplicationPolicy
 from mirrorspark.policy.identity import IdentityReplicationPolicy
@@ -41,9 +43,15 @@ class TopicSelection:
         self._exclude = compile_patterns(options.topics_exclude, options.topics_exclude_key) or re.compile(_NOTHING)
         self.topic_map = options.topic_map
         self.heartbeats_replicated = options.heartbeats_replicated
+        self.custom_filter = java_filter(flow.settings, "topic.filter.class", flow.where("topic.filter.class"))
+        if self.custom_filter is not None:  # the Java filter decides: read every topic, ask it per name
+            self.include, self.exclude = ".*", _NOTHING
 
     def topic_filter(self, topic: str) -> bool:
-        """``topics`` matches fully and ``topics.exclude`` does not (excludes win)."""
+        """``topics`` matches fully and ``topics.exclude`` does not (excludes win), or what the
+        flow's Java ``topic.filter.class`` answers (MM2 uses one or the other)."""
+        if self.custom_filter is not None:
+            return self.custom_filter(topic)
         return bool(self._include.fullmatch(topic)) and not self._exclude.fullmatch(topic)
 
     def is_cycle(self, topic: str) -> bool:

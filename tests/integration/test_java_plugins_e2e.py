@@ -1,0 +1,50 @@
+"""MM2's Java plug-ins against real brokers: a ReplicationPolicy, a TopicFilter and a GroupFilter,
+compiled by the test as a user builds them for MM2, found on plugin.path and used where MM2 uses them."""
+from __future__ import annotations
+
+import pytest
+from conftest import running_mirrorspark, write_config
+from java_plugins import build_plugin_jar
+from kafka_tools import create_topic, produce, read_all, wait_for_count
+from test_offsets_e2e import checkpoints, commit_on
+from test_topologies_and_topics import records, wait_until
+
+from mirrorspark.control.admin import admin_client, topic_partitions
+
+pytestmark = pytest.mark.broker
+
+
+def test_a_java_policy_and_filters_copy_what_they_select_under_the_names_they_give(clusters, unique, tmp_path):
+    plugins = build_plugin_jar(tmp_path / "build").parent
+    keep, late, other = f"keep{unique}-orders", f"keep{unique}-late", f"other-{unique}"
+    remote, remote_late = f"dc_primary__{keep}", f"dc_primary__{late}"
+    create_topic(clusters["primary"], keep, 2)
+    create_topic(clusters["primary"], other, 1)
+    produce(clusters["primary"], keep, records(200, 2, unique))
+    produce(clusters["primary"], other, records(50, 1, unique))
+    kept_group, dropped_group = f"keep{unique}-group", f"drop-{unique}"
+    commit_on(clusters["primary"], kept_group, {(keep, 0): 60, (keep, 1): 60})
+    commit_on(clusters["primary"], dropped_group, {(keep, 0): 10, (keep, 1): 10})
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nplugin.path = {plugins}\n"
+                          "replication.policy.class = com.example.mm2.PrefixPolicy\n"
+                          "topic.filter.class = com.example.mm2.KeepFilter\n"
+                          "group.filter.class = com.example.mm2.KeepFilter\n"
+                          f"keep.filter.prefix = keep{unique}\n"
+                          "emit.checkpoints.interval.seconds = 1\nrefresh.topics.interval.seconds = 2\n")
+    with running_mirrorspark(config, tmp_path / "state") as mirror:
+        wait_for_count(clusters["backup"], remote, 200)
+        landed = read_all(clusters["backup"], remote)
+        assert sorted(r.key for r in landed) == sorted(r["key"] for r in records(200, 2, unique))
+        assert wait_until(lambda: checkpoints(clusters["backup"], "primary", kept_group) ==
+                          {(remote, 0): 60, (remote, 1): 60}, "checkpoints of the group the Java filter keeps")
+        create_topic(clusters["primary"], late, 1)  # accepted by the filter: the next refresh adds it
+        produce(clusters["primary"], late, records(30, 1, f"{unique}-late"))
+        wait_for_count(clusters["backup"], remote_late, 30)
+        produce(clusters["primary"], keep, records(20, 2, f"{unique}-more"))
+        wait_for_count(clusters["backup"], remote, 220)
+        on_target = topic_partitions(admin_client({"bootstrap.servers": clusters["backup"]}))
+        assert f"dc_primary__{other}" not in on_target and f"primary.{other}" not in on_target
+        assert checkpoints(clusters["backup"], "primary", dropped_group) == {}
+        assert "Java topic.filter.class accepts other topics" in mirror.output()
+    assert len(read_all(clusters["backup"], remote)) == 220 and len(read_all(clusters["backup"], remote_late)) == 30

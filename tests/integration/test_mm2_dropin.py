@@ -1,17 +1,27 @@
 """MM2 files mirrorspark used to refuse, run against real brokers: a target producer without
 idempotence (older brokers, no IdempotentWrite ACL) copies each record once, in order, with exact
 failover; ``auto.offset.reset = none`` refuses a first start without saved positions, naming the key,
-and runs once positions exist."""
+and runs once positions exist; identity naming both ways runs with regional filters and, on the
+same topic name, active/active: each record once on each cluster, none back, failover skipping none."""
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import threading
 import time
 
 import pytest
-from conftest import run_cli, running_mirrorspark, write_config
+from confluent_kafka import Producer
+from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
 from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, wait_for_count
 from test_integrity_drills import numbered
-from test_offsets_e2e import checkpoints, cli_json, consume, read_from
+from test_offsets_e2e import checkpoints, cli_json, commit_on, consume, read_from
+from test_spark_cluster import committed_records, flow_detail, latest, seqs
 from test_topologies_and_topics import wait_until
+
+IDENTITY = "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
 
 pytestmark = pytest.mark.broker
 
@@ -71,8 +81,7 @@ def test_identity_both_ways_with_regional_filters_copies_each_side_once_and_noth
     produce(clusters["primary"], na, numbered(0, 300, 2))
     produce(clusters["backup"], eu, numbered(0, 200, 2))
     config = write_config(tmp_path / "mm2.properties", clusters,
-                          "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
-                          "primary->backup.enabled = true\nprimary->backup.topics = na\\\\..*\n"
+                          IDENTITY + "primary->backup.enabled = true\nprimary->backup.topics = na\\\\..*\n"
                           "backup->primary.enabled = true\nbackup->primary.topics = eu\\\\..*\n")
     with running_mirrorspark(config, tmp_path / "state"):
         wait_for_count(clusters["backup"], na, 300)
@@ -109,3 +118,152 @@ def test_the_no_prefix_recipe_keeps_names_and_fails_over_with_the_cli_exactly(cl
     assert count(clusters["backup"], "checkpointsinternal") > 0
     rest = read_from(clusters["backup"], group, {(topic, r["partition"]): r["translated"] for r in plan["partitions"]})
     assert len(rest) + len(consumed) == 400 and not set(rest) & set(consumed)  # 0 read twice, none skipped
+
+
+def _failover(config, state, group: str, *extra: str) -> dict:
+    done = run_cli("failover", "--config", str(config), "--group", group, "--from", "primary", "--to", "backup",
+                   "--state-dir", str(state), "--json", *extra)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_active_active_on_the_same_topic_name_copies_each_record_once_each_way_and_fails_over_skipping_none(
+        clusters, unique, tmp_path):
+    """``orders`` produced on both clusters, both flows ``topics = orders``, identity naming (MM2 would
+    copy it round and round): each cluster ends with every record of both sides once, in each side's
+    order, and none comes back. A group that read part of the mixed topic on primary fails over to
+    backup: it skips none, and reads again exactly the count ``failover`` reports. The audit of each
+    flow compares its copies only and finds nothing missing, duplicated or differing."""
+    topic, group = f"aa-{unique}", f"aa-group-{unique}"
+    primary, backup = clusters["primary"], clusters["backup"]
+    for side in (primary, backup):
+        create_topic(side, topic, 2)
+    per_side = 1_000  # primary produces seq 0..999, backup 1000..1999
+    produce(primary, topic, numbered(0, 400, 2))
+    produce(backup, topic, numbered(per_side, per_side + 400, 2))
+    config = write_config(tmp_path / "mm2.properties", clusters, IDENTITY +
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"backup->primary.enabled = true\nbackup->primary.topics = {topic}\n"
+                          "emit.checkpoints.interval.seconds = 1\n")
+    state = tmp_path / "state"
+    with running_mirrorspark(config, state) as run:
+        for start in range(400, per_side, 100):  # both sides keep producing while the copies run
+            produce(primary, topic, numbered(start, start + 100, 2))
+            produce(backup, topic, numbered(per_side + start, per_side + start + 100, 2))
+            time.sleep(0.5)
+        wait_for_count(primary, topic, 2 * per_side, timeout=120)
+        wait_for_count(backup, topic, 2 * per_side, timeout=120)
+        on_primary = read_all(primary, topic)
+        committed = {(topic, p): int(0.6 * sum(1 for r in on_primary if r.partition == p)) for p in range(2)}
+        commit_on(primary, group, committed)
+        plan = wait_until(lambda: (p := _failover(config, state, group))["partitions"] and all(
+            (topic, r["partition"]) in committed and r["checkpoint_upstream"] == committed[(topic, r["partition"])]
+            and r["read_twice"] is not None for r in p["partitions"]) and len(p["partitions"]) == 2 and p,
+            "checkpoints of both partitions at the group's commits", 90)
+        time.sleep(5)  # time for anything that would come back to do so
+        done = _failover(config, state, group, "--execute")
+        audits = [run_cli("audit", str(config), "--flow", name, "--state-dir", str(state), "--json", "--topics", topic,
+                          timeout=240) for name in ("primary->backup", "backup->primary")]
+        output = run.output()
+
+    for bootstrap in (primary, backup):
+        landed = read_all(bootstrap, topic)
+        assert lost_and_duplicated(range(2 * per_side), [seq(r) for r in landed]) == (set(), 0)
+        for p in range(2):  # each side's records keep their order on the other side
+            for first in (0, per_side):
+                mine = [seq(r) for r in landed if r.partition == p and first <= seq(r) < first + per_side]
+                assert mine == sorted(mine)
+    alias_of = {primary: b"primary", backup: b"backup"}
+    for bootstrap, alias in alias_of.items():  # nothing carries a path through the cluster it is on
+        paths = [dict(r.headers).get("mirrorspark.path", b"") for r in read_all(bootstrap, topic)]
+        assert not any(alias in path.split(b",") for path in paths)
+    read_on_primary = {seq(r) for r in on_primary if r.offset < committed[(topic, r.partition)]}
+    moved = {(c["topic"], c["partition"]): c["offset"] for c in done["committed"]}
+    read_after = [int(key) for key in read_from(backup, group, moved)]
+    skipped = set(range(2 * per_side)) - read_on_primary - set(read_after)
+    twice = sum(1 for s in read_after if s in read_on_primary) + len(read_after) - len(set(read_after))
+    reported = sum(r["read_twice"] for r in plan["partitions"])
+    print(f"active/active drill: each cluster 2,000 records once; failover skipped {len(skipped)}, read twice "
+          f"{twice}, reported {reported}")
+    assert skipped == set() and twice == reported
+    assert "runs active/active on the same topic names" in output
+    for audit in audits:
+        assert audit.returncode == 0, audit.stdout[-2000:] + audit.stderr[-2000:]
+        totals = json.loads(audit.stdout)["totals"]
+        assert all(totals.get(k, 0) == 0 for k in ("missing", "duplicated", "differing")), totals
+
+
+def test_active_active_writer_killed_mid_batch_resumes_past_its_copies_among_the_targets_own_records(
+        clusters, unique, tmp_path):
+    """kill -9 while primary->backup's batch is half written into a topic where backup's own producer
+    keeps writing too: the re-run batch compares its rows with its copies only (backup's own records
+    between them are passed over), so nothing is sent twice and nothing is lost."""
+    topic = f"aak-{unique}"
+    primary, backup = clusters["primary"], clusters["backup"]
+    for side in (primary, backup):
+        create_topic(side, topic, 2)
+    total, bound = 60_000, 20_000
+    producer = Producer({"bootstrap.servers": primary, "linger.ms": 20})
+    for record in numbered(0, total, 2, 200):
+        producer.produce(topic, **record)
+        producer.poll(0) if len(producer) < 50_000 else producer.flush(30)
+    assert producer.flush(60) == 0
+    config = write_config(tmp_path / "mm2.properties", clusters, IDENTITY +
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"backup->primary.enabled = true\nbackup->primary.topics = {topic}\n"
+                          f"mirrorspark.batch.max.records = {bound}\n")
+    state = tmp_path / "state"
+    state.mkdir()
+    checkpoint = state / "flows" / "primary" / "backup" / "checkpoint"
+    local, stop = [0], threading.Event()
+
+    def backup_producer() -> None:  # backup's own records, interleaved with the copies as they land
+        own = Producer({"bootstrap.servers": backup, "linger.ms": 5})
+        while not stop.is_set():
+            for record in numbered(total + local[0], total + local[0] + 20, 2):
+                own.produce(topic, **record)
+            assert own.flush(10) == 0
+            local[0] += 20
+            time.sleep(0.02)
+
+    writer = threading.Thread(target=backup_producer, daemon=True)
+    writer.start()
+    with (state / "run.log").open("wb") as out:
+        driver = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], stdout=out,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+
+    def copies() -> int:
+        return sum(1 for r in read_all(backup, topic) if "mirrorspark.path" in dict(r.headers))
+
+    def mid_batch() -> bool:
+        if not (checkpoint / "offsets").is_dir() or not (checkpoint / "commits").is_dir():
+            return False
+        if latest(checkpoint, "offsets") <= latest(checkpoint, "commits"):
+            return False
+        return count(backup, topic) - local[0] > committed_records(checkpoint, topic) + 1_000
+
+    try:
+        deadline = time.monotonic() + 180
+        while not mid_batch():
+            assert time.monotonic() < deadline, "no batch caught in the middle of its write"
+            assert driver.poll() is None, (state / "run.log").read_text()[-3000:]
+            time.sleep(0.02)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+        stop.set()
+        writer.join(30)
+    interrupted = copies() - committed_records(checkpoint, topic)
+    everything = total + local[0]
+    with running_mirrorspark(config, state) as second:
+        wait_for_count(backup, topic, everything, timeout=180)
+        wait_for_count(primary, topic, everything, timeout=180)
+        time.sleep(3)
+        detail = flow_detail(state, "primary->backup")
+    for bootstrap in (primary, backup):
+        lost, duplicated = lost_and_duplicated(range(everything), seqs(bootstrap, topic))
+        print(f"active/active kill -9 drill: {local[0]} records of backup's own, {interrupted} copies written by the "
+              f"interrupted batch; lost {len(lost)}, duplicated {duplicated}, re-copied {detail['records_recopied']}")
+        assert (lost, duplicated) == (set(), 0)
+    assert 0 < interrupted <= bound and detail["records_recopied"] == 0
+    assert "already on the target were not sent again" in second.output()

@@ -15,14 +15,15 @@ ToOpt = Annotated[str, typer.Option("--to", help="Cluster alias the group moves 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 StateOpt = Annotated[Path | None, typer.Option(
     "--state-dir", help="mirrorspark's state (default: MIRRORSPARK_STATE_DIR or the per-user folder): the flow's "
-                        "loss reports are read from it.")]
+                        "loss reports, and what a failover reads twice on a topic both clusters write, are read "
+                        "from it.")]
 
 app = typer.Typer(no_args_is_help=True, help="Offset translation from checkpoints (MM2's RemoteClusterUtils).")
 
 _COLUMNS = (("topic", "topic"), ("partition", "part"), ("source_committed", "committed@from"),
             ("checkpoint_upstream", "checkpoint@from"), ("translated", "translated@to"), ("end", "end@to"),
             ("current", "group@to"), ("behind_checkpoint", "behind-ckpt"), ("not_replicated", "not-replicated"),
-            ("lost", "lost"))
+            ("lost", "lost"), ("read_twice", "read-twice"))
 
 
 def _table(rows: list[dict], columns) -> str:
@@ -34,28 +35,29 @@ def _table(rows: list[dict], columns) -> str:
                      for line in [header, *body])
 
 
-def _losses(mirror, source: str, target: str, state_dir: Path | None):
-    """The loss reports of the flow source->target from a local state folder (None: not readable here,
-    e.g. state on HDFS or S3, which only the running process reads)."""
-    from mirrorspark.integrity.loss import load
+def _flow_state(mirror, source: str, target: str, state_dir: Path | None):
+    """The flow source->target's state folder when it is local (None: e.g. state on HDFS or S3, which
+    only the running process reads)."""
     from mirrorspark.paths import default_state_dir
     from mirrorspark.state.files import LocalFiles
     from mirrorspark.state.location import StateLocation
 
     location = StateLocation.parse(mirror.driver.state_location, (state_dir or default_state_dir()).resolve())
-    if location.path is None:
-        return None
-    return load(LocalFiles(location.path / source / target))
+    return None if location.path is None else LocalFiles(location.path / source / target)
 
 
 def _plan(config: Path, group: str, source: str, target: str, state_dir: Path | None = None):
     from mirrorspark.client.failover import plan_failover
     from mirrorspark.config import load_config
     from mirrorspark.config.redaction import Redactor, install
+    from mirrorspark.integrity.loss import load
+    from mirrorspark.offsets import read_twice
 
     mirror = load_config(config)
     install(Redactor(mirror.secret_values()))  # error messages never echo a configured secret
-    return plan_failover(mirror, group, source, target, _losses(mirror, source, target, state_dir))
+    files = _flow_state(mirror, source, target, state_dir)
+    return plan_failover(mirror, group, source, target, None if files is None else load(files),
+                         None if files is None else read_twice.load(files))
 
 
 def _print_plan(plan, as_json: bool, extra: dict | None = None) -> None:

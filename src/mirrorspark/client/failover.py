@@ -7,7 +7,7 @@ a group with no active members on the new cluster.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import ConsumerGroupState, KafkaException
@@ -48,6 +48,9 @@ class PartitionPlan:
     source_committed: int | None = None    # the group's committed offset on the old cluster
     source_end: int | None = None
     lost: int | None = None                # records reported lost at or after the group's position (None: unknown)
+    # Active/active on the same names: records of the topic both clusters write that the group read on
+    # the old cluster and reads again from the checkpoint (None: not such a topic, or not known here).
+    read_twice: int | None = None
 
     @property
     def behind_checkpoint(self) -> int | None:
@@ -102,7 +105,8 @@ def _lost_unread(reports: Sequence[LossReport] | None, row: PartitionPlan) -> in
 
 
 def plan_failover(config: MirrorConfig, group: str, source: str, target: str,
-                  losses: Sequence[LossReport] | None = None) -> FailoverPlan:
+                  losses: Sequence[LossReport] | None = None,
+                  read_twice: Mapping[tuple[str, str, int], tuple[int, int]] | None = None) -> FailoverPlan:
     """What moving ``group`` from ``source`` to ``target`` would commit, from ``target``'s checkpoints."""
     target_conf = _connection(config, target)
     client = client_for(config, target, remote_alias=source)
@@ -121,6 +125,8 @@ def plan_failover(config: MirrorConfig, group: str, source: str, target: str,
     reachable = _fill_source_side(config, group, source, rows)
     for row in rows:
         row.lost = _lost_unread(losses, row)
+        upstream, twice = (read_twice or {}).get((group, row.topic, row.partition), (None, None))
+        row.read_twice = twice if upstream == row.checkpoint_upstream else None
     return FailoverPlan(group, source, target, state.name, rows, reachable)
 
 

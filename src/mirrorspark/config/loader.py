@@ -108,7 +108,8 @@ def parse_config(
 
     # The whole file's topology, not only the flows this process runs: with --clusters each
     # process of an active/active pair sees one direction, and a cycle must still be refused.
-    check_topology(every_flow)
+    same_names = check_topology(every_flow)
+    every_flow = [dataclasses.replace(f, same_names=True) if f.name in same_names else f for f in every_flow]
     flows = [f for f in every_flow if not clusters or f.target.alias in clusters]
     for flow in flows:
         if flow.enabled:
@@ -116,8 +117,8 @@ def parse_config(
             if not flow.options.separator and not any("no prefix" in w for w in warnings):
                 warnings.append(
                     f"{flow.where('replication.policy.separator')} is empty (MM2's \"no prefix\" recipe): remote and "
-                    "internal topics get the names MM2 gives them, but no remote name shows its source, so cycles "
-                    "are refused as with IdentityReplicationPolicy; that policy says the same more plainly: "
+                    "internal topics get the names MM2 gives them, but no remote name shows its source, so a cycle "
+                    "runs as with IdentityReplicationPolicy; that policy says the same more plainly: "
                     "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy")
             if (warning := flow.idempotence_warning()) is not None:
                 warnings.append(warning)

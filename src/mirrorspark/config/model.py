@@ -50,6 +50,9 @@ class FlowConfig:
     enabled: bool
     settings: Mapping[str, str]
     flow_settings: Mapping[str, str]
+    # In a cycle of flows that keep topic names (active/active on the same names): the flow marks
+    # the records it copies with the clusters they have been in and skips those its target has seen.
+    same_names: bool = False
 
     @cached_property
     def name(self) -> str:

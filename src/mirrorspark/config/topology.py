@@ -1,13 +1,18 @@
-"""What the flow graph alone says is unsafe: cycles records could go round forever, and two sources
-that would write one remote topic.
+"""What the flow graph alone says is unsafe or special: cycles records could go round forever, cycles
+that keep topic names (active/active on the same names), and two sources that would write one remote topic.
 
 MM2 stops records looping only because a DefaultReplicationPolicy remote name carries the source
-alias (``B.orders``), so a flow can see that a topic came from its own target. A cycle in which any
-flow keeps names (IdentityReplicationPolicy, a custom policy mirrorspark cannot inspect without
-importing it, or ``topic.map`` entries chained around the cycle) would copy ``orders``, ``B.orders``,
-``B.B.orders``... or the same topic back and forth forever. The same naming rules say statically when
-two map entries, or a map entry and a policy-generated name, land on one remote topic; collisions
-that depend on which topics exist are caught when the runner plans remote names
+alias (``B.orders``), so a flow can see that a topic came from its own target. A cycle in which
+every flow keeps names (IdentityReplicationPolicy or MM2's "no prefix" recipe, no ``topic.map``)
+would copy the same topic back and forth forever under MM2. mirrorspark runs it as active/active on
+the same names instead: each flow of such a cycle marks the records it copies with the clusters they
+have been in (``pipeline.provenance``) and skips a record that has already been in its target, so
+every cluster ends with each record once and nothing comes back. Cycles that mix naming schemes, a
+custom policy mirrorspark cannot inspect without importing it, or ``topic.map`` entries chained
+around the cycle are still refused; so is a layout where one record could reach a cluster along
+two paths of same-name flows (it would arrive twice). The same naming rules say statically when two
+map entries, or a map entry and a policy-generated name, land on one remote topic; collisions that
+depend on which topics exist are caught when the runner plans remote names
 (``control.remote_topics.RemoteNames``).
 """
 from __future__ import annotations
@@ -23,6 +28,7 @@ from mirrorspark.errors import ConfigError
 POLICY_KEY = "replication.policy.class"
 _LAPS = 3  # a mapped name still travelling after this many laps round a cycle travels forever
 _MAX_CYCLES = 1000  # cycles followed per flow with a topic.map (a full mesh of many clusters has millions)
+_MAX_PATHS = 10000  # same-name paths followed from one cluster when looking for a record's second way in
 
 
 def policy_kind(flow: FlowConfig) -> str:
@@ -37,19 +43,69 @@ def separator(flow: FlowConfig) -> str:
     return flow.options.separator
 
 
-def check_topology(flows: list[FlowConfig]) -> None:
-    """Refuse unsafe cycles and static remote-name collisions among the enabled ``flows``."""
+def check_topology(flows: list[FlowConfig]) -> frozenset[str]:
+    """Refuse unsafe cycles and static remote-name collisions among the enabled ``flows``; return the
+    names of the flows that run active/active on the same names (they mark and skip provenance)."""
     enabled = [f for f in flows if f.enabled]
+    same_names: set[str] = set()
     for flow in enabled:
         if policy_kind(flow) != "default":
             for back in itertools.islice(_paths_back(enabled, flow), _MAX_CYCLES):
-                if not filters_keep_apart([flow, *back]):
-                    _refuse_policy_cycle([flow, *back], flow)
+                cycle = [flow, *back]
+                if filters_keep_apart(cycle):
+                    continue
+                if not all(_keeps_names(f) for f in cycle):
+                    _refuse_policy_cycle(cycle, flow)
+                same_names.update(f.name for f in cycle)
+    if same_names:
+        _check_second_ways(enabled)
     for flow in enabled:
         if flow.options.topic_map:
             for back in itertools.islice(_paths_back(enabled, flow), _MAX_CYCLES):
                 _check_cycle_maps([flow, *back])
     _check_map_collisions(enabled)
+    return frozenset(same_names)
+
+
+def _keeps_names(flow: FlowConfig) -> bool:
+    """The flow's remote topics have their source topics' names (identity naming, no ``topic.map``)."""
+    return policy_kind(flow) == "identity" and not flow.options.topic_map
+
+
+def _check_second_ways(flows: list[FlowConfig]) -> None:
+    """A record copied along same-name flows never enters a cluster it has been in, but it could
+    still reach one cluster along two paths (a full mesh: A->C directly and A->B->C) and be written
+    there twice. Refused unless two flows of the two paths select provably different topics."""
+    keep = [f for f in flows if _keeps_names(f)]
+    out: dict[str, list[FlowConfig]] = {}
+    for flow in keep:
+        out.setdefault(flow.source.alias, []).append(flow)
+    for origin in sorted(out):
+        reached: dict[str, list[list[FlowConfig]]] = {}
+        for path in itertools.islice(_walk(out, origin), _MAX_PATHS):
+            ways = reached.setdefault(path[-1].target.alias, [])
+            for other in ways:
+                union = list({f.name: f for f in (*path, *other)}.values())
+                if not any(_disjoint(a.options.topics, b.options.topics) for a, b in itertools.combinations(union, 2)):
+                    key, there = path[-1].where("topics"), path[-1].target.alias
+                    raise ConfigError(
+                        f"{key}: a record produced on {origin} reaches {there} along two paths of flows "
+                        f"that keep topic names ({' then '.join(f.name for f in other)}; and "
+                        f"{' then '.join(f.name for f in path)}), so it would be written there "
+                        "twice; disable one of those flows, or give their topics filters that keep them apart", key)
+            ways.append(path)
+
+
+def _walk(out: dict[str, list[FlowConfig]], origin: str) -> Iterator[list[FlowConfig]]:
+    """Every path of flows from ``origin`` that enters no cluster twice (the way marked records travel)."""
+    def step(node: str, path: list[FlowConfig], seen: set[str]) -> Iterator[list[FlowConfig]]:
+        for flow in out.get(node, []):
+            nxt = flow.target.alias
+            if nxt not in seen:
+                yield [*path, flow]
+                yield from step(nxt, [*path, flow], seen | {nxt})
+
+    yield from step(origin, [], {origin})
 
 
 def _paths_back(flows: list[FlowConfig], first: FlowConfig) -> Iterator[list[FlowConfig]]:
@@ -127,12 +183,19 @@ def _names(cycle: list[FlowConfig]) -> str:
 
 
 def _refuse_policy_cycle(cycle: list[FlowConfig], flow: FlowConfig) -> None:
+    culprit = next((f for f in cycle if not _keeps_names(f) and policy_kind(f) != "default"), None)
+    if culprit is not None:  # a custom policy, or identity naming with topic.map entries
+        flow = culprit
     key = flow.where(POLICY_KEY)
     name = flow.options.policy_class
-    why = ("IdentityReplicationPolicy keeps topic names" if policy_kind(flow) == "identity" else
-           f"the custom policy {name!r} cannot be checked for cycle safety without importing it")
-    if builtin_policy(name) == "default" and not flow.options.separator:
+    if policy_kind(flow) == "custom":
+        why = f"the custom policy {name!r} cannot be checked for cycle safety without importing it"
+    elif flow.options.topic_map:
+        key, why = flow.where("topic.map"), "its topic.map renames some topics while the others keep their names"
+    elif builtin_policy(name) == "default" and not flow.options.separator:
         key, why = flow.where("replication.policy.separator"), "an empty separator keeps topic names"
+    else:
+        why = "IdentityReplicationPolicy keeps topic names"
     renaming = next((f for f in cycle if policy_kind(f) == "default"), None)
     if renaming is None:
         example = " (the same topics copied round and round)"
@@ -144,9 +207,10 @@ def _refuse_policy_cycle(cycle: list[FlowConfig], flow: FlowConfig) -> None:
     raise ConfigError(
         f"{key}: the enabled flows {_names(cycle)} form a cycle and {flow.name} does not use "
         f"DefaultReplicationPolicy ({why}), so records can come back to the cluster they came from and be copied "
-        f"again, possibly forever{example}; MM2 stops a cycle "
-        "only when every remote name carries its source alias: use DefaultReplicationPolicy on every flow of "
-        "the cycle, or disable one of them", key)
+        f"again, possibly forever{example}; MM2 stops a cycle only when every remote name carries its source alias, "
+        "and mirrorspark also runs a cycle in which every flow keeps topic names (active/active on the same names): "
+        "use DefaultReplicationPolicy on every flow of the cycle, or IdentityReplicationPolicy without topic.map on "
+        "every flow of it, or disable one of them", key)
 
 
 def _from_target(name: str, target: str, sep: str) -> bool:

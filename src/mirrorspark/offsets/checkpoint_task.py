@@ -6,6 +6,12 @@ committed offset with the writer-reported offset ranges (exact where the source 
 contiguous), and writes MM2-format checkpoints to ``<source>.checkpoints.internal`` on the target,
 only when newer by MM2's rule. Nothing is emitted for a partition with nothing replicated.
 
+Active/active on the same names: a topic holds records of both clusters (each flow skips the
+other's copies), and one offset cannot say how far a consumer read in each. The checkpoint is then
+the lower of the two positions (this flow's records, and the reverse flow's: the first record of the
+target's own that the group has not read), so a failed-over consumer skips nothing; the records it
+reads twice are counted from the runs, logged, and kept in ``read-twice.json`` for ``failover``.
+
 Translation is bound to the remote topic's id: while the runs point into another topic than the one
 now on the target (re-created, not re-bound yet) nothing is emitted for it. After a re-binding the
 old checkpoints of its partitions are replaced even though they look "newer" by MM2's rule (their
@@ -36,6 +42,23 @@ Translate = Callable[[str, int, int, "str | None"], "int | None"]
 Resets = tuple[Callable[[], set[tuple[str, int]]], Callable[[set[tuple[str, int]]], None]]
 # (topic on the source that came from the target, partition, committed) -> (original topic, offset there)
 TranslateBack = Callable[[str, int, int], "tuple[str, int] | None"]
+# (topic on the source, partition, committed) -> target offset of the target's first own record not read
+FirstUnread = Callable[[str, int, int], "int | None"]
+# (source topic, partition, low, high) -> target offsets low..high-1 holding this flow's copies
+Copies = Callable[[str, int, int, int], int]
+
+
+def both_origins(mine: int, theirs: int | None, copies_between: Callable[[int, int], int]) -> tuple[int, int]:
+    """(checkpoint, records read twice) on a topic both clusters write. ``mine``: where this flow's first
+    copy the group has not read is on the target; ``theirs``: where the target's first own record it
+    has not read is (None: nothing of the target's was copied to the source yet). The lower one skips
+    neither; between the two the group reads again this flow's copies (``theirs`` lower) or the
+    target's own records (``mine`` lower), each already read on the source."""
+    if theirs is None or theirs == mine:
+        return mine, 0
+    low, high = min(mine, theirs), max(mine, theirs)
+    copies = copies_between(low, high)
+    return low, copies if theirs < mine else (high - low) - copies
 
 
 class CheckpointTask:
@@ -59,6 +82,12 @@ class CheckpointTask:
         self.topic = self.policy.checkpoints_topic(selection.source_alias)
         self.store = CheckpointStore()
         self.translate_back: TranslateBack | None = None  # set when the reverse flow runs in this process
+        # Active/active on the same names, with the reverse flow in this process: the target's own
+        # records count too (``_both_origins``); (group, topic, partition) -> (upstream, read twice).
+        self.other_origin: FirstUnread | None = None
+        self.copies: Copies | None = None
+        self.read_twice: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self.on_read_twice: Callable[[dict[tuple[str, str, int], tuple[int, int]]], None] | None = None
         self._producer: Producer | None = None
         self.metrics = metrics  # checkpoint-latency-ms, skipped internal records
 
@@ -106,6 +135,8 @@ class CheckpointTask:
                 renamed = self.renamed(tp.topic)
                 bound = self._bound(renamed)
                 downstream = None if bound is None else self.translate(tp.topic, tp.partition, tp.offset, bound)
+                if downstream is not None and self.other_origin is not None:
+                    downstream = self._both_origins(group, tp.topic, tp.partition, tp.offset, downstream)
                 reset = (tp.topic, tp.partition) in resets
             elif self.translate_back is not None and self.policy.topic_source(tp.topic) == self.target_alias:
                 # Failback: a remote topic of the reverse flow maps back onto its original topic,
@@ -122,6 +153,19 @@ class CheckpointTask:
             if reset or self.store.is_newer(checkpoint):
                 out.append(checkpoint)
         return out
+
+    def _both_origins(self, group: str, topic: str, partition: int, committed: int, mine: int) -> int:
+        """The checkpoint on a topic both clusters write (``both_origins``), its read-twice count kept."""
+        theirs = self.other_origin(topic, partition, committed) if self.other_origin else None
+        copies = self.copies or (lambda *_: 0)
+        checkpoint, twice = both_origins(mine, theirs, lambda low, high: copies(topic, partition, low, high))
+        key = (group, self.renamed(topic), partition)
+        if twice and self.read_twice.get(key, (None, None))[1] != twice:
+            log.info("flow %s: group %s %s-%d (active/active on the same names): the checkpoint at %d keeps the "
+                     "records of both clusters unread; a failover reads %d record(s) a second time", self.flow_name,
+                     group, topic, partition, checkpoint, twice)
+        self.read_twice[key] = (committed, twice)
+        return checkpoint
 
     def _replacements(self, resets: set[tuple[str, int]], written: set[tuple[str, str, int]]) -> list[Checkpoint]:
         """Stored checkpoints of re-bound partitions that no group commit replaced this round: the
@@ -169,6 +213,8 @@ class CheckpointTask:
             written.extend(replaced)
             # Only where the new remote topic exists; the others are replaced once it does.
             self.resets_done({(t, p) for t, p in resets if self._bound(self.selection.remote_name(t)) is not None})
+        if written and self.other_origin is not None and self.on_read_twice is not None:
+            self.on_read_twice(self.read_twice)
         if written:
             for checkpoint in written:
                 self.store.put(checkpoint)

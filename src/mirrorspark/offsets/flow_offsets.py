@@ -19,6 +19,7 @@ from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import check_replication_factor, ensure_compacted_topic
 from mirrorspark.control.scheduler import OFFSETS, flow_lane
 from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.offsets import read_twice
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.offsets.group_sync import GroupOffsetSync
@@ -42,6 +43,7 @@ class FlowOffsets:
         self.flow = flow
         self.source_of = source_of  # remote topic -> source topic, from the flow's topic plan
         self.enabled = flow.options.emit_offset_syncs
+        self._state = state
         self.range_log = RangeLog(state.child("offset-ranges"))
         self.ranges: OffsetRanges = self.range_log.load() if self.enabled else OffsetRanges()
         if self.enabled and not self.ranges.partitions():
@@ -91,9 +93,24 @@ class FlowOffsets:
         return None if upstream is None else (source_topic, upstream)
 
     def link_reverse(self, reverse: FlowOffsets) -> None:
-        """``reverse`` is the flow target->source in this process: checkpoint failback through it."""
+        """``reverse`` is the flow target->source in this process: checkpoint failback through it, and
+        on a topic both clusters write (active/active on the same names) the target's own records."""
         if self.checkpoints is not None and reverse.enabled:
             self.checkpoints.translate_back = reverse.translate_back
+            if self.flow.same_names and reverse.flow.same_names:
+                self.checkpoints.other_origin = reverse.first_unread
+                self.checkpoints.copies = self.ranges.copies_between
+                self.checkpoints.on_read_twice = self._save_read_twice
+
+    def first_unread(self, remote_topic: str, partition: int, committed: int) -> int | None:
+        """For the reverse flow's checkpoints on a topic both clusters write: a consumer of this flow's
+        target at ``committed`` -> the source offset of the first record of this flow's source it has
+        not read."""
+        source_topic = self.source_of(remote_topic)
+        return None if source_topic is None else self.ranges.first_unread(source_topic, partition, committed)
+
+    def _save_read_twice(self, figures: dict[tuple[str, str, int], tuple[int, int]]) -> None:
+        read_twice.save(self._state, figures)
 
     def forget_topic(self, topic: str) -> None:
         """Drop the runs of a source topic whose source or remote topic was re-created: they would

@@ -125,6 +125,30 @@ class _PartitionRanges:
             return entry.upstream + (committed_downstream - entry.downstream)
         return entry.upstream_end
 
+    def first_unread(self, committed_downstream: int) -> int | None:
+        """Active/active on the same names: the source offset of the first record of this flow's source
+        that a consumer of the target at ``committed_downstream`` has not read (this flow's copies below
+        that offset it has read, in source order). A gap between exact runs holds only records this flow
+        skipped, so the next run's start; None: nothing copied yet."""
+        entries = self.entries
+        if not entries:
+            return None
+        index = bisect.bisect_right([e.downstream for e in entries], committed_downstream) - 1
+        if index < 0:
+            return entries[0].upstream
+        entry = entries[index]
+        if committed_downstream < entry.downstream + entry.count:
+            return entry.upstream + (committed_downstream - entry.downstream)
+        if entry.exact_gap_after and index + 1 < len(entries):
+            return entries[index + 1].upstream
+        return entry.upstream_end
+
+    def copies_between(self, low: int, high: int) -> int:
+        """Target offsets in ``low .. high - 1`` that hold a record this flow wrote (as far as the kept
+        runs tell: thinned history counts less)."""
+        return sum(max(0, min(high, e.downstream + e.count) - max(low, e.downstream)) for e in self.entries
+                   if e.downstream < high and e.downstream + e.count > low)
+
     def latest(self) -> tuple[int, int] | None:
         if not self.entries:
             return None
@@ -220,6 +244,18 @@ class OffsetRanges:
         with self._lock:
             ranges = self._partitions.get((topic, partition))
             return ranges.inverse(committed_downstream) if ranges else None
+
+    def first_unread(self, topic: str, partition: int, committed_downstream: int) -> int | None:
+        """Active/active on the same names: see ``_PartitionRanges.first_unread``."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            return ranges.first_unread(committed_downstream) if ranges else None
+
+    def copies_between(self, topic: str, partition: int, low: int, high: int) -> int:
+        """Target offsets ``low .. high - 1`` of the partition's remote partition written by this flow."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            return ranges.copies_between(low, high) if ranges else 0
 
     def latest(self, topic: str, partition: int) -> tuple[int, int] | None:
         """(source offset, target offset) of the last record written for the partition."""

@@ -10,6 +10,11 @@ It runs as one Spark batch job so big topics are fine: both clusters are read ov
 ranges by Spark's Kafka source, every record is hashed on the JVM (``xxhash64``), target offsets
 are mapped to source offsets by a broadcast join with the run table, and source and target meet
 in one shuffle join by source offset. Only one row per partition comes back to Python.
+
+A flow that runs active/active on the same names writes into topics that also hold the target's own
+records, skips the source records that came from its target, and marks its copies with their path
+(``mirrorspark.path``): the audit compares its copies only (records with a path), leaves out the
+source records it skips, and hashes headers without the path.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from mirrorspark.integrity import loss
 from mirrorspark.integrity.failover_verdict import GroupVerdict, assess, read_checkpoints
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.offsets.ranges import OffsetRanges
+from mirrorspark.pipeline.record_columns import PATH_HEADER
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateError, StateFiles
 
@@ -218,18 +224,35 @@ def kafka_read(spark, options: Mapping[str, str], windows: Mapping[Key, tuple[in
             .load())
 
 
-def record_hash():
+def record_hash(without_path: bool = False):
     """Key, value, headers and timestamp in one 64-bit hash (Spark's hashes skip nulls, so the null
-    flags keep a null key with value ``x`` apart from key ``x`` with a null value)."""
+    flags keep a null key with value ``x`` apart from key ``x`` with a null value); ``without_path``
+    leaves the active/active path header out (a copy carries one more cluster in it)."""
     from pyspark.sql import functions as F
 
-    return F.xxhash64(F.col("key"), F.col("value"), F.col("headers"), F.unix_millis(F.col("timestamp")),
+    headers = F.filter("headers", lambda h: h["key"] != PATH_HEADER) if without_path else F.col("headers")
+    return F.xxhash64(F.col("key"), F.col("value"), headers, F.unix_millis(F.col("timestamp")),
                       F.col("key").isNull(), F.col("value").isNull())
 
 
+def _path_names(alias: str):
+    """True for a record whose path header names cluster ``alias`` (it has been there)."""
+    from pyspark.sql import functions as F
+
+    return F.exists("headers", lambda h: (h["key"] == PATH_HEADER)
+                    & F.array_contains(F.split(h["value"].cast("string"), ","), alias))
+
+
+def _has_path():
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.exists("headers", lambda h: h["key"] == PATH_HEADER), F.lit(False))
+
+
 def compare(spark, plans: list[PartitionRuns], source_options: Mapping[str, str], target_options: Mapping[str, str],
-            source_bounds: Bounds, target_bounds: Bounds) -> list[PartitionAudit]:
-    """Run the comparison job; one PartitionAudit per plan, in plan order."""
+            source_bounds: Bounds, target_bounds: Bounds, same_names: str | None = None) -> list[PartitionAudit]:
+    """Run the comparison job; one PartitionAudit per plan, in plan order. ``same_names``: the target's
+    alias of a flow that runs active/active on the same names."""
     from pyspark.sql import functions as F
 
     source_windows = {(p.source_topic, p.partition): w for p in plans
@@ -239,12 +262,17 @@ def compare(spark, plans: list[PartitionRuns], source_options: Mapping[str, str]
     pairs = sorted({(p.remote_topic, p.source_topic) for p in plans})
     source_of = F.create_map(*[F.lit(name) for pair in pairs for name in pair])
 
-    source = _side(kafka_read(spark, source_options, source_windows), spark, F.col("topic"))
+    source_df, target_df = kafka_read(spark, source_options, source_windows), kafka_read(spark, target_options,
+                                                                                         target_windows)
+    if same_names is not None:
+        source_df = None if source_df is None else source_df.where(~F.coalesce(_path_names(same_names), F.lit(False)))
+        target_df = None if target_df is None else target_df.where(_has_path())
+    marked = same_names is not None
+    source = _side(source_df, spark, F.col("topic"), marked)
     source = _flag_unknown(spark, source, plans, side=0).select(
         F.col("st").alias("s_topic"), F.col("partition").alias("s_part"), F.col("offset").alias("s_off"),
         F.col("hash").alias("s_hash"), F.col("unknown").alias("s_unknown"))
-    target = _map_to_source(spark, _side(kafka_read(spark, target_options, target_windows), spark,
-                                         F.element_at(source_of, F.col("topic"))), plans)
+    target = _map_to_source(spark, _side(target_df, spark, F.element_at(source_of, F.col("topic")), marked), plans)
     target = _flag_unknown(spark, target, plans, side=1)
     joined = source.join(target, (source["s_topic"] == target["st"]) & (source["s_part"] == target["partition"])
                          & (source["s_off"] == target["upstream"]), "full_outer")
@@ -256,12 +284,13 @@ def compare(spark, plans: list[PartitionRuns], source_options: Mapping[str, str]
 _SIDE_SCHEMA = "st string, topic string, partition int, offset long, hash long"
 
 
-def _side(df, spark, source_topic):
+def _side(df, spark, source_topic, without_path: bool = False):
     """(source topic, topic, partition, offset, hash) of one cluster's records (empty when nothing is read)."""
 
     if df is None:
         return spark.createDataFrame([], _SIDE_SCHEMA)
-    return df.select(source_topic.alias("st"), "topic", "partition", "offset", record_hash().alias("hash"))
+    return df.select(source_topic.alias("st"), "topic", "partition", "offset",
+                     record_hash(without_path).alias("hash"))
 
 
 def _map_to_source(spark, target, plans: list[PartitionRuns]):
@@ -397,7 +426,7 @@ def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_di
         source_opts = _batch_options(source_options(flow, "", ship))
         target_opts = _batch_options(source_options(reading_target, "", ship))
         partitions = _spark_call("comparing source and target", compare, spark, plans, source_opts, target_opts,
-                                 source_bounds, target_bounds)
+                                 source_bounds, target_bounds, flow.target.alias if flow.same_names else None)
         checkpoints_topic = selection.policy.checkpoints_topic(flow.source.alias)
         checkpoints, skipped = _spark_call(f"reading {checkpoints_topic} on {flow.target.alias}", read_checkpoints,
                                            spark, target_opts, target_admin, checkpoints_topic)

@@ -29,6 +29,7 @@ from mirrorspark.metrics.lag import IDLE_ROUNDS, LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
+from mirrorspark.pipeline.record_columns import PATH_HEADER
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.policy.topic_selection import TopicSelection
@@ -76,6 +77,10 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     control tasks check it before they write."""
     options = flow.options
     selection = TopicSelection(flow, policy)
+    if flow.same_names:
+        log.info("flow %s runs active/active on the same topic names: each record it copies carries the clusters "
+                 "it has been in (header %s), and records that have been in %s are not copied back", flow.name,
+                 PATH_HEADER, flow.target.alias)
     (source, source_conf), (target, target_conf) = (shared.clusters.admin(flow.source),
                                                     shared.clusters.admin(flow.target))
     configs = TopicConfigs(flow, source, target)

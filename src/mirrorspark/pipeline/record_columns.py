@@ -17,6 +17,8 @@ from itertools import chain
 from typing import Any
 
 SINK_FORMAT = "io.mirrorspark.sink.MirrorSink"
+# Active/active on the same names: the clusters a copied record has been in (io.mirrorspark.sink.Provenance).
+PATH_HEADER = "mirrorspark.path"
 
 
 def planned(df, remote_topics: Mapping[str, str]):

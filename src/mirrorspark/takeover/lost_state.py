@@ -99,6 +99,9 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
     on_target = flow.options.offset_syncs_on_target
     sync_topic = selection.policy.offset_syncs_topic(flow.source.alias if on_target else flow.target.alias)
     syncs = read_offset_syncs(clients.target_conf if on_target else clients.source_conf, sync_topic)
+    if flow.same_names:
+        _same_names_start(flow, where, held, {k: v for k, v in syncs.items() if k in held}, sync_topic)
+        return
     source_starts = partition_offsets(clients.source, sorted(held), earliest=True)
     reader_conf = {**clients.source_conf,
                    "isolation.level": "read_committed" if flow.reads_committed else "read_uncommitted"}
@@ -117,6 +120,21 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
                 "already on the target in each of %d partition(s) (an offset sync, or both logs' starts, and a "
                 "record-by-record comparison), copying none of them again", flow.name, where, records,
                 len(takeover.partitions))
+
+
+def _same_names_start(flow: FlowConfig, where: str, held: dict[tuple[str, int], tuple[int, int]],
+                      syncs: dict, sync_topic: str) -> None:
+    """Active/active on the same names: the remote topics are also the target's own topics, so records
+    there are expected. With no offset sync of this flow for them it never wrote there: a first start.
+    Otherwise its copies sit among the target's own records and cannot be compared one by one."""
+    if not syncs:
+        log.info("flow %s: its remote topics are the target's own topics (active/active on the same names) and "
+                 "hold %d record(s) of the target; no offset sync in %s says this flow wrote any: a first start",
+                 flow.name, sum(end - start for start, end in held.values()), sync_topic)
+        return
+    _refuse(flow, where, {k: held[k] for k in syncs}, f"offset syncs in {sync_topic} say this flow wrote there, and "
+            "its copies sit among the target's own records (active/active on the same names), so the last one cannot "
+            "be found by comparing records; restore the state folder")
 
 
 def _refuse(flow: FlowConfig, where: str, held: dict[tuple[str, int], tuple[int, int]], why: str) -> None:

@@ -96,13 +96,13 @@ def test_unknown_cluster_in_clusters_flag():
 
 
 @pytest.mark.parametrize("only", [["A"], ["B"]])
-def test_a_cycle_is_refused_even_when_clusters_runs_one_direction(only):
+def test_an_identity_pair_is_active_active_even_when_clusters_runs_one_direction(only):
     """MM2's multi-DC deployment runs one process per target (--clusters): each sees one flow of the
-    active/active pair, and the Identity loop must still be refused."""
+    active/active pair, and that flow must still mark and skip provenance."""
     text = BASE + ("A->B.enabled = true\nB->A.enabled = true\n"
                    "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
-    with pytest.raises(ConfigError, match=r"replication\.policy\.class"):
-        config(text, only)
+    (flow,) = config(text, only).enabled_flows
+    assert flow.target.alias == only[0] and flow.same_names
 
 
 def test_a_built_in_policy_in_module_colon_class_form_is_the_built_in_one():

@@ -90,31 +90,56 @@ def test_identity_both_ways_runs_when_the_topic_filters_keep_the_directions_apar
     mirror = parse_config(parse_properties(BASE + IDENTITY + f"A->B.topics = {there}\nB->A.enabled = true\n"
                                            f"B->A.topics = {back}\n"))
     assert [f.name for f in mirror.enabled_flows] == ["A->B", "B->A"]
+    assert not any(f.same_names for f in mirror.enabled_flows)  # nothing to mark: no topic can come back
 
 
 @pytest.mark.parametrize("topics", [
-    ("orders", "orders"),  # the same name both ways would go round forever
+    ("orders", "orders"),  # the same name both ways: active/active on the same names
     ("na\\..*", ".*"),
     ("ord.*", "or.*"),
     ("orders|x", "orders"),
     ("a\\\\d+", "a1"),  # a\\d+ in the file: a\d+ once the properties escape is read
 ])
-def test_identity_both_ways_is_refused_when_a_topic_could_come_back(topics):
+def test_identity_both_ways_runs_active_active_when_a_topic_could_come_back(topics):
+    """MM2 would copy such a topic round and round; mirrorspark marks what each flow copies and skips
+    it on the way back (the flows' ``same_names``)."""
     there, back = topics
+    mirror = parse_config(parse_properties(BASE + IDENTITY + f"A->B.topics = {there}\nB->A.enabled = true\n"
+                                           f"B->A.topics = {back}\n"))
+    assert [(f.name, f.same_names) for f in mirror.enabled_flows] == [("A->B", True), ("B->A", True)]
+
+
+THREE = ("clusters = A, B, C\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:1\n"
+         "C.bootstrap.servers = 127.0.0.1:1\n" + IDENTITY)
+
+
+def test_a_three_cluster_identity_ring_runs_plain_when_two_of_its_flows_are_apart_else_active_active():
+    text = THREE + ("A->B.enabled = true\nB->C.enabled = true\nC->A.enabled = true\n"
+                    "A->B.topics = a\\..*\nB->C.topics = .*\nC->A.topics = c\\..*\n")
+    assert not any(f.same_names for f in parse_config(parse_properties(text)).enabled_flows)
+    ring = parse_config(parse_properties(text.replace("C->A.topics = c\\..*", "C->A.topics = a\\.x")))
+    assert all(f.same_names for f in ring.enabled_flows) and len(ring.enabled_flows) == 3
+
+
+def test_a_same_name_mesh_is_refused_where_a_record_would_arrive_twice_unless_filters_keep_the_ways_apart():
+    mesh = THREE + "".join(f"{s}->{t}.enabled = true\n" for s in "ABC" for t in "ABC" if s != t)
     with pytest.raises(ConfigError) as err:
-        parse_config(parse_properties(BASE + IDENTITY + f"A->B.topics = {there}\nB->A.enabled = true\n"
-                                      f"B->A.topics = {back}\n"))
-    assert err.value.key == "replication.policy.class" and "form a cycle" in str(err.value)
+        parse_config(parse_properties(mesh))
+    assert err.value.key == "topics" and "reaches C along two paths" in str(err.value)
+    apart = mesh + "".join(f"{s}->{t}.topics = {s.lower()}\\..*\n" for s in "ABC" for t in "ABC" if s != t)
+    assert len(parse_config(parse_properties(apart)).enabled_flows) == 6
 
 
-def test_a_three_cluster_identity_ring_runs_when_two_of_its_flows_are_apart():
-    text = ("clusters = A, B, C\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:1\n"
-            "C.bootstrap.servers = 127.0.0.1:1\n" + IDENTITY +
-            "A->B.enabled = true\nB->C.enabled = true\nC->A.enabled = true\n"
-            "A->B.topics = a\\..*\nB->C.topics = .*\nC->A.topics = c\\..*\n")
-    assert len(parse_config(parse_properties(text)).enabled_flows) == 3
-    with pytest.raises(ConfigError):
-        parse_config(parse_properties(text.replace("C->A.topics = c\\..*", "C->A.topics = a\\.x")))
+def test_a_pair_fed_by_a_third_cluster_marks_only_the_pair():
+    text = THREE + "A->B.enabled = true\nB->C.enabled = true\nC->B.enabled = true\n"
+    flows = {f.name: f.same_names for f in parse_config(parse_properties(text)).enabled_flows}
+    assert flows == {"A->B": False, "B->C": True, "C->B": True}
+
+
+def test_a_cycle_mixing_identity_and_renaming_flows_is_still_refused():
+    with pytest.raises(ConfigError) as err:
+        parse_config(parse_properties(BASE + "A->B." + IDENTITY.replace("\n", "\nB->A.enabled = true\n")))
+    assert err.value.key == "A->B.replication.policy.class" and "form a cycle" in str(err.value)
 
 
 NO_PREFIX = "replication.policy.separator =\nsource.cluster.alias =\ntarget.cluster.alias =\n"
@@ -149,12 +174,11 @@ def test_an_empty_separator_alone_prefixes_with_the_alias_as_mm2_does():
     assert policy.topic_source("Aorders") == "A" and policy.upstream_topic("Aorders") == "orders"
 
 
-def test_the_no_prefix_recipe_both_ways_is_refused_naming_the_separator_unless_filters_keep_them_apart():
-    with pytest.raises(ConfigError) as err:
-        parse_config(parse_properties(BASE + NO_PREFIX + "B->A.enabled = true\n"))
-    assert err.value.key == "replication.policy.separator" and "form a cycle" in str(err.value)
+def test_the_no_prefix_recipe_both_ways_runs_active_active_unless_filters_keep_them_apart():
+    both = parse_config(parse_properties(BASE + NO_PREFIX + "B->A.enabled = true\n"))
+    assert all(f.same_names for f in both.enabled_flows)
     apart = BASE + NO_PREFIX + "A->B.topics = na\\..*\nB->A.enabled = true\nB->A.topics = eu\\..*\n"
-    assert len(parse_config(parse_properties(apart)).enabled_flows) == 2
+    assert not any(f.same_names for f in parse_config(parse_properties(apart)).enabled_flows)
 
 
 def test_config_providers_are_resolved_at_load_as_mm2_resolves_them(tmp_path, monkeypatch):

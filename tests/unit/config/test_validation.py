@@ -74,11 +74,11 @@ def test_bad_values_name_the_key(extra, key):
     assert err.value.key == key and key in str(err.value)
 
 
-def test_identity_policy_cycle_is_refused():
+def test_an_identity_cycle_with_a_topic_map_is_refused_naming_the_map():
     with pytest.raises(ConfigError) as err:
-        config("B->A.enabled = true\n"
+        config("B->A.enabled = true\nB->A.topic.map = orders:orders-b\n"
                "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n")
-    assert err.value.key == "replication.policy.class" and "cycle" in str(err.value)
+    assert err.value.key == "B->A.topic.map" and "cycle" in str(err.value)
 
 
 def test_identity_policy_one_way_is_fine():

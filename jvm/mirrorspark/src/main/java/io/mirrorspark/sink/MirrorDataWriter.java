@@ -72,6 +72,9 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
                 headers.add(new RecordHeader(h.getUTF8String(0).toString(), h.isNullAt(1) ? null : h.getBinary(1)));
             }
         }
+        if (s.provenanceSource != null && !Provenance.mark(headers, s.provenanceSource, s.provenanceTarget)) {
+            return;  // it has been in the target already: active/active on the same names skips it
+        }
         long bytes = (key == null ? 0 : key.length) + (value == null ? 0 : value.length);
         long now = System.currentTimeMillis();
         long age = ts < 0 ? -1L : Math.max(0L, now - ts);
@@ -102,7 +105,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             if (from == null || (to != TargetTail.END_NOW && to <= from)) {
                 return false;
             }
-            tail = new TargetTail(settings.producer, target.topic, target.partition, from, to);
+            tail = new TargetTail(settings.producer, target.topic, target.partition, from, to,
+                settings.provenanceSource != null);
             tails.put(k, tail);
         }
         if (!tail.active()) {

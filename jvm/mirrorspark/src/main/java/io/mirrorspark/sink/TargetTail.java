@@ -36,9 +36,14 @@ final class TargetTail implements AutoCloseable {
     long matched;
     long recopied;
     private boolean done;
+    /** Active/active on the same names: the target's own records (no path header) sit between this
+     *  flow's copies; they are passed over, not compared. */
+    private final boolean copiesOnly;
 
-    TargetTail(Map<String, String> producerSettings, String topic, int partition, long from, long to) {
+    TargetTail(Map<String, String> producerSettings, String topic, int partition, long from, long to,
+               boolean copiesOnly) {
         this.from = from;
+        this.copiesOnly = copiesOnly;
         this.position = from;
         Map<String, Object> conf = new HashMap<>();
         for (Map.Entry<String, String> e : producerSettings.entrySet()) {
@@ -82,12 +87,25 @@ final class TargetTail implements AutoCloseable {
             return next.offset();
         }
         long unmatched = Math.max(0L, to - position);
+        if (copiesOnly) {  // only this flow's copies count, not the target's own records among them
+            unmatched = next == null ? 0L : 1L + countCopies();
+        }
         finish();
         recopied = unmatched;  // the rows from here on are sent again, over what the target holds
         return -1L;
     }
 
     private ConsumerRecord<byte[], byte[]> next() {
+        while (true) {
+            ConsumerRecord<byte[], byte[]> record = nextRecord();
+            if (record == null || !copiesOnly || Provenance.path(record.headers()) != null) {
+                return record;
+            }
+            position = record.offset() + 1;  // the target's own record: not one this flow wrote
+        }
+    }
+
+    private ConsumerRecord<byte[], byte[]> nextRecord() {
         long deadline = System.currentTimeMillis() + GIVE_UP_MS;
         while (!buffered.hasNext()) {
             if (position >= to || System.currentTimeMillis() > deadline) {
@@ -97,6 +115,16 @@ final class TargetTail implements AutoCloseable {
         }
         ConsumerRecord<byte[], byte[]> record = buffered.next();
         return record.offset() < to ? record : null;
+    }
+
+    /** This flow's copies after the mismatched one, up to {@code to}: they are written again. */
+    private long countCopies() {
+        long copies = 0;
+        for (ConsumerRecord<byte[], byte[]> r = next(); r != null; r = next()) {
+            copies++;
+            position = r.offset() + 1;
+        }
+        return copies;
     }
 
     /** A remote topic with LogAppendTime stamps records itself: only CreateTime can be compared. */

@@ -27,13 +27,20 @@ final class WriteSettings implements Serializable {
      *  partition TAB offset). A retried task attempt compares from there: what an earlier attempt of
      *  the same task wrote is not sent again. */
     final HashMap<String, Long> retryFrom;
+    /** Active/active on the same names (options {@code provenanceSource}, {@code provenanceTarget}):
+     *  the flow's cluster aliases, or null for a flow that neither marks nor skips ({@link Provenance}). */
+    final String provenanceSource;
+    final String provenanceTarget;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
-                          HashMap<String, long[]> resume, HashMap<String, Long> retryFrom) {
+                          HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
+                          String provenanceSource, String provenanceTarget) {
         this.flow = flow;
         this.producer = producer;
         this.resume = resume;
         this.retryFrom = retryFrom;
+        this.provenanceSource = provenanceSource;
+        this.provenanceTarget = provenanceTarget;
         this.topic = column(schema, "topic");
         this.partition = column(schema, "partition");
         this.key = column(schema, "key");
@@ -57,8 +64,14 @@ final class WriteSettings implements Serializable {
         if (!producer.containsKey("bootstrap.servers")) {
             throw new IllegalArgumentException("the mirrorspark sink needs the option 'kafka.bootstrap.servers'");
         }
+        String source = options.get("provenanceSource");
+        String target = options.get("provenanceTarget");
+        if ((source == null) != (target == null) || (source != null && (source.isEmpty() || target.isEmpty()))) {
+            throw new IllegalArgumentException("the mirrorspark sink needs both 'provenanceSource' and "
+                + "'provenanceTarget' (cluster aliases) or neither");
+        }
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
-            retryFrom(options.get("retryFrom")));
+            retryFrom(options.get("retryFrom")), source, target);
     }
 
     static String key(String topic, int partition) {

@@ -28,8 +28,6 @@ REFUSED_ON_PURPOSE: dict[str, str] = {
     "010-bimoqi-kafka-mm2.properties": "CustomMM2ReplicationPolicy",
     # source->target enabled while clusters lists only `source`: the flow the file asks for cannot run
     "012-bunyaminonum-deploy-cp-kafka-docker.properties": "which is not in clusters",
-    # IdentityReplicationPolicy both ways with topics = .*: every record would go round forever
-    "014-caeirops-mirror-maker-2.properties": "form a cycle",
     # invalid Java regexes too (`*`): MM2's filters fail when they compile them at start
     "016-charlie-charlie-kafka-mm2-poc.properties": "invalid regular expression",
     "059-swetalight-final-project.properties": "invalid regular expression",

@@ -89,7 +89,8 @@ KEYS: tuple[Key, ...] = (
     Key("replication.factor", Type.INT, "2", "Replication factor of remote topics created on the target.", **_RF),
     Key("replication.policy.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
         "Remote topic naming: MM2's Default or Identity policy, a Java class of the plug-in jars (`plugin.path`, "
-        "`spark.jars`) or a Python `module.Class`."),
+        "`spark.jars`) or a Python `module.Class`. A cycle of flows that all keep names (Identity, no `topic.map`) "
+        "runs active/active on the same names: copies carry the header `mirrorspark.path` and never go back."),
     Key("topic.filter.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultTopicFilter",
         "Which topics are copied: MM2's default (`topics`, `topics.exclude`) or a Java TopicFilter of the plug-in "
         "jars, which then decides alone, as in MM2."),
@@ -104,7 +105,7 @@ KEYS: tuple[Key, ...] = (
     Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy. Empty (MM2's \"no "
         "prefix\" recipe, usually with `source.cluster.alias =` and `target.cluster.alias =` empty) gives the names "
         "MM2 gives, remote and internal, with a warning: remote names then no longer show their source, so "
-        "cycles are refused as with IdentityReplicationPolicy."),
+        "cycles run as with IdentityReplicationPolicy (active/active on the same names)."),
     Key("replication.policy.internal.topic.separator.enabled", Type.BOOLEAN, "true",
         "Use the separator in internal topic names too (KIP-949)."),
     Key("topic.map", Type.STRING, None,

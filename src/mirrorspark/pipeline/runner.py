@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.client_settings import use_state_dir
 from mirrorspark.control.clusters import Clusters
 from mirrorspark.control.heartbeats import HeartbeatEmitter
@@ -92,6 +92,7 @@ class Replicator:
         instance = instance_id(self.state)
         for flow in flows:
             self.seats[flow.name] = FlowSeat(flow, self._policies[flow.name], shared, instance)
+        _warn_reverse_elsewhere(flows)
         for seat in self.seats.values():
             seat.join()
         for seat in self.seats.values():
@@ -126,6 +127,7 @@ class Replicator:
         for (source, target), offsets in by_pair.items():
             if (target, source) in by_pair:
                 offsets.link_reverse(by_pair[(target, source)])
+
 
     def _leave(self, seat: FlowSeat) -> None:
         assembled = seat.assembled
@@ -293,3 +295,15 @@ class Replicator:
         if self.spark is not None:
             self.spark.stop()
             self.spark = None
+
+
+def _warn_reverse_elsewhere(flows: list[FlowConfig]) -> None:
+    """Checkpoints on a topic both clusters write need the reverse flow's runs (ADR 0014)."""
+    names = {f.name for f in flows}
+    for flow in flows:
+        reverse = f"{flow.target.alias}->{flow.source.alias}"
+        if flow.same_names and flow.options.emit_checkpoints and reverse not in names:
+            log.warning("flow %s runs active/active on the same topic names, but flow %s does not run in this process "
+                        "(--clusters): its checkpoints follow the records of %s only, so a failed-over group could "
+                        "skip records of %s's own it had not read; run both flows in one process for checkpoints "
+                        "that skip nothing", flow.name, reverse, flow.source.alias, flow.target.alias)

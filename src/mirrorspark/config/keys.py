@@ -75,6 +75,18 @@ _EXCLUDE_CONFIGS = (r"follower\.replication\.throttled\.replicas, leader\.replic
 KEYS: tuple[Key, ...] = (
     Key("clusters", Type.LIST, None, "Cluster aliases (required).", Scope.DRIVER),
     Key("bootstrap.servers", Type.LIST, None, "Where the cluster is: `A.bootstrap.servers`.", Scope.CLUSTER),
+    Key("exactly.once.source.support", Type.STRING, "disabled",
+        "Exactly-once into this cluster: `B.exactly.once.source.support = enabled` makes every flow whose target is B "
+        "write in transactions (records and progress committed together), as MM2's workers do; `preparing` (MM2's "
+        "rolling step) writes at least once. Given at top level it has no effect, as in MM2.", Scope.CLUSTER,
+        choices=("disabled", "preparing", "enabled")),
+    Key("exactly.once.support", Type.STRING, "requested",
+        "With exactly-once on the target: `required` refuses a flow that cannot deliver it (the target's "
+        "`exactly.once.source.support` not enabled, or the source consumer set to `read_uncommitted`).",
+        choices=("requested", "required")),
+    Key("transaction.boundary", Type.STRING, "poll",
+        "Where exactly-once transactions end: mirrorspark commits one per micro-batch and target partition, "
+        "which is MM2's `poll`; the other boundaries are refused.", choices=("poll",)),
     Key("enabled", Type.BOOLEAN, "false", "Run this flow: `A->B.enabled = true`."),
     Key("topics", Type.LIST, ".*", "Topics to replicate: regexes, comma separated, full match.", regex=True),
     Key("topics.exclude", Type.LIST, _EXCLUDE_TOPICS, "Topics never replicated; excludes win over `topics`.",
@@ -231,7 +243,7 @@ PASSTHROUGH_PREFIXES = ("consumer.", "producer.", "admin.", "producer.override."
 # MM2 / Kafka Connect settings that mean nothing to mirrorspark's design; accepted so existing
 # mm2.properties files load unchanged.
 CONNECT_PREFIXES = ("offset.storage", "config.storage", "status.storage", "key.converter", "value.converter",
-                    "header.converter", "task", "worker", "offset.flush", "exactly.once", "transaction.boundary",
+                    "header.converter", "task", "worker", "offset.flush",
                     "errors.", "transforms", "predicates", "listeners", "rest.", "dedicated.mode",
                     "access.control", "metric.reporters", "forwarding.admin.class", "client.id", "group.id", "name",
                     "connector.class", "scheduled.rebalance", "topic.creation", "response.http.headers",
@@ -253,8 +265,6 @@ class Unsupported:
         return key == self.name
 
 
-_NO_EOS = ("exactly-once delivery is not implemented yet: mirrorspark would copy at least once while the file "
-           "asks for exactly once; remove it")
 _NO_ERRORS = ("mirrorspark does not use Kafka Connect's error handling: a record that cannot be copied stops the "
               "flow and is never skipped; remove it")
 _NO_TRANSFORMS = ("mirrorspark copies records unchanged and would ignore the transformation, so the target would "
@@ -268,9 +278,6 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported("errors.log.enable", _NO_ERRORS, ("false",)),
     Unsupported("errors.log.include.messages", _NO_ERRORS, ("false",)),
     Unsupported("errors.*", _NO_ERRORS),
-    Unsupported("exactly.once.source.support", _NO_EOS, ("disabled",)),
-    Unsupported("exactly.once.support", _NO_EOS, ("requested",)),
-    Unsupported("exactly.once.*", _NO_EOS),
 )
 
 

@@ -77,7 +77,14 @@ class FlowConfig:
         return self.options
 
     def source_consumer(self) -> dict[str, str]:
-        """MM2 order: source connection, then ``S->T.consumer.*``, then ``S.consumer.*``."""
+        """MM2 order: source connection, then ``S->T.consumer.*``, then ``S.consumer.*``. Exactly-once
+        reads committed source records unless the file says otherwise (MM2 needs the key for that)."""
+        props = self._plain_source_consumer()
+        if self.exactly_once and not props.get("isolation.level", "").strip():
+            props["isolation.level"] = "read_committed"
+        return props
+
+    def _plain_source_consumer(self) -> dict[str, str]:
         props = self.source.connection()
         prefix = "consumer."
         props.update({k[len(prefix):]: v for k, v in self.flow_settings.items() if k.startswith(prefix)})
@@ -128,6 +135,61 @@ class FlowConfig:
     def reads_committed(self) -> bool:
         """The source consumer reads only committed transactions (``isolation.level = read_committed``)."""
         return self.source_consumer().get("isolation.level", "").strip().lower() == "read_committed"
+
+    @cached_property
+    def exactly_once(self) -> bool:
+        """Transactional writes into the target: ``T.exactly.once.source.support = enabled`` (MM2's key,
+        read per target cluster as MM2's workers read it)."""
+        return self.target.settings.get("exactly.once.source.support", "disabled").strip().lower() == "enabled"
+
+    @property
+    def exactly_once_key(self) -> str:
+        return f"{self.target.alias}.exactly.once.source.support"
+
+    @property
+    def transactional_id_prefix(self) -> str:
+        """Exactly-once: each target partition's ``transactional.id`` is this prefix, its topic and partition
+        (stable across restarts and task attempts, so a new writer fences the old one; ACLs can use the prefix)."""
+        return f"mirrorspark-{self.name}-"
+
+    @property
+    def progress_group(self) -> str:
+        """Exactly-once: the target group whose offsets hold the flow's committed progress per target
+        partition (``__``: MM2's default ``groups.exclude`` keeps it out of checkpoints)."""
+        return f"__mirrorspark-progress-{self.name}"
+
+    def exactly_once_warning(self) -> str | None:
+        """Refuses what contradicts the flow's delivery keys; returns what the user should know of it."""
+        required = self.settings.get("exactly.once.support", "requested").strip().lower() == "required"
+        support_key = self.where("exactly.once.support")
+        isolation_key = f"{self.source.alias}.consumer.isolation.level"
+        uncommitted = self._isolation_set() == "read_uncommitted"
+        if required and not self.exactly_once:
+            raise ConfigError(f"{support_key} = required, but {self.exactly_once_key} is not enabled: the flow would "
+                              f"copy at least once; set {self.exactly_once_key} = enabled", support_key)
+        if not self.exactly_once:
+            return None
+        if required and uncommitted:
+            raise ConfigError(f"{support_key} = required contradicts {isolation_key} = read_uncommitted: records "
+                              "of aborted source transactions would be copied (MM2 refuses it too); remove it",
+                              isolation_key)
+        if not self.idempotent:
+            raise ConfigError(f"{self.idempotence_key} = false contradicts {self.exactly_once_key} = enabled: "
+                              "transactions need an idempotent producer; remove it", self.idempotence_key)
+        if "transactional.id" in self.target_producer():
+            key = f"{self.target.alias}.producer.transactional.id"
+            raise ConfigError(f"{key} contradicts {self.exactly_once_key} = enabled: each target partition gets "
+                              f"its own stable id (mirrorspark-{self.name}-<topic>-<partition>), which fences older "
+                              "writers; remove it", key)
+        if uncommitted:
+            return (f"{isolation_key} = read_uncommitted with {self.exactly_once_key} = enabled (flow {self.name}): "
+                    "records of aborted or unfinished source transactions are copied too, as MM2 does; remove it to "
+                    "read committed records only")
+        return None
+
+    def _isolation_set(self) -> str:
+        """The source consumer's ``isolation.level`` as the file sets it ('' when it does not)."""
+        return self._plain_source_consumer().get("isolation.level", "").strip().lower()
 
     def target_producer(self) -> dict[str, str]:
         """Connect's worker producer: target connection, ``T.producer.*``, ``S->T.producer.override.*``."""

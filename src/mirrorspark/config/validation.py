@@ -108,10 +108,20 @@ def _passthrough(name: str) -> bool:
     return name.startswith(PASSTHROUGH_PREFIXES) or is_connection_key(name)
 
 
+EOS_WORKER_KEY = "exactly.once.source.support"  # a Connect worker setting: MM2 reads it per target cluster only
+
+
 def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], top_level: bool,
                       disabled: frozenset[str] = frozenset()) -> None:
     _refuse_unsupported(name, value, where)
     key = BY_NAME.get(name)
+    if name == EOS_WORKER_KEY:
+        check_value(BY_NAME[name], value, where)
+        level = "top" if top_level else "flow"
+        warnings.append(f"{where} has no effect here: MM2 reads it per target cluster and ignores it at {level} "
+                        f"level, and so does mirrorspark (the flow copies at least once); write it as "
+                        f"<target alias>.{name} for exactly-once into that cluster")
+        return
     if key is not None:
         if key.scope is Scope.DRIVER and not top_level:
             raise ConfigError(f"{where}: '{name}' can only be set at top level", where)
@@ -160,6 +170,9 @@ def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> Non
             check_value(BY_NAME["security.protocol"], value, where)
         return
     key = BY_NAME.get(name)
+    if key is not None and key.scope is Scope.CLUSTER:
+        check_value(key, value, where)
+        return
     if key is not None and key.scope is not Scope.CLUSTER:
         # MM2 hands a cluster's non-client keys to its connectors as source.cluster.<key>, which no
         # connector reads: the setting has no effect there.

@@ -420,7 +420,9 @@ def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_di
         target_admin = reach(flow.target, admin_settings(flow.target))
         level = isolation(flow)
         source_bounds = log_bounds(source_admin, [(p.source_topic, p.partition) for p in plans], level)
+        # Exactly-once: what a read_committed consumer of the target sees (aborted copies are not copies).
         target_bounds = log_bounds(target_admin, [(p.remote_topic, p.partition) for p in plans],
+                                   IsolationLevel.READ_COMMITTED if flow.exactly_once else
                                    IsolationLevel.READ_UNCOMMITTED)
         spark = spark or start_spark()
         source_opts = _batch_options(source_options(flow, "", ship))

@@ -95,9 +95,12 @@ class BatchWriter:
                 self.restart_for = str(exc)  # a fenced flow is stopped by its seat before the restart
                 raise
             options = dict(self._sink_options_for(plan))
-            if resume:
+            # Exactly-once: the progress committed with the records says what is on the target; a
+            # comparison with the target's records would also see those of aborted transactions.
+            if resume and not self.flow.exactly_once:
                 options["resume"] = resume
-            retry_from = self.guard.retry_from(batch_id, planned, starts, ends, plan.remote)
+            retry_from = "" if self.flow.exactly_once else \
+                self.guard.retry_from(batch_id, planned, starts, ends, plan.remote)
             if retry_from:
                 options["retryFrom"] = retry_from
             t1 = time.perf_counter()

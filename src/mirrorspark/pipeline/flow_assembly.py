@@ -19,6 +19,7 @@ from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, GatedScheduler, Scheduler, flow_lane
 from mirrorspark.control.topic_configs import TopicConfigs
+from mirrorspark.control.transactions import check_transactions
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
@@ -83,6 +84,8 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
                  PATH_HEADER, flow.target.alias)
     (source, source_conf), (target, target_conf) = (shared.clusters.admin(flow.source),
                                                     shared.clusters.admin(flow.target))
+    if flow.exactly_once:
+        check_transactions(flow, target, target_conf)  # before any topic is created or record copied
     configs = TopicConfigs(flow, source, target)
     remote = RemoteTopics(flow, selection, source, target, options.refresh_topics_interval, configs,
                           shared.remote_names)

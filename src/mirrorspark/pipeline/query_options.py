@@ -75,6 +75,10 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
             raise ConfigError(f"{key}.max.in.flight.requests.per.connection={in_flight} contradicts offset syncs (an "
                               "idempotent producer allows 1 to 5)", f"{key}.max.in.flight.requests.per.connection")
     options["flow"] = flow.name  # the runs and figures the driver drains are per flow
+    if flow.exactly_once:  # transactions per target partition, progress committed with the records
+        options["exactlyOnce"] = "true"
+        options["transactionalIdPrefix"] = flow.transactional_id_prefix
+        options["progressGroup"] = flow.progress_group
     if flow.same_names:  # active/active on the same names: mark each copy, skip what the target has seen
         options["provenanceSource"] = flow.source.alias
         options["provenanceTarget"] = flow.target.alias

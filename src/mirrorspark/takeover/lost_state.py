@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import partition_offsets
 from mirrorspark.control.remote_topics import TopicPlan
+from mirrorspark.control.transactions import committed_progress
 from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.policy.topic_selection import TopicSelection
@@ -34,7 +35,7 @@ from mirrorspark.state.location import KEY as STATE_KEY
 from mirrorspark.takeover.mm2_state import read_offset_syncs
 from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
 from mirrorspark.takeover.plan import FlowTakeover, execute
-from mirrorspark.takeover.positions import locate
+from mirrorspark.takeover.positions import PartitionTakeover, locate
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,8 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
         log.warning("flow %s: no state in %s and its remote topics already hold %d record(s): %s copies every "
                     "source record again, next to them", flow.name, where, records, FRESH_COPY_FLAG)
         return
+    if flow.exactly_once and _exactly_once_start(flow, held, plan, clients, folder):
+        return
     if not flow.options.emit_offset_syncs:
         _refuse(flow, where, held, "emit.offset-syncs.enabled = false, so no offset sync says what was copied")
     on_target = flow.options.offset_syncs_on_target
@@ -120,6 +123,34 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
                 "already on the target in each of %d partition(s) (an offset sync, or both logs' starts, and a "
                 "record-by-record comparison), copying none of them again", flow.name, where, records,
                 len(takeover.partitions))
+
+
+def _exactly_once_start(flow: FlowConfig, held: dict[tuple[str, int], tuple[int, int]], plan: TopicPlan,
+                        clients: Clients, folder: StateFiles) -> bool:
+    """Exactly-once: the progress committed with the records says exactly where each partition stops
+    (records of open or aborted transactions are not copies). False when a partition holding records has
+    none (copied before exactly-once was turned on): the offset syncs decide then."""
+    remote = {(plan.remote[t], p): (t, p) for t, p in held}
+    committed = committed_progress(clients.target, flow, sorted(remote))
+    missing = sorted(set(remote) - set(committed))
+    if missing:  # no progress: only records of transactions never committed, or copies made before exactly-once
+        stable = partition_offsets(clients.target, missing, read_committed=True)
+        if any(stable.get(key, 0) > held[remote[key]][0] for key in missing):
+            return False
+    if not committed:
+        log.info("flow %s: its remote topics hold only records of transactions never committed: a first start",
+                 flow.name)
+        return True
+    takeover = FlowTakeover(flow.name, f"the target's committed progress ({flow.progress_group})")
+    for (topic, partition), position in sorted(committed.items()):
+        source = remote[(topic, partition)]
+        takeover.partitions.append(PartitionTakeover(source[0], source[1], topic, None, held[source][1], position,
+                                                     "exactly-once progress"))
+    execute(flow, takeover, folder)
+    log.warning("flow %s: no state in %s, but its remote topics hold records: it resumes after the last record "
+                "committed on the target in each of %d partition(s), from the progress committed with them "
+                "(group %s), copying none of them again", flow.name, folder.uri(), len(held), flow.progress_group)
+    return True
 
 
 def _same_names_start(flow: FlowConfig, where: str, held: dict[tuple[str, int], tuple[int, int]],

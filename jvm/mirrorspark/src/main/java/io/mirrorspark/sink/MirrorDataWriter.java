@@ -42,21 +42,26 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private boolean aborted;
     /** How long this JVM may write the flow (renewed by the driver's lease thread), null: no fence here. */
     private final AtomicLong fence;
+    /** Exactly-once mode: the task's transactions, one per target partition (null otherwise). */
+    private final TaskTransactions transactions;
+
+    /** The first failed send, thrown where the task must stop. */
+    interface Failure {
+        void check() throws IOException;
+    }
 
     MirrorDataWriter(WriteSettings settings) {
         this.settings = settings;
         this.fence = Fences.of(settings.flow);
-        this.producer = Producers.acquire(settings.producer);
+        this.transactions = settings.exactlyOnce ? new TaskTransactions(settings) : null;
+        this.producer = settings.exactlyOnce ? null : Producers.acquire(settings.producer);
         TaskContext task = TaskContext.get();
         this.retried = task != null && task.attemptNumber() > 0;
     }
 
     @Override
     public void write(InternalRow row) throws IOException {
-        Exception failed = failure;
-        if (failed != null) {
-            throw new IOException("writing to the target failed: " + failed, failed);
-        }
+        checkFailure();
         WriteSettings s = settings;
         String topic = topic(row.getUTF8String(s.topic));
         int partition = row.getInt(s.partition);
@@ -79,6 +84,16 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         long now = System.currentTimeMillis();
         long age = ts < 0 ? -1L : Math.max(0L, now - ts);
         PartitionAcks target = acksFor(topic, partition);
+        if (transactions != null) {
+            TaskTransactions.Open txn = transactions.of(target);
+            if (TaskTransactions.committed(txn, upstream)) {
+                return;  // in a committed transaction already: paired from the progress, not sent again
+            }
+            Fences.check(s.flow, fence);
+            TaskTransactions.send(txn, new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
+                new Ack(target, upstream, ts, bytes, age));
+            return;
+        }
         if ((!s.resume.isEmpty() || (retried && !s.retryFrom.isEmpty()))
             && alreadyWritten(target, upstream, key, value, headers, ts)) {
             return;
@@ -139,10 +154,11 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     @Override
     public WriterCommitMessage commit() throws IOException {
         closeTails();
-        producer.flush();
-        Exception failed = failure;
-        if (failed != null) {
-            throw new IOException("writing to the target failed: " + failed, failed);
+        if (transactions != null) {
+            transactions.commit(this::checkFailure);
+        } else {
+            producer.flush();
+            checkFailure();
         }
         List<PartitionAcks> parts = new ArrayList<>();
         for (Map<Integer, PartitionAcks> byPartition : acks.values()) {
@@ -152,16 +168,32 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         return new TaskReport(env == null ? "unknown" : env.executorId(), parts);
     }
 
+    private void checkFailure() throws IOException {
+        Exception failed = failure;
+        if (failed != null) {
+            throw new IOException("writing to the target failed: " + failed, failed);
+        }
+    }
+
     @Override
     public void abort() {
         // Spark calls close() next; the failure (if any) retires the producer there.
         aborted = true;
+        if (transactions != null) {
+            transactions.abort();
+        }
     }
 
     @Override
     public void close() {
         closeTails();
         // Called after commit() and after abort(): give the shared producer back exactly once.
+        if (!released && transactions != null) {
+            released = true;
+            transactions.abort();  // a task that neither committed nor aborted (an error in between)
+            transactions.release();
+            return;
+        }
         if (!released) {
             released = true;
             if (aborted && failure == null) {

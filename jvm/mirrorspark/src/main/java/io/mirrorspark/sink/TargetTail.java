@@ -3,10 +3,10 @@ package io.mirrorspark.sink;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
 
+import io.mirrorspark.kafka.ConnectionSettings;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
@@ -45,14 +45,7 @@ final class TargetTail implements AutoCloseable {
         this.from = from;
         this.copiesOnly = copiesOnly;
         this.position = from;
-        Map<String, Object> conf = new HashMap<>();
-        for (Map.Entry<String, String> e : producerSettings.entrySet()) {
-            String k = e.getKey();
-            if (k.equals("bootstrap.servers") || k.startsWith("security.") || k.startsWith("ssl.")
-                || k.startsWith("sasl.") || k.startsWith("config.providers") || k.equals("client.dns.lookup")) {
-                conf.put(k, e.getValue());
-            }
-        }
+        Map<String, Object> conf = ConnectionSettings.of(producerSettings);
         conf.put("enable.auto.commit", "false");
         conf.put("isolation.level", "read_uncommitted");
         conf.put("client.id", "mirrorspark-resume-" + topic + "-" + partition);

@@ -31,11 +31,21 @@ final class WriteSettings implements Serializable {
      *  the flow's cluster aliases, or null for a flow that neither marks nor skips ({@link Provenance}). */
     final String provenanceSource;
     final String provenanceTarget;
+    /** Exactly-once mode (option {@code exactlyOnce}): transactional writes, one producer per target
+     *  partition with {@code transactional.id = <transactionalIdPrefix><topic>-<partition>}, and the
+     *  flow's progress committed as offsets of the {@code progressGroup} on the target ({@link Transactions}). */
+    final boolean exactlyOnce;
+    final String transactionalIdPrefix;
+    final String progressGroup;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
-                          String provenanceSource, String provenanceTarget) {
+                          String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
+                          String progressGroup) {
         this.flow = flow;
+        this.exactlyOnce = transactionalIdPrefix != null;
+        this.transactionalIdPrefix = transactionalIdPrefix;
+        this.progressGroup = progressGroup;
         this.producer = producer;
         this.resume = resume;
         this.retryFrom = retryFrom;
@@ -70,8 +80,18 @@ final class WriteSettings implements Serializable {
             throw new IllegalArgumentException("the mirrorspark sink needs both 'provenanceSource' and "
                 + "'provenanceTarget' (cluster aliases) or neither");
         }
+        String prefix = null;
+        String group = null;
+        if ("true".equals(options.get("exactlyOnce"))) {
+            prefix = options.get("transactionalIdPrefix");
+            group = options.get("progressGroup");
+            if (prefix == null || prefix.isEmpty() || group == null || group.isEmpty()) {
+                throw new IllegalArgumentException("the mirrorspark sink's exactly-once mode needs the options "
+                    + "'transactionalIdPrefix' and 'progressGroup'");
+            }
+        }
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
-            retryFrom(options.get("retryFrom")), source, target);
+            retryFrom(options.get("retryFrom")), source, target, prefix, group);
     }
 
     static String key(String topic, int partition) {

@@ -1,0 +1,288 @@
+"""Exactly-once into the target (``backup.exactly.once.source.support = enabled``) against real brokers.
+
+Every record carries a sequence number (header ``seq``) and the target is read as a ``read_committed``
+consumer reads it: each source record exactly once, in source order per partition, after
+
+- a plain run with committed and aborted source transactions, and a restart with no new data;
+- ``kill -9`` of the replicator at three moments of a transaction: records sent, progress added but
+  not committed, committed but not yet acknowledged to Spark;
+- a writer stopped (SIGSTOP) mid-backlog while a standby takes over (the stale writer is fenced);
+- ``kill -9`` of an executor JVM mid-transaction on a 2-worker standalone cluster.
+
+After the kills a group failed over with the checkpoints reads from the exact record it stopped at.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+from conftest import MIRRORSPARK, running_mirrorspark, write_config
+from kafka_tools import create_topic, lost_and_duplicated, produce
+from test_integrity_drills import numbered
+from test_offsets_e2e import checkpoints, commit_on
+from test_spark_cluster import cluster_config
+from test_standby_drills import java_of, start, wait_role
+from test_topologies_and_topics import wait_until
+
+from mirrorspark.control.admin import admin_client, end_offsets
+
+pytestmark = pytest.mark.broker
+
+EOS = "backup.exactly.once.source.support = enabled\n"
+
+
+def committed_records(bootstrap: str, topic: str, timeout: float = 60.0) -> list[tuple[int, int, int]]:
+    """``(partition, offset, seq)`` of every record a read_committed consumer of ``topic`` sees, in offset
+    order per partition; it reads until each partition's position reaches its last stable offset."""
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    parts = end_offsets(bootstrap, topic)
+    futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in parts},
+                                 isolation_level=IsolationLevel.READ_COMMITTED)
+    stable = {tp.partition: f.result(30).offset for tp, f in futures.items()}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-tests-committed",
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    out: list[tuple[int, int, int]] = []
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in stable])
+        done = {p for p, end in stable.items() if end == 0}
+        deadline = time.monotonic() + timeout
+        while len(done) < len(stable) and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if consumer.position([TopicPartition(topic, msg.partition())])[0].offset >= stable[msg.partition()]:
+                    done.add(msg.partition())
+                continue
+            out.append((msg.partition(), msg.offset(), int(dict(msg.headers())["seq"])))
+            if msg.offset() + 1 >= stable[msg.partition()]:
+                done.add(msg.partition())
+        assert len(done) == len(stable), f"could not read {topic} up to its stable offsets {stable}"
+    finally:
+        consumer.close()
+    return sorted(out)
+
+
+def log_ends(bootstrap: str, topic: str) -> dict[int, int]:
+    """Each partition's log end, open and aborted transactions included (a read_committed client's
+    "end" is the last stable offset instead)."""
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in end_offsets(bootstrap, topic)},
+                                 isolation_level=IsolationLevel.READ_UNCOMMITTED)
+    return {tp.partition: f.result(30).offset for tp, f in futures.items()}
+
+
+def committed_seqs(bootstrap: str, topic: str) -> list[int]:
+    return [seq for _, _, seq in committed_records(bootstrap, topic)]
+
+
+def wait_committed(bootstrap: str, topic: str, expected: int, timeout: float = 180.0) -> None:
+    wait_until(lambda: len(committed_seqs(bootstrap, topic)) >= expected,
+               f"{expected} committed records in {topic}", timeout)
+
+
+def in_source_order(records: list[tuple[int, int, int]], partitions: int) -> bool:
+    """Each partition's seqs ascend (``numbered`` puts seq i in partition i % partitions, in order)."""
+    return all([s for p, _, s in records if p == part] == sorted(s for p, _, s in records if p == part)
+               for part in range(partitions))
+
+
+def progress(bootstrap: str, flow: str, topic: str) -> dict[int, int]:
+    """The flow's committed progress per target partition (the next source offset)."""
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    result = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(f"__mirrorspark-progress-{flow}")], require_stable=True)
+    found = next(iter(result.values())).result(30)
+    return {tp.partition: tp.offset for tp in found.topic_partitions if tp.topic == topic and tp.offset >= 0}
+
+
+def test_exactly_once_copies_committed_source_transactions_once_and_a_restart_adds_nothing(
+        clusters, unique, tmp_path):
+    topic, remote = f"eos-{unique}", f"primary.eos-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, numbered(0, 1_000, 2))
+    txn = Producer({"bootstrap.servers": clusters["primary"], "transactional.id": f"tests-{unique}"})
+    txn.init_transactions(30)
+    for first, commit in ((1_000, True), (90_000, False), (1_200, True), (91_000, False)):
+        txn.begin_transaction()
+        for record in numbered(first, first + 200, 2):
+            txn.produce(topic, **record)
+        (txn.commit_transaction if commit else txn.abort_transaction)(30)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{EOS}")
+    state = tmp_path / "state"
+    with running_mirrorspark(config, state) as mirror:
+        wait_committed(clusters["backup"], remote, 1_400)
+        time.sleep(3)
+        output = mirror.output()
+    records = committed_records(clusters["backup"], remote)
+    seqs = [s for _, _, s in records]
+    lost, duplicated = lost_and_duplicated(range(1_400), seqs)
+    aborted_copied = [s for s in seqs if s >= 90_000]
+    print(f"exactly-once run: {len(seqs)} committed on the target, lost {len(lost)}, duplicated {duplicated}, "
+          f"aborted source records copied {len(aborted_copied)}")
+    assert not lost and duplicated == 0 and not aborted_copied
+    assert in_source_order(records, 2)
+    assert "Traceback" not in output
+    last_read = {}  # the progress is the offset after the last committed source record of each partition
+    for partition, offset, _ in committed_records(clusters["primary"], topic):
+        last_read[partition] = offset + 1
+    assert progress(clusters["backup"], "primary->backup", remote) == last_read
+    target_ends = log_ends(clusters["backup"], remote)
+
+    with running_mirrorspark(config, state):  # a restart with nothing new: nothing is written
+        time.sleep(15)
+    assert log_ends(clusters["backup"], remote) == target_ends
+    assert committed_seqs(clusters["backup"], remote) == seqs
+
+
+def translated_first_seqs(clusters: dict[str, str], group: str, remote: str, topic: str,
+                          at: dict[int, int]) -> dict[int, int]:
+    """The seq a failed-over consumer of ``group`` reads first in each partition of ``remote``."""
+    wait_until(lambda: len(checkpoints(clusters["backup"], "primary", group)) == len(at), "checkpoints", 90)
+    translated = checkpoints(clusters["backup"], "primary", group)
+    records = committed_records(clusters["backup"], remote)
+    first = {}
+    for (t, partition), offset in translated.items():
+        assert t == remote
+        after = [seq for p, o, seq in records if p == partition and o >= offset]
+        first[partition] = after[0] if after else -1
+    return first
+
+
+@pytest.mark.parametrize("moment", ["sent", "before-commit", "after-commit"])
+def test_kill9_at_each_moment_of_a_transaction_leaves_each_record_once(clusters, unique, tmp_path, moment):
+    """``kill -9`` of the whole replicator while a task is stopped at ``moment`` of its second batch's
+    transaction; the restart copies the rest. A read_committed consumer sees each record once, and a
+    group's checkpoint points at the exact record it stopped at (0 read again, 0 skipped)."""
+    topic, remote, group = f"eosk-{unique}", f"primary.eosk-{unique}", f"eosk-group-{unique}"
+    total, partitions = 40_000, 2
+    create_topic(clusters["primary"], topic, partitions)
+    produce(clusters["primary"], topic, numbered(0, total, partitions))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{EOS}"
+                          "mirrorspark.batch.max.records = 10000\nemit.checkpoints.interval.seconds = 1\n"
+                          "sync.group.offsets.enabled = false\n")
+    state = tmp_path / "state"
+    marker = tmp_path / "fault.pid"
+    state.mkdir()
+    with (state / "first.log").open("wb") as out:
+        driver = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], stdout=out,
+                                  stderr=subprocess.STDOUT, start_new_session=True,
+                                  env={**os.environ, "MIRRORSPARK_FAULT_POINT": f"{moment}:12000:1000:{marker}"})
+    try:
+        wait_until(lambda: marker.exists() or driver.poll() is not None, f"the writer stopped at {moment}", 180)
+        assert driver.poll() is None, (state / "first.log").read_text()[-3000:]
+        time.sleep(1)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    at_kill = len(committed_seqs(clusters["backup"], remote))
+    written_at_kill = sum(log_ends(clusters["backup"], remote).values())
+    assert 0 < at_kill < total
+    if moment != "after-commit":  # the stopped transaction's records are in the log, not yet visible
+        assert written_at_kill - at_kill >= 1_000, (written_at_kill, at_kill)
+
+    commit_on(clusters["primary"], group, {(topic, 0): 7_000, (topic, 1): 11_000})
+    with running_mirrorspark(config, state) as second:
+        wait_committed(clusters["backup"], remote, total)
+        first = translated_first_seqs(clusters, group, remote, topic, {0: 7_000, 1: 11_000})
+        output = second.output()
+    records = committed_records(clusters["backup"], remote)
+    seqs = [s for _, _, s in records]
+    lost, duplicated = lost_and_duplicated(range(total), seqs)
+    print(f"exactly-once kill -9 at {moment}: {at_kill} committed and {written_at_kill} offsets used on the target "
+          f"at the kill; after the restart {len(seqs)} committed, lost {len(lost)}, duplicated {duplicated}; a "
+          f"failed-over group reads first {first}")
+    assert not lost and duplicated == 0
+    assert in_source_order(records, partitions)
+    assert first == {0: 7_000 * partitions, 1: 11_000 * partitions + 1}  # 0 read again, 0 skipped
+    if moment == "after-commit":  # the committed transaction is not written again: its rows are paired
+        assert "already on the target were not sent again" in output
+
+
+def test_a_stopped_writer_is_fenced_by_the_standby_and_adds_no_record(clusters, unique, tmp_path):
+    """The writer's JVM stopped (SIGSTOP) mid-backlog with transactions open; the standby takes over,
+    which fences every producer of the stopped one. When the stopped JVM runs again nothing it held
+    becomes visible: 0 duplicated (at least once, the same drill counts thousands copied twice)."""
+    topic, remote, flow = f"eosf-{unique}", f"primary.eosf-{unique}", "primary->backup"
+    total = 200_000
+    create_topic(clusters["primary"], topic, 2)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{EOS}"
+                          f"mirrorspark.flow.lease.group = eos-fence-{unique}\n")
+    first, second = tmp_path / "first", tmp_path / "second"
+    a = b = None
+    try:
+        a = start(config, first)
+        wait_role(first, flow, "active", 120)
+        b = start(config, second)
+        wait_role(second, flow, "standby", 120)
+        for chunk in range(0, total, 50_000):
+            produce(clusters["primary"], topic, numbered(chunk, chunk + 50_000, 2))
+        wait_until(lambda: sum(log_ends(clusters["backup"], remote).values()) >= total // 10,
+                   "a tenth written", 120)
+        jvm = java_of(a.pid)
+        os.kill(jvm, signal.SIGSTOP)  # transactions open, records in the producers' buffers
+        wait_role(second, flow, "active", 90)
+        wait_committed(clusters["backup"], remote, total)
+        os.kill(jvm, signal.SIGCONT)
+        wait_role(first, flow, "standby", 90)
+        time.sleep(5)  # whatever the stale producers still held is sent (and refused) by now
+        records = committed_records(clusters["backup"], remote)
+        log_a = (first / "run.log").read_text(errors="replace")
+    finally:
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    seqs = [s for _, _, s in records]
+    lost, duplicated = lost_and_duplicated(range(total), seqs)
+    print(f"exactly-once fencing drill: {total} records, {len(seqs)} committed on the target, lost {len(lost)}, "
+          f"duplicated {duplicated}")
+    assert not lost and duplicated == 0
+    assert in_source_order(records, 2)
+    assert "fenced" in log_a
+
+
+def _executor_pid(marker: Path) -> int:
+    return int(marker.read_text().strip())
+
+
+def test_executor_kill9_mid_transaction_on_a_cluster_leaves_each_record_once(
+        clusters, spark_cluster, unique, tmp_path):
+    """An executor JVM of a 2-worker standalone cluster killed while its task's transaction is open:
+    Spark runs the task again on an executor, whose new producer aborts the dead one's transaction."""
+    topic, remote = f"eosx-{unique}", f"primary.eosx-{unique}"
+    total = 100_000
+    create_topic(clusters["primary"], topic, 2)
+    for chunk in range(0, total, 50_000):
+        produce(clusters["primary"], topic, numbered(chunk, chunk + 50_000, 2))
+    marker = tmp_path / "executor.pid"
+    config = cluster_config(tmp_path / "mm2.properties", clusters, spark_cluster, (tmp_path / "shared").as_uri(),
+                            f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{EOS}"
+                            f"spark.executorEnv.MIRRORSPARK_FAULT_POINT = sent:20000:1000:{marker}\n")
+    state = tmp_path / "driver"
+    with running_mirrorspark(config, state) as mirror:
+        wait_until(marker.exists, "an executor stopped mid-transaction", 240)
+        os.kill(_executor_pid(marker), signal.SIGKILL)
+        written_at_kill = sum(log_ends(clusters["backup"], remote).values())
+        visible_at_kill = len(committed_seqs(clusters["backup"], remote))
+        wait_committed(clusters["backup"], remote, total, timeout=300)
+        time.sleep(3)
+        output = mirror.output()
+    records = committed_records(clusters["backup"], remote)
+    seqs = [s for _, _, s in records]
+    lost, duplicated = lost_and_duplicated(range(total), seqs)
+    print(f"exactly-once executor drill: {written_at_kill} offsets used and {visible_at_kill} committed on the target "
+          f"at the kill, {len(seqs)} committed after, lost {len(lost)}, duplicated {duplicated}")
+    assert written_at_kill - visible_at_kill >= 1_000  # the killed task's open transaction was in the log
+    assert not lost and duplicated == 0
+    assert in_source_order(records, 2)
+    assert "Traceback" not in output

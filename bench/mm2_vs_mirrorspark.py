@@ -355,9 +355,14 @@ BOUNDED_EXTRA = [f"mirrorspark.batch.max.records = {BOUND}"]
 # The same mirrorspark with the target producer's idempotence off, as some MM2 files have it (older
 # brokers, no IdempotentWrite ACL): one request in flight per connection keeps partition order.
 NON_IDEMPOTENT = "mirrorspark-no-idempotence"
-VARIANTS = {BOUNDED: BOUNDED_EXTRA, NON_IDEMPOTENT: ["dst.producer.enable.idempotence = false"]}
+# The same mirrorspark with exactly-once into the target (transactions): throughput and latency.
+EXACTLY_ONCE = "mirrorspark-exactly-once"
+VARIANTS = {BOUNDED: BOUNDED_EXTRA, NON_IDEMPOTENT: ["dst.producer.enable.idempotence = false"],
+            EXACTLY_ONCE: ["dst.exactly.once.source.support = enabled"]}
 VARIANT_ROWS = ((BOUNDED, f"batch bound cost: local[N] with mirrorspark.batch.max.records = {BOUND:,}"),
-                (NON_IDEMPOTENT, "idempotence off cost: local[N] with dst.producer.enable.idempotence = false"))
+                (NON_IDEMPOTENT, "idempotence off cost: local[N] with dst.producer.enable.idempotence = false"),
+                (EXACTLY_ONCE, "exactly-once cost: local[N] with dst.exactly.once.source.support = enabled"))
+WITH_LATENCY = {EXACTLY_ONCE}  # variants whose latency is measured too (a read_committed consumer)
 ROWS = (
     ("backlog copy, records/s", lambda r: r["backlog_records_per_second"]),
     ("backlog copy, MB/s", lambda r: r["backlog_mb_per_second"]),
@@ -403,6 +408,11 @@ def table(result: dict) -> list[str]:
             changed, free = result[variant]["backlog_records_per_second"], ms["backlog_records_per_second"]
             lines.append(f"| {label} ({changed:,} records/s) vs the default | | {changed / free:.3f}x |"
                          + " |" * (2 * len(runs) - 1))
+            steady, default = result[variant].get("steady"), ms.get("steady")
+            if steady and default:
+                lines.append(f"| {label}: latency p50 / p99 ({steady['p50_ms']:,} / {steady['p99_ms']:,} ms) vs the "
+                             f"default | | {steady['p50_ms'] / default['p50_ms']:.2f}x / "
+                             f"{steady['p99_ms'] / default['p99_ms']:.2f}x |" + " |" * (2 * len(runs) - 1))
     return lines
 
 
@@ -442,7 +452,7 @@ def main() -> None:
     parser.add_argument("--steady-seconds", type=float, default=60)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, CLUSTER),
+    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, EXACTLY_ONCE, CLUSTER),
                         help="run one replicator (no ratios)")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip mirrorspark on a local 2-worker Spark standalone cluster")
@@ -469,9 +479,9 @@ def main() -> None:
     try:
         for tool in ("mm2", "mirrorspark", *VARIANTS):
             if args.only in (None, tool):
-                # A variant's run measures the backlog only (its setting is a cost on throughput).
+                # A variant measures the backlog only (a cost on throughput); exactly-once its latency too.
                 run_args = argparse.Namespace(**{**vars(args), "steady_seconds": 0, "no_failover": True}) \
-                    if tool in VARIANTS else args
+                    if tool in VARIANTS and tool not in WITH_LATENCY else args
                 result[tool] = run_replicator(tool, run_args, clusters, work)
                 print(json.dumps({tool: result[tool]}), flush=True)
         if args.only in (None, CLUSTER) and not args.no_cluster:

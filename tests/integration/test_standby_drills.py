@@ -12,6 +12,8 @@ import subprocess
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -98,6 +100,24 @@ def java_of(pid: int) -> int:
                 if "java" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
                     return child
     raise AssertionError(f"no JVM under process {pid}")
+
+
+@contextmanager
+def writer_and_standby(config: Path, first: Path, second: Path, flow: str) -> Iterator[tuple[subprocess.Popen,
+                                                                                             subprocess.Popen]]:
+    """Two instances of the same file, each with its own state folder: the first writes ``flow``, the
+    second waits as its standby. Both are killed at the end, whatever happened."""
+    started: list[subprocess.Popen] = []
+    try:
+        started.append(start(config, first))
+        wait_role(first, flow, "active", 120)
+        started.append(start(config, second))
+        wait_role(second, flow, "standby", 120)
+        yield started[0], started[1]
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 class Feed:
@@ -206,12 +226,7 @@ def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_ea
     total = 300_000
     config = drill_config(clusters, tmp_path, topic, f"standby-backlog-{unique}")
     first, second = tmp_path / "first", tmp_path / "second"
-    a = b = None
-    try:
-        a = start(config, first)
-        wait_role(first, flow, "active", 120)
-        b = start(config, second)
-        wait_role(second, flow, "standby", 120)
+    with writer_and_standby(config, first, second, flow) as (a, _):
         producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 50, "batch.size": 1_000_000,
                              "enable.idempotence": True})
         for seq in range(total):
@@ -242,7 +257,3 @@ def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_ea
               f"{duplicated}, reported by the stopped writer {reported}")
         assert not lost and duplicated == reported > 0, (sorted(lost)[:20], duplicated, reported, log_a[-3000:])
         assert "copied twice" in log_a and "fenced" in log_a
-    finally:
-        for proc in (a, b):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)

@@ -73,8 +73,11 @@ def create(bootstrap: str, topic: str, partitions: int) -> None:
         f.result(30)
 
 
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
+def end_offsets(bootstrap: str, topic: str, committed: bool = True) -> dict[int, int]:
+    """Each partition's end as a read_committed consumer sees it (``committed``: the last stable offset),
+    or the log end (records of open transactions included)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe",
+                  "isolation.level": "read_committed" if committed else "read_uncommitted"})
     try:
         md = c.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
@@ -86,8 +89,8 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         c.close()
 
 
-def total(bootstrap: str, topic: str) -> int:
-    return sum(end_offsets(bootstrap, topic).values())
+def total(bootstrap: str, topic: str, committed: bool = True) -> int:
+    return sum(end_offsets(bootstrap, topic, committed).values())
 
 
 def tree_rss(pid: int) -> int:
@@ -165,16 +168,19 @@ class BacklogCopy(NamedTuple):
 
 def wait_for_copy(target: str, remote: str, records: int, timeout: float, started: float,
                   failed: Callable[[], str | None]) -> BacklogCopy:
-    """Poll the remote topic's end offsets until it holds ``records``; ``failed()`` names a dead copier."""
+    """Poll the remote topic's end offsets until it holds ``records``; ``failed()`` names a dead copier.
+    The first record and the half are seen in the log (an exactly-once copy commits a whole batch at
+    once), the end when a read_committed consumer sees every record."""
     first = half = None
     while True:
         problem = failed()
         if problem:
             raise RuntimeError(problem)
-        n = total(target, remote)
+        written = total(target, remote, committed=False)
+        n = total(target, remote) if written >= records else 0
         now = time.monotonic()
-        first = first if first is not None or n == 0 else now
-        half = half if half is not None or n < records // 2 else (now, n)
+        first = first if first is not None or written == 0 else now
+        half = half if half is not None or written < records // 2 else (now, written)
         if n >= records:
             return BacklogCopy(first, half, now, records)
         if now - started > timeout:

@@ -203,6 +203,18 @@ KEYS: tuple[Key, ...] = (
         "limit. A batch interrupted by a crash resumes from what the target already holds, so a crash re-copies "
         "next to nothing without it; set it to cap the worst case (every batch boundary costs throughput: "
         "250,000 cost about 20% of backlog throughput in `make bench`).", low=0),
+    Key("mirrorspark.trigger", Type.STRING, "microbatch",
+        "How the flow's Spark query runs: `microbatch` (the default: tasks that each read a group of partitions, "
+        "one batch after another) or `realtime` (Spark's real-time mode: one long-running task per source "
+        "partition forwards each record as it arrives, for latency at MM2's level). `realtime` needs a free task "
+        "slot for every source partition the flow reads (heartbeats included) and is refused with the numbers "
+        "when the Spark application has fewer (`spark.master = local[N]`, or executors' cores); it copies at "
+        "least once (not with `exactly.once.source.support = enabled`) and re-plans its topics by restarting "
+        "the query when topics or partitions appear.", choices=("microbatch", "realtime")),
+    Key("mirrorspark.realtime.batch.seconds", Type.DOUBLE, "30",
+        "Real-time mode: how long each real-time batch runs before Spark records its progress (at least 5, "
+        "Spark's minimum). Offset syncs, checkpoints and mirrorspark's resume state follow each batch end; "
+        "records pause briefly at each boundary, which is what the p99 latency shows.", low=5, high=3600),
     Key("mirrorspark.heartbeats.hold.ms", Type.INT, "10000",
         "While a flow's only new records are heartbeats (an idle flow: MM2 emits one a second), they are copied "
         "together at most this long after they arrive, instead of one micro-batch each; any other record copies "

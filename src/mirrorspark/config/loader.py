@@ -122,6 +122,7 @@ def parse_config(
                     "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy")
             if (warning := flow.idempotence_warning()) is not None:
                 warnings.append(warning)
+            flow.check_trigger()
             if (warning := flow.exactly_once_warning()) is not None:
                 warnings.append(warning)
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}

@@ -158,6 +158,21 @@ class FlowConfig:
         partition (``__``: MM2's default ``groups.exclude`` keeps it out of checkpoints)."""
         return f"__mirrorspark-progress-{self.name}"
 
+    def check_trigger(self) -> None:
+        """Refuses what contradicts ``mirrorspark.trigger = realtime`` (Spark's real-time mode), naming the key."""
+        if not self.options.realtime:
+            return
+        trigger = self.where("mirrorspark.trigger")
+        if self.exactly_once:
+            raise ConfigError(f"{trigger} = realtime contradicts {self.exactly_once_key} = enabled: a real-time batch "
+                              "runs for many seconds and Spark replays it after a failure, so it cannot be one "
+                              f"transaction; use {trigger} = microbatch for exactly-once", trigger)
+        if self.options.batch_max_records > 0:
+            key = self.where("mirrorspark.batch.max.records")
+            raise ConfigError(f"{key} = {self.options.batch_max_records} contradicts {trigger} = realtime: real-time "
+                              "batches are bounded by time (mirrorspark.realtime.batch.seconds), not by records "
+                              "(Spark refuses maxOffsetsPerTrigger there); remove it", key)
+
     def exactly_once_warning(self) -> str | None:
         """Refuses what contradicts the flow's delivery keys; returns what the user should know of it."""
         required = self.settings.get("exactly.once.support", "requested").strip().lower() == "required"

@@ -108,6 +108,8 @@ class FlowSettings:
     fail_on_data_loss: bool
     batch_max_records: int
     heartbeats_hold: int  # ms
+    realtime: bool  # mirrorspark.trigger = realtime
+    realtime_batch: float  # seconds
     restart_attempts: int
     restart_backoff: float
     lease_enabled: bool
@@ -154,6 +156,8 @@ class FlowSettings:
             fail_on_data_loss=read.choice("mirrorspark.data.loss") == "fail",
             batch_max_records=read.integer("mirrorspark.batch.max.records"),
             heartbeats_hold=read.integer("mirrorspark.heartbeats.hold.ms"),
+            realtime=read.choice("mirrorspark.trigger") == "realtime",
+            realtime_batch=read.number("mirrorspark.realtime.batch.seconds"),
             restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),
             restart_backoff=read.number("mirrorspark.flow.restart.backoff.seconds"),
             lease_enabled=read.flag("mirrorspark.flow.lease.enabled"),

@@ -28,6 +28,11 @@ DEFAULT_MAX_REQUEST = 1048576  # the producer's max.request.size default
 RECORD_OVERHEAD = 16384  # a request's and a record batch's headers around the largest record
 
 
+# Write marks name a real-time batch by its id alone: Spark replays it from its last batch and the
+# replay may end at other offsets than the interrupted attempt.
+REALTIME_PLANNED = "realtime"
+
+
 class StopRequested(OperationalError):
     """Raised inside a batch that starts after a stop was requested, so it is never committed."""
 
@@ -60,7 +65,7 @@ class BatchWriter:
         self.last_written: int | None = None
         self._lock = threading.Lock()
         self._stopping = False
-        self._target_rows = TargetRows()
+        self.target_rows = TargetRows()
 
     def starting(self, rerun: int | None) -> None:
         """A (re)start: batches are accepted again; ``rerun`` is the batch Spark runs again first."""
@@ -94,7 +99,7 @@ class BatchWriter:
             except (RemoteTopicGone, Fenced) as exc:
                 self.restart_for = str(exc)  # a fenced flow is stopped by its seat before the restart
                 raise
-            options = dict(self._sink_options_for(plan))
+            options = dict(self.sink_options_for(plan))
             # Exactly-once: the progress committed with the records says what is on the target; a
             # comparison with the target's records would also see those of aborted transactions.
             if resume and not self.flow.exactly_once:
@@ -104,7 +109,7 @@ class BatchWriter:
             if retry_from:
                 options["retryFrom"] = retry_from
             t1 = time.perf_counter()
-            self._target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
+            self.target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the report of this batch is all here, from whichever executor.
@@ -121,6 +126,35 @@ class BatchWriter:
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
                                     "offsets": round((t3 - t2) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t3) * 1000, 1)}
+
+    def record_epoch(self, jvm, epoch: int) -> None:
+        """Real-time mode: what a real-time batch wrote, made durable before Spark commits the batch (the
+        sink's commit waits for it). The positions come from the batch's runs: each source partition
+        starts where this flow's marks say it had copied up to."""
+        with self._lock:
+            t0 = time.perf_counter()
+            plan = self.remote_topics.plan
+            report = drain_written(jvm, self.flow.name)
+            self.executors |= report.executors
+            starts: dict[tuple[str, int], int] = {}
+            ends: dict[tuple[str, int], int] = {}
+            for run in report.runs:
+                if run.written:
+                    source = (plan.source_of.get(run.topic, run.topic), run.partition)
+                    ends[source] = max(ends.get(source, 0), run.upstream + run.count)
+            for topic in {topic for topic, _ in ends}:
+                for partition, mark in self.guard.marks.source_marks(topic).items():
+                    if (topic, partition) in ends:
+                        starts[(topic, partition)] = mark
+            self.guard.after_write(starts, ends, plan.remote, report.first_written())
+            if self.on_written is not None:
+                self.on_written(report.runs, plan.source_of)
+            t1 = time.perf_counter()
+            self._account(jvm, epoch, REALTIME_PLANNED, report.runs, plan.source_of)
+            self.last_written = epoch
+            self.batches_written += 1
+            self.batch_phases_ms = {"offsets": round((t1 - t0) * 1000, 1),
+                                    "metrics": round((time.perf_counter() - t1) * 1000, 1)}
 
     def _account(self, jvm, batch_id: int, planned: str, runs: Sequence[WrittenRun],
                  source_of: Mapping[str, str]) -> None:
@@ -146,7 +180,7 @@ class BatchWriter:
         if self.metrics is not None:
             self.metrics.batch_written(figures.stats, recopied)
 
-    def _sink_options_for(self, plan: TopicPlan) -> Mapping[str, str]:
+    def sink_options_for(self, plan: TopicPlan) -> Mapping[str, str]:
         """The producer takes records as large as the source topics allow (their max.message.bytes,
         which config sync gives the remote topics): Kafka's default max.request.size (1 MiB) would
         fail every batch holding a larger one. A max.request.size the user set is kept."""

@@ -119,8 +119,8 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
         plan = remote.refresh(force_target_check=True)
         check_identity(full=True)
         figures.forget_topics(set(plan.remote.values()), set(plan.remote))
-        if query.subscribed is not None and frozenset(plan.remote) != query.subscribed and supervisor is not None:
-            supervisor.restart_requested = "the Java topic.filter.class accepts other topics now"
+        if (reason := query.replan_reason(plan)) is not None and supervisor is not None:
+            supervisor.restart_requested = reason
 
     identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
     scheduler = GatedScheduler(shared.scheduler, writing) if writing is not None else shared.scheduler

@@ -19,9 +19,11 @@ from mirrorspark.errors import Conflict
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
+from mirrorspark.pipeline import realtime
 from mirrorspark.pipeline.batch_writer import BatchWriter
 from mirrorspark.pipeline.query_options import SOURCE_FORMAT, check_saved_positions, sink_options, source_options
 from mirrorspark.pipeline.query_progress import QueryProgress
+from mirrorspark.pipeline.record_columns import SINK_FORMAT
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import StateFiles
@@ -64,6 +66,8 @@ class FlowQuery:
                                   on_written, metrics, self.takeover)
         self.progress = QueryProgress()
         self.query = None
+        self.recorder: realtime.EpochRecorder | None = None  # real-time mode: records each batch's pairs
+        self.planned_partitions: dict[str, int] | None = None  # real-time mode: what the running query reads
         self.paused = False  # by the user (REST); stays paused across automatic restarts
         self.restarting = False  # stopped by a restart in progress: not a failure
         # Pause, resume and restart come from the REST threads and from the supervisor: one at a time,
@@ -117,6 +121,10 @@ class FlowQuery:
     def start(self, spark) -> None:
         if self.before_start is not None:
             self.before_start()
+        if self.flow.options.realtime:
+            self._start_realtime(spark)
+            return
+        realtime.SLOTS.hold(self.flow.name, 1)  # its tasks need one slot next to real-time flows
         rerun = self.spark_log.pending()
         self.writer.starting(rerun)
         options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
@@ -140,6 +148,56 @@ class FlowQuery:
             .foreachBatch(self.writer)
             .start()
         )
+
+    def _start_realtime(self, spark) -> None:
+        """Spark's Kafka source under the real-time trigger, the rename as an expression and the
+        MirrorSink as streaming sink (``realtime``). The planned topics are assigned with their
+        partitions: other topics or partitions are read after the topic refresh restarts the query."""
+        plan = self.remote_topics.plan
+        assign, partitions = realtime.assignment(plan)
+        master = spark.conf.get("spark.master", "local[*]")
+        slots, how = realtime.task_slots(spark, master)
+        realtime.SLOTS.claim(self.flow.name, self.flow.where(realtime.TRIGGER_KEY), partitions, slots, how)
+        options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
+        del options["subscribePattern"]
+        options["assign"] = assign
+        reset, where = self.flow.source_reset()
+        if (self.takeover or reset == "none") and self.spark_log.last_committed() is None:
+            starting = json.loads(self._takeover_offsets(reset, self.subscribe_pattern(), where))
+            options["startingOffsets"] = json.dumps({t: o for t, o in starting.items() if t in partitions})
+        resume, epoch = realtime.resume_point(self.writer.guard, self.spark_log, plan)
+        sink = dict(self.writer.sink_options_for(plan))
+        sink.update(resume=resume, resumeEpoch=str(epoch))
+        self.writer.starting(None)
+        spark.conf.set(realtime.ALLOWLIST_CHECK, "false")
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)
+        reader = spark.readStream.format("kafka")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        rows = self.writer.target_rows(reader.load(), plan.remote)
+        self.recorder = realtime.EpochRecorder(self.writer, spark._jvm, self.flow.name)
+        self.recorder.start()
+        try:
+            self.query = (
+                rows.writeStream.queryName(self.flow.name).format(SINK_FORMAT).options(**sink)
+                .outputMode("update").trigger(realTime=f"{self.flow.options.realtime_batch:g} seconds")
+                .option("checkpointLocation", self.checkpoint.uri())
+                .start()
+            )
+        except Exception:
+            self.recorder.stop()
+            self.recorder = None
+            raise
+        self.planned_partitions = partitions
+
+    def replan_reason(self, plan) -> str | None:
+        """Why the running query must restart after a topic refresh (None: it reads what it should)."""
+        if self.subscribed is not None and frozenset(plan.remote) != self.subscribed:
+            return "the Java topic.filter.class accepts other topics now"
+        if self.planned_partitions is not None and self.query is not None and \
+                realtime.assignment(plan)[1] != self.planned_partitions:
+            return "topics or partitions to copy were added or removed (real-time mode re-plans by restarting)"
+        return None
 
     def _takeover_offsets(self, reset: str, pattern: str, where: str) -> str:
         """Spark's startingOffsets for the first start after MM2: its positions where it has them, the
@@ -241,3 +299,7 @@ class FlowQuery:
                 time.sleep(0.05)
         if self.query is not None:
             self.query.stop()
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.recorder = None
+        realtime.SLOTS.release(self.flow.name)

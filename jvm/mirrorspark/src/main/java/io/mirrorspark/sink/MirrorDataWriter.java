@@ -50,8 +50,17 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         void check() throws IOException;
     }
 
+    /** Target ranges to compare with before sending (empty: nothing to resume in this writer). */
+    private final Map<String, long[]> resume;
+
     MirrorDataWriter(WriteSettings settings) {
+        this(settings, true);
+    }
+
+    /** {@code compare}: this writer resumes an interrupted write (the first epoch of a real-time query). */
+    MirrorDataWriter(WriteSettings settings, boolean compare) {
         this.settings = settings;
+        this.resume = compare ? settings.resume : Map.of();
         this.fence = Fences.of(settings.flow);
         this.transactions = settings.exactlyOnce ? new TaskTransactions(settings) : null;
         this.producer = settings.exactlyOnce ? null : Producers.acquire(settings.producer);
@@ -94,7 +103,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
                 new Ack(target, upstream, ts, bytes, age));
             return;
         }
-        if ((!s.resume.isEmpty() || (retried && !s.retryFrom.isEmpty()))
+        if ((!resume.isEmpty() || (retried && !s.retryFrom.isEmpty()))
             && alreadyWritten(target, upstream, key, value, headers, ts)) {
             return;
         }
@@ -109,7 +118,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         String k = WriteSettings.key(target.topic, target.partition);
         TargetTail tail = tails.get(k);
         if (tail == null) {
-            long[] range = settings.resume.get(k);
+            long[] range = resume.get(k);
             Long from = range == null ? null : range[0];
             long to = range == null ? 0L : range[1];
             Long batchStart = retried ? settings.retryFrom.get(k) : null;

@@ -15,12 +15,15 @@ import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * The replication writer: a DataSource V2 sink used from {@code foreachBatch} as
- * {@code df.write.format("io.mirrorspark.sink.MirrorSink").mode("append")}.
+ * {@code df.write.format("io.mirrorspark.sink.MirrorSink").mode("append")}, and as the streaming
+ * sink of a real-time query ({@link MirrorStreamingWrite}).
  *
  * Unlike Spark's built-in Kafka sink it sets each record's timestamp directly and pairs every
  * source offset with the target offset it was acknowledged at, in a per-send callback. Each task
@@ -69,19 +72,26 @@ public final class MirrorSink implements TableProvider {
 
         @Override
         public Set<TableCapability> capabilities() {
-            return EnumSet.of(TableCapability.BATCH_WRITE);
+            return EnumSet.of(TableCapability.BATCH_WRITE, TableCapability.STREAMING_WRITE);
         }
 
         @Override
         public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
             WriteSettings settings = WriteSettings.from(info.schema(), info.options().asCaseSensitiveMap());
-            return new WriteBuilder() {
+            long driverWaitMs = Long.parseLong(info.options().getOrDefault("driverWaitMs", "120000"));
+            // Real-time mode runs in Spark's update output mode: each row is one record appended.
+            return new SupportsStreamingUpdateAsAppend() {
                 @Override
                 public Write build() {
                     return new Write() {
                         @Override
                         public BatchWrite toBatch() {
                             return new MirrorBatchWrite(settings);
+                        }
+
+                        @Override
+                        public StreamingWrite toStreaming() {
+                            return new MirrorStreamingWrite(settings, driverWaitMs);
                         }
                     };
                 }

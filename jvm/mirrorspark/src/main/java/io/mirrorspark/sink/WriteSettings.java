@@ -37,12 +37,16 @@ final class WriteSettings implements Serializable {
     final boolean exactlyOnce;
     final String transactionalIdPrefix;
     final String progressGroup;
+    /** Real-time mode (option {@code resumeEpoch}): the only epoch whose writers compare with {@code resume};
+     *  the query's later epochs start where the first one ended (-1: every writer compares). */
+    final long resumeEpoch;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
-                          String progressGroup) {
+                          String progressGroup, long resumeEpoch) {
         this.flow = flow;
+        this.resumeEpoch = resumeEpoch;
         this.exactlyOnce = transactionalIdPrefix != null;
         this.transactionalIdPrefix = transactionalIdPrefix;
         this.progressGroup = progressGroup;
@@ -91,7 +95,8 @@ final class WriteSettings implements Serializable {
             }
         }
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
-            retryFrom(options.get("retryFrom")), source, target, prefix, group);
+            retryFrom(options.get("retryFrom")), source, target, prefix, group,
+            Long.parseLong(options.getOrDefault("resumeEpoch", "-1")));
     }
 
     static String key(String topic, int partition) {

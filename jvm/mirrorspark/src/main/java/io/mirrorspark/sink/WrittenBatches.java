@@ -62,6 +62,102 @@ public final class WrittenBatches {
         }
     }
 
+    /** Real-time mode: the epoch handed over and the last one the driver recorded, per flow. */
+    private static final class Handshake {
+        long pending = -1L;
+        long taken = -1L;
+        String refused;
+    }
+
+    private static final String HANDSHAKES = "io.mirrorspark.sink.WrittenBatches.handshakes";
+
+    private static Handshake handshake(String flow) {
+        return JvmShared.<Handshake>map(HANDSHAKES).computeIfAbsent(flow, k -> new Handshake());
+    }
+
+    /**
+     * A real-time epoch's reports, handed to the driver's Python; returns once it has recorded them
+     * ({@link #taken}). Waiting longer than {@code waitMs} fails the epoch: Spark must not commit a
+     * batch whose pairs nobody recorded.
+     */
+    static void acceptEpoch(String flow, long epoch, WriterCommitMessage[] messages, long waitMs) {
+        accept(flow, messages);
+        Handshake h = handshake(flow);
+        long deadline = System.currentTimeMillis() + waitMs;
+        synchronized (h) {
+            h.pending = epoch;
+            h.notifyAll();
+            try {
+                while (h.taken < epoch) {
+                    if (h.refused != null) {
+                        String why = h.refused;
+                        h.refused = null;
+                        h.pending = h.taken;
+                        throw new IllegalStateException("flow " + flow + ": real-time batch " + epoch
+                            + " could not be recorded by the driver (" + why + "); it is not committed");
+                    }
+                    long left = deadline - System.currentTimeMillis();
+                    if (left <= 0) {
+                        throw new IllegalStateException("flow " + flow + ": real-time batch " + epoch
+                            + " was not recorded by the driver within " + waitMs + " ms; it is not committed");
+                    }
+                    h.wait(left);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("flow " + flow + ": stopped while real-time batch " + epoch
+                    + " was being recorded; it is not committed", e);
+            }
+        }
+    }
+
+    /** The epoch waiting to be recorded, waiting up to {@code waitMs} for one; -1 when none. */
+    public static long awaitEpoch(String flow, long waitMs) throws InterruptedException {
+        Handshake h = handshake(flow);
+        long deadline = System.currentTimeMillis() + waitMs;
+        synchronized (h) {
+            while (h.pending <= h.taken) {
+                long left = deadline - System.currentTimeMillis();
+                if (left <= 0) {
+                    return -1L;
+                }
+                h.wait(left);
+            }
+            return h.pending;
+        }
+    }
+
+    /** The driver recorded {@code epoch}: its commit goes on. */
+    public static void taken(String flow, long epoch) {
+        Handshake h = handshake(flow);
+        synchronized (h) {
+            h.taken = Math.max(h.taken, epoch);
+            h.notifyAll();
+        }
+    }
+
+    /** The driver could not record {@code epoch}: its commit fails, and Spark replays the batch. */
+    public static void refuse(String flow, long epoch, String why) {
+        Handshake h = handshake(flow);
+        synchronized (h) {
+            if (h.pending == epoch) {
+                h.refused = why;
+                h.notifyAll();
+            }
+        }
+    }
+
+    /** A new real-time query of the flow: epochs count from its first batch again. */
+    public static void resetEpochs(String flow) {
+        Handshake h = handshake(flow);
+        synchronized (h) {
+            h.pending = -1L;
+            h.taken = -1L;
+            h.refused = null;
+            h.notifyAll();
+        }
+    }
+
     private static Set<String> executors(String flow) {
         return JvmShared.<Set<String>>map(EXECUTORS).computeIfAbsent(flow, k -> ConcurrentHashMap.newKeySet());
     }

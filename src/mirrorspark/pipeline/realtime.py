@@ -1,0 +1,158 @@
+"""Real-time mode (``mirrorspark.trigger = realtime``, docs/adr/0016-real-time-mode.md).
+
+Spark's real-time trigger runs one long task per source partition that forwards each record as it
+arrives; only Spark's own Kafka source supports it. The query is Kafka source -> the rename as a
+column expression -> the MirrorSink as a streaming sink (Spark's allow-list of real-time sinks is
+turned off for it: the plan is a filter and a projection, both on the operator allow-list). No
+Python runs per batch on the record path: each real-time batch ends with one commit on the driver,
+which waits while ``EpochRecorder`` makes the batch's offset pairs durable.
+
+What this module decides: the task slots a real-time flow needs (refused with the numbers, never
+partitions silently unread), where a restarted query resumes on the target, and the recorder.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+
+from mirrorspark.control.remote_topics import TopicPlan
+from mirrorspark.errors import ConfigError
+from mirrorspark.integrity.batch_guard import BatchGuard
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.pipeline.batch_writer import REALTIME_PLANNED, BatchWriter
+from mirrorspark.sink_report import ResumeRange, resume_option
+
+log = logging.getLogger(__name__)
+
+# Spark refuses sinks outside its fixed real-time list unless this is false (it then warns instead);
+# the query mirrorspark builds is a Kafka scan, a filter and a projection: operators on the list.
+ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
+TRIGGER_KEY = "mirrorspark.trigger"
+
+
+def task_slots(spark, master: str) -> tuple[int, str]:
+    """How many tasks the Spark application runs at once, and how that was found (for the message)."""
+    cpus = max(1, int(spark.conf.get("spark.task.cpus", "1")))
+    found = re.fullmatch(r"\s*local(?:\[(\*|\d+)(?:,\s*\d+)?\])?\s*", master)
+    if found:
+        threads = found.group(1) or "1"
+        count = (os.cpu_count() or 1) if threads == "*" else int(threads)
+        return max(1, count // cpus), f"spark.master = {master.strip()}"
+    cores = spark.sparkContext.defaultParallelism
+    return max(1, cores // cpus), f"{cores} executor core(s) of spark.master = {master.strip()}"
+
+
+class SlotBook:
+    """Task slots the flows of this process need: a real-time flow one per source partition it reads,
+    a micro-batch flow one (its tasks queue behind long-running real-time tasks otherwise)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+
+    def hold(self, flow: str, needed: int) -> None:
+        with self._lock:
+            self._held[flow] = needed
+
+    def release(self, flow: str) -> None:
+        with self._lock:
+            self._held.pop(flow, None)
+
+    def claim(self, flow: str, where: str, partitions: Mapping[str, int], slots: int, how: str) -> None:
+        """Hold a slot per partition for ``flow``, or refuse with the numbers (``where``: the trigger key
+        as the user wrote it)."""
+        needed = sum(partitions.values())
+        with self._lock:
+            others = sum(n for name, n in self._held.items() if name != flow)
+            if needed + others > slots:
+                shown = ", ".join(f"{t}: {n}" for t, n in sorted(partitions.items(), key=lambda kv: -kv[1])[:5])
+                more = f" and {len(partitions) - 5} more topics" if len(partitions) > 5 else ""
+                raise ConfigError(
+                    f"flow {flow}: {where} = realtime runs one long task per source partition: it reads {needed} "
+                    f"partition(s) ({shown}{more}), other flows of this process hold {others}, and the Spark "
+                    f"application has {slots} task slot(s) ({how}); a partition without a slot would never be "
+                    f"read. Give Spark at least {needed + others} slots (spark.master = local[{needed + others}] "
+                    f"on one machine, more executor cores on a cluster), or set {where} = microbatch", where)
+            self._held[flow] = needed
+
+
+SLOTS = SlotBook()  # one Spark application per process
+
+
+def assignment(plan: TopicPlan) -> tuple[str, dict[str, int]]:
+    """Spark's ``assign`` option for the planned source topics and their partition counts: a partition
+    added later is read after the topic refresh has created its remote partition and restarted the query."""
+    partitions = {topic: plan.partitions.get(topic, 0) for topic in sorted(plan.remote)}
+    partitions = {topic: count for topic, count in partitions.items() if count > 0}
+    return json.dumps({topic: list(range(count)) for topic, count in partitions.items()}), partitions
+
+
+def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) -> tuple[str, int]:
+    """The sink's ``resume`` option and the epoch it applies to for a (re)started real-time query.
+
+    Spark replays from its last committed batch. Its writes may have gone further: the batch after it
+    was recorded here but never committed by Spark (its target ends before it are the write marks'
+    ``before``), or it was never recorded (the marks' ends). Target records past that point are compared
+    with the replay's rows before anything is sent again."""
+    committed = spark_log.last_committed()
+    epoch = 0 if committed is None else committed + 1
+    targets = sorted({(remote, p) for source, remote in plan.remote.items()
+                      for p in range(plan.partitions.get(source, 0))})
+    unknown = guard.marks.unknown_targets(targets)
+    if unknown:  # partitions never written by this flow: their ends now, before anything is written
+        guard.marks.learn_targets(guard.target_ends(unknown))
+    marks = guard.marks.starts_of(epoch, REALTIME_PLANNED, targets)
+    now = guard.target_ends(sorted(marks))
+    ranges = [ResumeRange(topic, partition, begin, now[(topic, partition)])
+              for (topic, partition), begin in sorted(marks.items()) if now.get((topic, partition), -1) > begin]
+    if ranges:
+        log.info("flow %s: real-time batch %d resumes an interrupted run: %d target record(s) written after the last "
+                 "recorded batch are compared before anything is sent again", guard.flow_name, epoch,
+                 sum(r.records for r in ranges))
+    return resume_option(ranges), epoch
+
+
+class EpochRecorder:
+    """Driver thread of one real-time query: takes each batch's reports from the sink's commit, makes
+    them durable (``BatchWriter.record_epoch``), and lets the commit go on; a failure refuses the
+    commit, so Spark never commits a batch whose offset pairs were not recorded."""
+
+    WAIT_MS = 500
+
+    def __init__(self, writer: BatchWriter, jvm, flow: str) -> None:
+        self.writer = writer
+        self.batches = jvm.io.mirrorspark.sink.WrittenBatches
+        self.jvm = jvm.io.mirrorspark
+        self.flow = flow
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"realtime-{flow}", daemon=True)
+
+    def start(self) -> None:
+        self.batches.resetEpochs(self.flow)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                epoch = self.batches.awaitEpoch(self.flow, self.WAIT_MS)
+            except Exception as exc:  # noqa: BLE001 - the gateway closed (process stopping)
+                log.debug("flow %s: real-time recorder stops: %s", self.flow, exc)
+                return
+            if epoch < 0:
+                continue
+            try:
+                self.writer.record_epoch(self.jvm, epoch)
+            except Exception as exc:  # noqa: BLE001 - refused: the batch is not committed and is replayed
+                log.error("flow %s: real-time batch %d could not be recorded (%s); it is not committed", self.flow,
+                          epoch, exc)
+                self.batches.refuse(self.flow, epoch, str(exc)[:500])
+                continue
+            self.batches.taken(self.flow, epoch)

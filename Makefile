@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo lint test test-unit bench bench-partitions dist clean
+.PHONY: setup demo lint test test-unit bench bench-partitions bench-realtime dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -32,6 +32,10 @@ bench: setup
 bench-partitions: setup
 	.venv/bin/python bench/partition_scale.py
 	.venv/bin/python bench/render_readme.py
+
+# Real-time mode's latency p50/p99 per real-time batch duration (5, 15, 30, 60 s; about 15 minutes).
+bench-realtime: setup
+	.venv/bin/python bench/realtime_batches.py
 
 # The wheel for `pip install` (mirrorspark's jar inside; see README "Install with pip").
 dist: setup

@@ -5,12 +5,13 @@ other, same data, same producer settings, same cores (MM2 ``tasks.max`` = Spark 
 Per replicator: start-up (process start -> first record on the target), backlog copy (records
 already on the source, time until the target's end offsets hold them all), peak RSS of the
 process tree, replication latency p50/p99 under a steady produce rate (a consumer on the target
-against the source timestamp, which both keep), and failover re-delivery (a group committed in the
-middle of each partition, translated from the replicator's checkpoints). Then the physical limit:
-``ProducerPerformance`` into the target with the same producer settings.
+against the source timestamp, which both keep) and at one record a second, and failover re-delivery
+(a group committed in the middle of each partition, translated from the replicator's checkpoints).
+mirrorspark runs a second time in Spark's real-time mode, measured the same way. Then the physical
+limit: ``ProducerPerformance`` into the target with the same producer settings.
 
     .venv/bin/python bench/mm2_vs_mirrorspark.py [--records 1000000] [--size 1024] [--partitions 6]
-        [--rate 5000] [--steady-seconds 60]
+        [--rate 5000] [--steady-seconds 60] [--trickle-seconds 30] [--realtime-batch-seconds 30]
 
 Prints a table and writes bench/results/mm2_vs_mirrorspark.json.
 """
@@ -238,15 +239,24 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def steady_latency(clusters: dict[str, str], topic: str, remote: str, rate: int, seconds: float,
-                   size: int, partitions: int) -> dict[str, float]:
+                   size: int, partitions: int, tail: bool = False) -> dict[str, float]:
     """Produce ``rate`` records/s for ``seconds`` on the source; a target consumer measures
-    arrival time minus the source timestamp of every record."""
+    arrival time minus the source timestamp of every record. It starts at the remote topic's
+    current end, so records of an earlier measurement of the same topic are not counted.
+    ``tail``: p99.9 and the maximum too (where pauses at batch boundaries show)."""
     latencies: list[float] = []
     expected = int(rate * seconds)
+    starts = end_offsets(clusters["dst"], remote, committed=False)  # {} while the remote topic does not exist
     consumer = Consumer({"bootstrap.servers": clusters["dst"], "group.id": f"bench-lat-{time.time_ns()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          "topic.metadata.refresh.interval.ms": 1000})
-    consumer.subscribe([remote])
+
+    def start_at_end(c: Consumer, assigned: list[TopicPartition]) -> None:
+        for tp in assigned:
+            tp.offset = starts.get(tp.partition, tp.offset)
+        c.assign(assigned)
+
+    consumer.subscribe([remote], on_assign=start_at_end)
     done = threading.Event()
 
     def consume() -> None:
@@ -277,8 +287,12 @@ def steady_latency(clusters: dict[str, str], topic: str, remote: str, rate: int,
     done.set()
     reader.join(90)
     consumer.close()
-    return {"records_sent": expected, "records_seen": len(latencies),
-            "p50_ms": round(percentile(latencies, 0.50), 1), "p99_ms": round(percentile(latencies, 0.99), 1)}
+    measured = {"records_sent": expected, "records_seen": len(latencies),
+                "p50_ms": round(percentile(latencies, 0.50), 1), "p99_ms": round(percentile(latencies, 0.99), 1)}
+    if tail:
+        measured.update({"p99_9_ms": round(percentile(latencies, 0.999), 1),
+                         "max_ms": round(max(latencies, default=float("nan")), 1)})
+    return measured
 
 
 def failover_redelivery(clusters: dict[str, str], topic: str, remote: str, group: str) -> dict:
@@ -303,8 +317,8 @@ def failover_redelivery(clusters: dict[str, str], topic: str, remote: str, group
 
 
 def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master: str | None = None) -> dict:
-    """One replicator over fresh topics; ``master``: mirrorspark on that Spark cluster (RSS is then
-    the driver's alone: executors are children of the Spark workers)."""
+    """One replicator over fresh topics; ``master``: mirrorspark's spark.master instead of local[cores]
+    (on a Spark cluster, RSS is the driver's alone: executors are children of the Spark workers)."""
     tag = getattr(args, "tag", "")  # the extra record sizes copy topics of their own
     backlog, steady = f"backlog-{tool}{tag}", f"steady-{tool}{tag}"
     create(clusters["src"], backlog, args.partitions)
@@ -313,7 +327,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     producer_perf(clusters["src"], backlog, args.records, args.size, work / f"fill-{tool}.log")
     remote = f"src.{backlog}"
     started = time.monotonic()
-    extra = [] if tool == "mm2" else args.extra + VARIANTS.get(tool, [])
+    extra = [] if tool == "mm2" else args.extra + VARIANTS.get(tool, []) + (
+        realtime_lines(args.realtime_batch_seconds) if tool == REALTIME else [])
     proc = launch("mm2" if tool == "mm2" else "mirrorspark", work / f"{tool}{tag}", clusters, f"{backlog}, {steady}",
                   args.cores, extra, master)
     sampler = RssSampler(proc.pid)
@@ -324,10 +339,13 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
                              f"{tool} exited with {proc.returncode}; see the log in {work / (tool + tag)}")
         first, done = copy.first, copy.done
         print(f"[{tool}] backlog copied in {done - started:.1f} s", flush=True)
-        latency = failover = None  # a skipped step is absent from the result, never a placeholder
+        latency = trickle = failover = None  # a skipped step is absent from the result, never a placeholder
         if args.steady_seconds > 0:
             latency = steady_latency(clusters, steady, f"src.{steady}", args.rate, args.steady_seconds, args.size,
                                      args.partitions)
+            if args.trickle_seconds > 0:  # a quiet flow: each record alone, no batch filling up around it
+                trickle = steady_latency(clusters, steady, f"src.{steady}", 1, args.trickle_seconds, args.size,
+                                         args.partitions)
         if not args.no_failover:
             failover = failover_redelivery(clusters, backlog, remote, f"bench-group-{tool}")
     finally:
@@ -347,6 +365,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     }
     if latency is not None:
         measured["steady"] = latency
+    if trickle is not None:
+        measured["trickle"] = trickle
     if failover is not None:
         measured["failover"] = failover
     return measured
@@ -369,6 +389,16 @@ VARIANT_ROWS = ((BOUNDED, f"batch bound cost: local[N] with mirrorspark.batch.ma
                 (NON_IDEMPOTENT, "idempotence off cost: local[N] with dst.producer.enable.idempotence = false"),
                 (EXACTLY_ONCE, "exactly-once cost: local[N] with dst.exactly.once.source.support = enabled"))
 WITH_LATENCY = {EXACTLY_ONCE}  # variants whose latency is measured too (a read_committed consumer)
+# The same mirrorspark in Spark's real-time mode: not a cost row but a column of the main table, measured
+# as fully as the default, on a task slot per source partition (backlog and steady topics, heartbeats).
+REALTIME = "mirrorspark-realtime"
+
+
+def realtime_lines(batch_seconds: float) -> list[str]:
+    """The mm2.properties lines of real-time mode with real-time batches of ``batch_seconds``."""
+    return ["mirrorspark.trigger = realtime", f"mirrorspark.realtime.batch.seconds = {batch_seconds:g}"]
+
+
 ROWS = (
     ("backlog copy, records/s", lambda r: r["backlog_records_per_second"]),
     ("backlog copy, MB/s", lambda r: r["backlog_mb_per_second"]),
@@ -377,16 +407,20 @@ ROWS = (
     ("start-up to first record, s", lambda r: r["startup_seconds"]),
     ("steady latency p50, ms", lambda r: r.get("steady", {}).get("p50_ms")),
     ("steady latency p99, ms", lambda r: r.get("steady", {}).get("p99_ms")),
+    ("one record per second: latency p50, ms", lambda r: r.get("trickle", {}).get("p50_ms")),
+    ("one record per second: latency p99, ms", lambda r: r.get("trickle", {}).get("p99_ms")),
     ("peak RSS of process tree, MB", lambda r: r["peak_rss_mb"]),
     ("failover re-delivered records", lambda r: r.get("failover", {}).get("redelivered_records")),
 )
 
 
 def table(result: dict) -> list[str]:
-    """MM2, mirrorspark local[N] and, when measured, mirrorspark on the 2-worker cluster, with ratios."""
+    """MM2, mirrorspark local[N] and, when measured, mirrorspark in real-time mode and on the 2-worker
+    cluster, with ratios."""
     mm2, ms = result["mm2"], result["mirrorspark"]
-    runs = [("mirrorspark", ms)] + ([("mirrorspark, 2-worker standalone (1 core each)", result[CLUSTER])]
-                                   if CLUSTER in result else [])
+    runs = [("mirrorspark", ms)] + [(name, result[key]) for key, name in (
+        (REALTIME, "mirrorspark, real-time mode"), (CLUSTER, "mirrorspark, 2-worker standalone (1 core each)"))
+        if key in result]
 
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}x" if b else "-"
@@ -456,9 +490,14 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--steady-seconds", type=float, default=60)
+    parser.add_argument("--trickle-seconds", type=float, default=30,
+                        help="latency at one record a second after the steady rate; 0 to skip")
+    parser.add_argument("--realtime-batch-seconds", type=float, default=30,
+                        help=f"mirrorspark.realtime.batch.seconds of the {REALTIME} run")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, EXACTLY_ONCE, CLUSTER),
+    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, EXACTLY_ONCE, REALTIME,
+                                           CLUSTER),
                         help="run one replicator (no ratios)")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip mirrorspark on a local 2-worker Spark standalone cluster")
@@ -483,12 +522,14 @@ def main() -> None:
     result: dict = {"machine": machine(),
                     "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
     try:
-        for tool in ("mm2", "mirrorspark", *VARIANTS):
+        for tool in ("mm2", "mirrorspark", *VARIANTS, REALTIME):
             if args.only in (None, tool):
                 # A variant measures the backlog only (a cost on throughput); exactly-once its latency too.
                 run_args = argparse.Namespace(**{**vars(args), "steady_seconds": 0, "no_failover": True}) \
                     if tool in VARIANTS and tool not in WITH_LATENCY else args
-                result[tool] = run_replicator(tool, run_args, clusters, work)
+                # Real-time mode: a task slot for each partition of both topics and of the heartbeats.
+                master = f"local[{2 * args.partitions + 1}]" if tool == REALTIME else None
+                result[tool] = run_replicator(tool, run_args, clusters, work, master)
                 print(json.dumps({tool: result[tool]}), flush=True)
         if args.only in (None, CLUSTER) and not args.no_cluster:
             spark = LocalSpark(work / "spark")

@@ -53,6 +53,19 @@ def write_config(path: Path, clusters: dict[str, str], extra: str) -> Path:
     return path
 
 
+# The integration tests that must pass in either trigger mode take ``trigger`` from this mark.
+TRIGGERS = pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
+
+
+def trigger_settings(trigger: str, slots: int = 8) -> str:
+    """mm2.properties lines of a trigger mode: real-time mode needs a task slot per source partition
+    (heartbeats included), short real-time batches and a quick topic refresh (it re-plans by restarting)."""
+    if trigger == "microbatch":
+        return ""
+    return (f"mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 5\nspark.master = local[{slots}]\n"
+            "refresh.topics.interval.seconds = 5\n")
+
+
 class MirrorsparkProcess:
     def __init__(self, proc: subprocess.Popen, log: Path) -> None:
         self.proc = proc

@@ -6,7 +6,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from conftest import run_cli, running_mirrorspark, write_config
+from conftest import TRIGGERS, run_cli, running_mirrorspark, trigger_settings, write_config
 from kafka_tools import create_topic, produce, wait_for_count
 from test_topologies_and_topics import records, wait_until
 
@@ -59,7 +59,8 @@ def read_from(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -
     return keys
 
 
-def test_failover_zero_redelivery(clusters, unique, tmp_path):
+@TRIGGERS
+def test_failover_zero_redelivery(clusters, unique, tmp_path, trigger):
     topic, group = f"fo-{unique}", f"group-{unique}"
     create_topic(clusters["primary"], topic, 3)
     sent = records(300, 3, unique)
@@ -67,7 +68,7 @@ def test_failover_zero_redelivery(clusters, unique, tmp_path):
     consumed = consume(clusters["primary"], group, topic, 130)
     config = write_config(tmp_path / "mm2.properties", clusters,
                           f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
-                          "emit.checkpoints.interval.seconds = 1\n")
+                          "emit.checkpoints.interval.seconds = 1\n" + trigger_settings(trigger))
     with running_mirrorspark(config, tmp_path / "state"):
         wait_for_count(clusters["backup"], f"primary.{topic}", 300)
         committed = {p for p in range(3) if any(int(k.split(b"-")[1]) % 3 == p for k in consumed)}

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from confluent_kafka import Producer
-from conftest import MIRRORSPARK, running_mirrorspark, write_config
+from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
 from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, wait_for_count
 from test_integrity_drills import numbered
 from test_replication_e2e import sample_records
@@ -106,3 +106,20 @@ def test_realtime_kill9_mid_batch_loses_nothing_and_copies_nothing_twice(cluster
     assert not lost
     assert duplicates == figures["records_recopied"] == 0
     assert "compared before anything is sent again" in second.output()
+
+
+def test_realtime_with_too_few_task_slots_is_refused_with_the_numbers(clusters, unique, tmp_path):
+    """3 source partitions and heartbeats' 1 need 4 long-running tasks: local[2] is refused before
+    anything is read, never left with partitions silently unread."""
+    topic = f"rt-slots-{unique}"
+    create_topic(clusters["primary"], topic, 3)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          "primary->backup.mirrorspark.trigger = realtime\nspark.master = local[2]\n")
+    done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state"), timeout=180)
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = done.stderr
+    assert "primary->backup.mirrorspark.trigger = realtime" in message
+    assert "reads 4 partition(s)" in message and f"{topic}: 3" in message and "heartbeats: 1" in message
+    assert "2 task slot(s) (spark.master = local[2])" in message and "local[4]" in message
+    assert "Traceback" not in message

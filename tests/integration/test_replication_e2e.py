@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import running_mirrorspark, write_config
+from conftest import TRIGGERS, running_mirrorspark, trigger_settings, write_config
 from kafka_tools import create_topic, produce, read_all, wait_for_count
 
 pytestmark = pytest.mark.broker
@@ -25,13 +25,15 @@ def sample_records(n: int, partitions: int, base_ts: int) -> list[dict]:
     return records
 
 
-def test_records_arrive_with_identical_partition_key_value_headers_timestamp(clusters, unique, tmp_path):
+@TRIGGERS
+def test_records_arrive_with_identical_partition_key_value_headers_timestamp(clusters, unique, tmp_path, trigger):
     topic = f"orders-{unique}"
     create_topic(clusters["primary"], topic, 3)
     base_ts = int(time.time() * 1000) - 3_600_000
     produce(clusters["primary"], topic, sample_records(60, 3, base_ts))
     config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = orders-{unique}\n")
+                          f"primary->backup.enabled = true\nprimary->backup.topics = orders-{unique}\n"
+                          + trigger_settings(trigger))
 
     with running_mirrorspark(config, tmp_path / "state"):
         wait_for_count(clusters["backup"], f"primary.{topic}", 60)
@@ -44,12 +46,14 @@ def test_records_arrive_with_identical_partition_key_value_headers_timestamp(clu
     assert {r.partition for r in target} == {0, 1, 2}
 
 
-def test_restart_resumes_without_loss_or_duplicates(clusters, unique, tmp_path):
+@TRIGGERS
+def test_restart_resumes_without_loss_or_duplicates(clusters, unique, tmp_path, trigger):
     topic = f"restart-{unique}"
     create_topic(clusters["primary"], topic, 2)
     now = int(time.time() * 1000)
     config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n")
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          + trigger_settings(trigger))
     state = tmp_path / "state"
 
     produce(clusters["primary"], topic, sample_records(40, 2, now))
@@ -66,9 +70,11 @@ def test_restart_resumes_without_loss_or_duplicates(clusters, unique, tmp_path):
     assert [r.content() for r in target] == [r.content() for r in read_all(clusters["primary"], topic)]
 
 
-def test_topic_created_after_start_is_replicated(clusters, unique, tmp_path):
+@TRIGGERS
+def test_topic_created_after_start_is_replicated(clusters, unique, tmp_path, trigger):
     config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = late-{unique}-.*\n")
+                          f"primary->backup.enabled = true\nprimary->backup.topics = late-{unique}-.*\n"
+                          + trigger_settings(trigger))
     with running_mirrorspark(config, tmp_path / "state") as mirror:
         deadline = time.monotonic() + 90
         while "replicating" not in mirror.output() and time.monotonic() < deadline:

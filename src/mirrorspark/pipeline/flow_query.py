@@ -159,8 +159,9 @@ class FlowQuery:
         slots, how = realtime.task_slots(spark, master)
         realtime.SLOTS.claim(self.flow.name, self.flow.where(realtime.TRIGGER_KEY), partitions, slots, how)
         options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
-        del options["subscribePattern"]
-        options["assign"] = assign
+        if partitions:  # else no topic yet: the pattern, until the refresh finds one and restarts the query
+            del options["subscribePattern"]
+            options["assign"] = assign
         reset, where = self.flow.source_reset()
         if (self.takeover or reset == "none") and self.spark_log.last_committed() is None:
             starting = json.loads(self._takeover_offsets(reset, self.subscribe_pattern(), where))

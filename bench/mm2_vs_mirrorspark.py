@@ -11,7 +11,7 @@ mirrorspark runs a second time in Spark's real-time mode, measured the same way.
 limit: ``ProducerPerformance`` into the target with the same producer settings.
 
     .venv/bin/python bench/mm2_vs_mirrorspark.py [--records 1000000] [--size 1024] [--partitions 6]
-        [--rate 5000] [--steady-seconds 60] [--trickle-seconds 30] [--realtime-batch-seconds 30]
+        [--rate 5000] [--steady-seconds 60] [--trickle-seconds 30] [--realtime-batch-seconds 15]
 
 Prints a table and writes bench/results/mm2_vs_mirrorspark.json.
 """
@@ -492,7 +492,7 @@ def main() -> None:
     parser.add_argument("--steady-seconds", type=float, default=60)
     parser.add_argument("--trickle-seconds", type=float, default=30,
                         help="latency at one record a second after the steady rate; 0 to skip")
-    parser.add_argument("--realtime-batch-seconds", type=float, default=30,
+    parser.add_argument("--realtime-batch-seconds", type=float, default=15,
                         help=f"mirrorspark.realtime.batch.seconds of the {REALTIME} run")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)

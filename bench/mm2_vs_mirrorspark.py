@@ -483,6 +483,17 @@ def replication_ceiling(clusters: dict[str, str], topic: str, partitions: int, c
     return float(found[-1])
 
 
+def fresh_clusters(work: Path) -> tuple[LocalClusters, dict[str, str]]:
+    """Brokers ``src`` and ``dst`` started anew under ``work``; fresh clusters need fresh replicator
+    state, so every other folder there (each run's, the record-size runs' too) is removed."""
+    local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
+    local.down(purge=True)
+    for leftover in work.iterdir() if work.exists() else []:
+        if leftover.is_dir() and leftover.name != "clusters":
+            shutil.rmtree(leftover, ignore_errors=True)
+    return local, {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -512,13 +523,7 @@ def main() -> None:
     args = parser.parse_args()
 
     work = ROOT / "state" / "bench-mm2"
-    local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
-    local.down(purge=True)
-    # Fresh clusters need fresh replicator state, every run's (the record-size runs' folders too).
-    for leftover in work.iterdir() if work.exists() else []:
-        if leftover.is_dir() and leftover.name != "clusters":
-            shutil.rmtree(leftover, ignore_errors=True)
-    clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+    local, clusters = fresh_clusters(work)
     result: dict = {"machine": machine(),
                     "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
     try:

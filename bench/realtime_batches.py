@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -26,9 +25,9 @@ from confluent_kafka import Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mm2_vs_mirrorspark import (
-    BROKER_JVM,
     PRODUCER,
     create,
+    fresh_clusters,
     launch,
     machine,
     realtime_lines,
@@ -36,8 +35,6 @@ from mm2_vs_mirrorspark import (
     stop,
     wait_for_copy,
 )
-
-from mirrorspark.local import ClusterSpec, LocalClusters
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,13 +87,7 @@ def main() -> None:
     args = parser.parse_args()
 
     work = ROOT / "state" / "bench-realtime"
-    local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
-    local.down(purge=True)
-    # Fresh clusters need fresh replicator state.
-    for leftover in work.iterdir() if work.exists() else []:
-        if leftover.is_dir() and leftover.name != "clusters":
-            shutil.rmtree(leftover, ignore_errors=True)
-    clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+    local, clusters = fresh_clusters(work)
     result: dict = {"machine": machine(),
                     "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}, "durations": {}}
     try:

@@ -86,6 +86,19 @@ def replicated_once(clusters: dict[str, str], tmp_path: Path, topic: str, partit
     return config, state
 
 
+def kill9_when(driver: subprocess.Popen, ready, log: Path, missed: str, timeout: float = 180) -> None:
+    """``kill -9`` the driver's process group as soon as ``ready()``; fails with ``missed`` if it never is."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert time.monotonic() < deadline, missed
+            assert driver.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.02)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+
+
 def recreate(admin, topic: str, partitions: int) -> bool:
     """Create ``topic`` again; False while the broker still finishes deleting the old one."""
     try:
@@ -125,15 +138,7 @@ def test_kill9_mid_batch_loses_nothing_and_resumes_from_the_target(clusters, uni
         except Exception:  # noqa: BLE001 - the remote topic may not exist yet
             return False
 
-    try:
-        deadline = time.monotonic() + 180
-        while not mid_batch():
-            assert time.monotonic() < deadline, "no batch caught in the middle of its write"
-            assert driver.poll() is None, (first / "run.log").read_text()[-3000:]
-            time.sleep(0.02)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(30)
+    kill9_when(driver, mid_batch, first / "run.log", "no batch caught in the middle of its write")
     at_kill = count(clusters["backup"], remote)
     committed = committed_records(checkpoint, topic)
     interrupted = at_kill - committed  # written by the batch Spark had not committed

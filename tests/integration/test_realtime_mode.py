@@ -2,8 +2,6 @@
 restart, kill -9 and failover checks as micro-batch mode, and the slot rule."""
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -12,7 +10,7 @@ import pytest
 from confluent_kafka import Producer
 from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
 from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, wait_for_count
-from test_integrity_drills import numbered
+from test_integrity_drills import kill9_when, numbered
 from test_replication_e2e import sample_records
 from test_spark_cluster import committed_records, flow_detail, latest, seqs
 
@@ -79,15 +77,7 @@ def test_realtime_kill9_mid_batch_loses_nothing_and_copies_nothing_twice(cluster
             except Exception:  # noqa: BLE001 - the remote topic may not exist yet
                 return False
 
-        try:
-            deadline = time.monotonic() + 180
-            while not mid_batch():
-                assert time.monotonic() < deadline, "no real-time batch caught in the middle of its write"
-                assert driver.poll() is None, (state / "run.log").read_text()[-3000:]
-                time.sleep(0.05)
-        finally:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait(30)
+        kill9_when(driver, mid_batch, state / "run.log", "no real-time batch caught in the middle of its write")
         at_kill, committed = count(clusters["backup"], remote), committed_records(checkpoint, topic)
         with running_mirrorspark(config, state) as second:
             time.sleep(8)

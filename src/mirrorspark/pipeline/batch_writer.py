@@ -16,11 +16,11 @@ from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
 from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop, Fenced, RemoteTopicGone
-from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.spark_offsets import Positions, SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, TargetRows
 from mirrorspark.policy.topic_selection import TopicSelection
-from mirrorspark.sink_report import WrittenRun, drain_figures, drain_written
+from mirrorspark.sink_report import BatchReport, WrittenRun, drain_figures, drain_written
 
 log = logging.getLogger(__name__)
 
@@ -113,16 +113,8 @@ class BatchWriter:
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the report of this batch is all here, from whichever executor.
-            jvm = df.sparkSession._jvm.io.mirrorspark
-            report = drain_written(jvm, self.flow.name)
-            self.executors |= report.executors
-            self.guard.after_write(starts, ends, plan.remote, report.first_written())
-            if self.on_written is not None:
-                self.on_written(report.runs, plan.source_of)
-            t3 = time.perf_counter()
-            self._account(jvm, batch_id, planned, report.runs, plan.source_of)
-            self.last_written = batch_id
-            self.batches_written += 1
+            t3 = self._record(df.sparkSession._jvm.io.mirrorspark, batch_id, planned, plan,
+                              lambda _report: (starts, ends))
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
                                     "offsets": round((t3 - t2) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t3) * 1000, 1)}
@@ -134,27 +126,39 @@ class BatchWriter:
         with self._lock:
             t0 = time.perf_counter()
             plan = self.remote_topics.plan
-            report = drain_written(jvm, self.flow.name)
-            self.executors |= report.executors
-            starts: dict[tuple[str, int], int] = {}
-            ends: dict[tuple[str, int], int] = {}
-            for run in report.runs:
-                if run.written:
-                    source = (plan.source_of.get(run.topic, run.topic), run.partition)
-                    ends[source] = max(ends.get(source, 0), run.upstream + run.count)
-            for topic in {topic for topic, _ in ends}:
-                for partition, mark in self.guard.marks.source_marks(topic).items():
-                    if (topic, partition) in ends:
-                        starts[(topic, partition)] = mark
-            self.guard.after_write(starts, ends, plan.remote, report.first_written())
-            if self.on_written is not None:
-                self.on_written(report.runs, plan.source_of)
-            t1 = time.perf_counter()
-            self._account(jvm, epoch, REALTIME_PLANNED, report.runs, plan.source_of)
-            self.last_written = epoch
-            self.batches_written += 1
+            t1 = self._record(jvm, epoch, REALTIME_PLANNED, plan, lambda report: self._epoch_positions(report, plan))
             self.batch_phases_ms = {"offsets": round((t1 - t0) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t1) * 1000, 1)}
+
+    def _epoch_positions(self, report: BatchReport, plan: TopicPlan) -> tuple[Positions, Positions]:
+        """A real-time batch's source ranges: from this flow's marks to the last offset each partition wrote."""
+        starts: Positions = {}
+        ends: Positions = {}
+        for run in report.runs:
+            if run.written:
+                source = (plan.source_of.get(run.topic, run.topic), run.partition)
+                ends[source] = max(ends.get(source, 0), run.upstream + run.count)
+        for topic in {topic for topic, _ in ends}:
+            for partition, mark in self.guard.marks.source_marks(topic).items():
+                if (topic, partition) in ends:
+                    starts[(topic, partition)] = mark
+        return starts, ends
+
+    def _record(self, jvm, batch_id: int, planned: str, plan: TopicPlan,
+                positions: Callable[[BatchReport], tuple[Positions, Positions]]) -> float:
+        """What the sink reported for a written batch: loss check, offset pairs, marks and figures.
+        Returns when the offsets were handed over (the phases' clock)."""
+        report = drain_written(jvm, self.flow.name)
+        self.executors |= report.executors
+        starts, ends = positions(report)
+        self.guard.after_write(starts, ends, plan.remote, report.first_written())
+        if self.on_written is not None:
+            self.on_written(report.runs, plan.source_of)
+        handed = time.perf_counter()
+        self._account(jvm, batch_id, planned, report.runs, plan.source_of)
+        self.last_written = batch_id
+        self.batches_written += 1
+        return handed
 
     def _account(self, jvm, batch_id: int, planned: str, runs: Sequence[WrittenRun],
                  source_of: Mapping[str, str]) -> None:

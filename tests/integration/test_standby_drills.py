@@ -255,5 +255,8 @@ def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_ea
         log_a = (first / "run.log").read_text(errors="replace")
         print(f"standby backlog drill: {total} records, {len(landed)} on the target, lost {len(lost)}, duplicated "
               f"{duplicated}, reported by the stopped writer {reported}")
-        assert not lost and duplicated == reported > 0, (sorted(lost)[:20], duplicated, reported, log_a[-3000:])
-        assert "copied twice" in log_a and "fenced" in log_a
+        # Whether the stop caught records in the producer is chance (a stop between two batches holds
+        # none: a full suite once saw 0); whatever it held and the new writer copied too is counted.
+        assert not lost and duplicated == reported, (sorted(lost)[:20], duplicated, reported, log_a[-3000:])
+        assert (duplicated > 0) == ("copied twice" in log_a), log_a[-4000:]
+        assert "fenced" in log_a

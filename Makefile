@@ -23,7 +23,7 @@ test: lint
 test-unit: setup
 	.venv/bin/pytest tests/unit
 
-# Real MirrorMaker 2 vs mirrorspark on the same local brokers (5-10 minutes on 2 cores).
+# Real MirrorMaker 2 vs mirrorspark on the same local brokers (about 22 minutes on 2 cores).
 bench: setup
 	.venv/bin/python bench/mm2_vs_mirrorspark.py
 	.venv/bin/python bench/render_readme.py

@@ -36,7 +36,10 @@ step() {
 venv() {
   [[ -x .venv/bin/python ]] || python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade "pip>=24"
-  .venv/bin/python -m pip install -q -e ".[test,bench]"
+  # No pandas, pyarrow or numpy: pyspark imports them at its first py4j call when they are installed
+  # (~60 MB of the driver process's RSS), and a user's `pip install` has none of them.
+  .venv/bin/python -m pip uninstall -q -y pandas pyarrow numpy 2>/dev/null || true
+  .venv/bin/python -m pip install -q -e ".[test]"
 }
 
 kafka_libs() {

@@ -249,10 +249,7 @@ def steady_latency(clusters: dict[str, str], topic: str, remote: str, rate: int,
     starts = end_offsets(clusters["dst"], remote, committed=False)  # {} while the remote topic does not exist
     consumer = Consumer({"bootstrap.servers": clusters["dst"], "group.id": f"bench-lat-{time.time_ns()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "topic.metadata.refresh.interval.ms": 1000,
-                         # librdkafka's default 500 ms fetch wait showed in every one-record-per-second row
-                         # (~515 ms for MM2 and mirrorspark alike): the consumer's wait, not the replicator's
-                         "fetch.wait.max.ms": 10})
+                         "topic.metadata.refresh.interval.ms": 1000, "fetch.wait.max.ms": 10})
 
     def start_at_end(c: Consumer, assigned: list[TopicPartition]) -> None:
         for tp in assigned:
@@ -265,9 +262,11 @@ def steady_latency(clusters: dict[str, str], topic: str, remote: str, rate: int,
     def consume() -> None:
         deadline = None
         while len(latencies) < expected:
-            for m in consumer.consume(1000, timeout=0.5):
-                if m.error() is None:
-                    latencies.append(time.time() * 1000 - m.timestamp()[1])
+            # poll(), not consume(n, timeout): librdkafka's batch call returns only when n records or the
+            # whole timeout have passed, which put ~500 ms into every one-record-per-second row (all tools)
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                latencies.append(time.time() * 1000 - m.timestamp()[1])
             if done.is_set():
                 deadline = deadline or time.monotonic() + 60
                 if time.monotonic() > deadline:

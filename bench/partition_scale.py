@@ -132,9 +132,9 @@ def pulse_latency(clusters: dict[str, str], topic: str, remote: str, seconds: in
 
     def consume() -> None:
         while not done.is_set():
-            for m in consumer.consume(100, timeout=0.1):
-                if m.error() is None:
-                    latencies.append(time.time() * 1000 - m.timestamp()[1])
+            m = consumer.poll(0.1)  # not consume(n, timeout), which waits the whole timeout unless n arrive
+            if m is not None and m.error() is None:
+                latencies.append(time.time() * 1000 - m.timestamp()[1])
 
     deadline = time.monotonic() + 30
     while not consumer.assignment() and time.monotonic() < deadline:

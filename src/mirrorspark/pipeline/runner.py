@@ -70,9 +70,20 @@ class Replicator:
         self.seats: dict[str, FlowSeat] = {}  # every enabled flow, written here or by another instance
 
     def prepare(self) -> None:
-        """Everything that can fail on bad input, done before any data moves. Spark starts here when
-        the master is a cluster (its executors are checked before the target is touched) or the
-        state location is a URI (read through the driver JVM); otherwise in ``start``."""
+        """Everything that can fail on bad input, done before any data moves, then the control plane
+        and Spark: Spark first when the master is a cluster (its executors are checked before the
+        target is touched) or the state location is a URI (read through the driver JVM); otherwise
+        both at once."""
+        self._check()
+        if self._spark_first():
+            self._start_spark()
+            self._open()
+        else:
+            self._open_while_spark_starts()
+
+    def _check(self) -> None:
+        """What the file alone decides (as ``validate``), before a cluster or a JVM is touched: bad input
+        fails here, before any data moves."""
         preflight(self.config)  # what validate checks too: nothing below may refuse the file for itself
         flows = self.config.enabled_flows
         # Custom policies are imported now (never by validate), before any cluster is touched.
@@ -84,12 +95,23 @@ class Replicator:
         if self.ship_files:
             check_master(master)
             self.shipped = files_to_ship(flows)
-        if self.location.needs_spark or self.ship_files:
-            self._start_spark()
+
+    def _spark_first(self) -> bool:
+        """Spark must run before the state is opened (a URI is read through the JVM) or the target is
+        touched (a cluster's executors are checked first)."""
+        return self.location.needs_spark or self.ship_files
+
+    def _open(self) -> None:
+        """The control plane's part: state, leases, remote topics, offsets, heartbeats, REST."""
+        flows = self.config.enabled_flows
         self.state = self.location.open(self.spark)
         shared = Shared(self.clusters, self.state, self.scheduler, self.metrics, RemoteNames(), self.ship_files,
                         self.config.driver.lag_interval, self.fresh_copy)
         instance = instance_id(self.state)
+        # Heartbeats topics first: a flow then creates their remote topics with its others. Created
+        # later, one waited ~10 s behind a broker still creating thousands of remote partitions, and
+        # held back the flow's start (beats begin with the scheduler, once the flows started).
+        self.heartbeats = assemble_heartbeats(self.config, self._policies, shared, self._writes)
         for flow in flows:
             self.seats[flow.name] = FlowSeat(flow, self._policies[flow.name], shared, instance)
         _warn_reverse_elsewhere(flows)
@@ -104,7 +126,6 @@ class Replicator:
                 log.warning("flow %s: standby: another instance writes it (lease group %s on cluster %r); this one "
                             "takes over when that one stops or stops answering", seat.flow.name,
                             seat.lease.group if seat.lease else "", seat.flow.target.alias)
-        self.heartbeats = assemble_heartbeats(self.config, self._policies, shared, self._writes)
         self._start_rest()
 
     def _writes(self, flow_name: str) -> bool:
@@ -199,6 +220,28 @@ class Replicator:
             except Exception as exc:  # noqa: BLE001 - the first error is the one to report
                 log.warning("cleaning up after a failed start: %s", exc)
             raise
+
+    def _open_while_spark_starts(self) -> None:
+        """The control plane's part in a thread while this one starts the Spark JVM: the first waits on
+        the brokers (remote topics, leases, offsets), the second on the JVM, 5 to 8 s each at thousands
+        of partitions, which one after the other made the first copy wait for both. The JVM starts
+        from this thread, which alone can keep SIGTERM from it (``spark_session``)."""
+        failed: list[BaseException] = []
+
+        def open_() -> None:
+            try:
+                self._open()
+            except BaseException as exc:  # noqa: BLE001 - raised again in the launching thread
+                failed.append(exc)
+
+        opening = threading.Thread(target=open_, name="mirrorspark-prepare", daemon=True)
+        opening.start()
+        try:
+            self._start_spark()
+        finally:
+            opening.join()
+        if failed:
+            raise failed[0]
 
     def start(self) -> None:
         if self.spark is None:

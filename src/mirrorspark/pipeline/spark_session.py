@@ -68,7 +68,9 @@ def spark_conf(user: Mapping[str, str], files: Sequence[Path] = ()) -> dict[str,
     log_config = Path(__file__).with_name("spark-log4j2.properties")
     # ParallelGC: the producer's 512 KiB batches and fetch buffers are G1 "humongous" objects at a
     # 1 GiB heap, which kept G1 in back-to-back concurrent cycles (JFR); measured in ADR 0003.
-    java_opts = f"-XX:+UseParallelGC -Dlog4j2.configurationFile={log_config.as_uri()}"
+    # C1 only: on the machines measured, C2 compiling Spark's planning code cost more CPU than the
+    # compiled code saved (idle 6.4 -> 3.2 s per minute at 3,000 partitions, backlog no slower); ADR 0017.
+    java_opts = f"-XX:+UseParallelGC -XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={log_config.as_uri()}"
     conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts,
             "spark.executor.extraJavaOptions": java_opts, **user}
     deps = paths.spark_dependencies()

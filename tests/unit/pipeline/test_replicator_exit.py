@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from mirrorspark.control.scheduler import Scheduler
+from mirrorspark.errors import OperationalError
 from mirrorspark.pipeline.runner import FlowsFailed, Replicator
 
 
@@ -63,3 +64,40 @@ def test_a_failed_start_undoes_what_it_began(monkeypatch):
     with pytest.raises(RuntimeError, match="refused"):
         replicator.launch()
     assert begun == ["prepared", "stopped"]
+
+
+def test_the_control_plane_opens_while_spark_starts_in_the_launching_thread(monkeypatch):
+    replicator = bare([])
+    replicator.location, replicator.ship_files = SimpleNamespace(needs_spark=False), False
+    where: dict[str, str] = {}
+    spark_started = threading.Event()
+
+    def open_(self) -> None:
+        where["open"] = threading.current_thread().name
+        assert spark_started.wait(5), "the control plane waited for Spark instead of opening beside it"
+
+    def start_spark(self) -> None:
+        where["spark"] = threading.current_thread().name
+        spark_started.set()
+
+    monkeypatch.setattr(Replicator, "_check", lambda self: None)
+    monkeypatch.setattr(Replicator, "_open", open_)
+    monkeypatch.setattr(Replicator, "_start_spark", start_spark)
+    replicator.prepare()
+    assert where == {"open": "mirrorspark-prepare", "spark": threading.current_thread().name}
+
+
+def test_a_control_plane_failure_beside_spark_is_raised_once_spark_is_up(monkeypatch):
+    replicator = bare([])
+    replicator.location, replicator.ship_files = SimpleNamespace(needs_spark=False), False
+    begun: list[str] = []
+
+    def open_(self) -> None:
+        raise OperationalError("cluster 'dst' does not answer")
+
+    monkeypatch.setattr(Replicator, "_check", lambda self: None)
+    monkeypatch.setattr(Replicator, "_open", open_)
+    monkeypatch.setattr(Replicator, "_start_spark", lambda self: begun.append("spark"))
+    with pytest.raises(OperationalError, match="does not answer"):
+        replicator.prepare()
+    assert begun == ["spark"]

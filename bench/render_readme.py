@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import size_table, table
+from mm2_vs_mirrorspark import rounds_table, size_table, table
 from partition_scale import table as partition_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +39,9 @@ def main() -> None:
     if (RESULTS / "mm2_vs_mirrorspark.json").is_file():
         mm2 = json.loads((RESULTS / "mm2_vs_mirrorspark.json").read_text())
         body = [provenance(mm2, "make bench"), "", *table(mm2)]
+        if mm2.get("backlog_rounds"):
+            body += ["", "The 1 KiB backlog copy in rounds over fresh topics (MM2 and mirrorspark alternating which "
+                     "goes first; round 1 is the run above):", "", *rounds_table(mm2)]
         if mm2.get("sizes"):
             body += ["", "Other record sizes (backlog copy only):", "", *size_table(mm2)]
         text = section("mm2", body, text)

@@ -531,6 +531,18 @@ def rounds_table(result: dict) -> list[str]:
     return lines
 
 
+def warm_brokers(clusters: dict[str, str], records: int, size: int, partitions: int, cores: int,
+                 work: Path) -> float:
+    """One throwaway copy before anything is measured: fill a topic and run the ceiling over it.
+    Fresh brokers run their produce and fetch paths in the interpreter until the JIT has compiled
+    them; without this the first replicator measured pays for that and the ceiling, measured last,
+    does not (in four paired rounds the first copy on fresh brokers reached 0.75x of the ceiling and
+    the later ones 0.86-0.98x; docs/adr/0018-bench-ceiling.md). Returns the throwaway rate."""
+    create(clusters["src"], "warmup", partitions)
+    producer_perf(clusters["src"], "warmup", records, size, work / "fill-warmup.log")
+    return replication_ceiling(clusters, "warmup", partitions, cores, work)
+
+
 def fresh_clusters(work: Path) -> tuple[LocalClusters, dict[str, str]]:
     """Brokers ``src`` and ``dst`` started anew under ``work``; fresh clusters need fresh replicator
     state, so every other folder there (each run's, the record-size runs' too) is removed."""
@@ -564,6 +576,8 @@ def main() -> None:
                         help="an extra mm2.properties line for mirrorspark only (experiments, profiling)")
     parser.add_argument("--no-failover", action="store_true", help="skip the failover scenario")
     parser.add_argument("--no-limit", action="store_true", help="skip the ProducerPerformance limit and the ceiling")
+    parser.add_argument("--cold", action="store_true",
+                        help="no warm-up copy: the first replicator meets brokers whose JIT has not run")
     parser.add_argument("--backlog-rounds", type=int, default=3,
                         help="rounds of the 1 KiB backlog copy (MM2, mirrorspark, ceiling); the median is reported")
     parser.add_argument("--sizes", default="100,10240",
@@ -577,6 +591,10 @@ def main() -> None:
     result: dict = {"machine": machine(),
                     "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
     try:
+        if not args.cold:
+            result["warmup_records_per_second"] = round(warm_brokers(clusters, args.records, args.size,
+                                                                     args.partitions, args.cores, work))
+            print(json.dumps({"warm-up copy": result["warmup_records_per_second"]}), flush=True)
         for tool in ("mm2", "mirrorspark", *VARIANTS, REALTIME):
             if args.only in (None, tool):
                 # A variant measures the backlog only (a cost on throughput); exactly-once its latency too.

@@ -30,6 +30,7 @@ from mirrorspark.metrics.lag import IDLE_ROUNDS, LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
+from mirrorspark.pipeline.query_start import QueryStart
 from mirrorspark.pipeline.record_columns import PATH_HEADER
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy
@@ -145,9 +146,9 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
         identity.check(plan.remote, plan.partitions)  # ... and its offset mapping bound to the new one
         identity.apply_rewinds()
 
-    query = FlowQuery(flow, selection, remote, checkpoint, guard,
-                      offsets.on_written if offsets.enabled else None, figures, shared.ship_files, before_start,
-                      load_positions(folder))  # where MM2 stopped, after `migrate from-mm2 --execute`
+    start = QueryStart(flow, selection, remote, load_positions(folder))  # where MM2 stopped, after a takeover
+    query = FlowQuery(flow, start, checkpoint, guard, offsets.on_written if offsets.enabled else None, figures,
+                      shared.ship_files, before_start)
     supervisor = FlowSupervisor(query, loss, shared.metrics)
     probe = LagProbe(shared.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
                      flow.reads_committed, lambda: list(remote.plan.remote), query.committed_positions,

@@ -1,11 +1,11 @@
 """One flow's Structured Streaming query: mirrorspark's Kafka source -> (JVM projection) -> MirrorSink,
-and its life: start (from where MM2 stopped after a takeover), pause, resume, restart and a stop
-that never leaves a batch half-committed. What happens in each batch is ``batch_writer``'s; the
-options are ``query_options``'s; the figures Spark reports are ``query_progress``'s.
+and its life: start, pause, resume, restart and a stop that never leaves a batch half-committed.
+What happens in each batch is ``batch_writer``'s; the options are ``query_options``'s; where the
+query starts reading (a takeover from MM2, ``auto.offset.reset = none``) is ``query_start``'s; the
+real-time trigger's pieces are ``realtime``'s; the figures Spark reports are ``query_progress``'s.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -13,18 +13,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.control.admin import topic_partitions
-from mirrorspark.control.remote_topics import RemoteTopics
 from mirrorspark.errors import Conflict
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline import realtime
 from mirrorspark.pipeline.batch_writer import BatchWriter
-from mirrorspark.pipeline.query_options import SOURCE_FORMAT, check_saved_positions, sink_options, source_options
+from mirrorspark.pipeline.query_options import SOURCE_FORMAT, sink_options, source_options
 from mirrorspark.pipeline.query_progress import QueryProgress
+from mirrorspark.pipeline.query_start import QueryStart
 from mirrorspark.pipeline.record_columns import SINK_FORMAT
-from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import StateFiles
 
@@ -45,25 +43,21 @@ def root_cause(text: str) -> str:
 class FlowQuery:
     """Builds, starts and stops the streaming query of one flow."""
 
-    def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
-                 checkpoint: StateFiles, guard: BatchGuard,
+    def __init__(self, flow: FlowConfig, start: QueryStart, checkpoint: StateFiles, guard: BatchGuard,
                  on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None, ship_files: bool = False,
-                 before_start: Callable[[], None] | None = None,
-                 takeover: Mapping[tuple[str, int], int] | None = None) -> None:
+                 before_start: Callable[[], None] | None = None) -> None:
         self.flow = flow
-        self.selection = selection
-        self.remote_topics = remote_topics
+        self.starts = start  # the subscription and, on a first start, explicit positions
+        self.remote_topics = start.remote_topics
         self.checkpoint = checkpoint  # Spark's checkpoint folder, in the flow's state location
         self.spark_log = SparkOffsetLog(checkpoint)
         self.before_start = before_start  # e.g. move the checkpoint back for a re-created topic
-        self.takeover = dict(takeover or {})  # where MM2 stopped: the first start's positions (migrate from-mm2)
-        self.subscribed: frozenset[str] | None = None  # the topics a Java topic filter accepted at the last start
         self.metrics = metrics
         self._ship_files = ship_files
-        self.writer = BatchWriter(flow, selection, remote_topics, self.spark_log, guard,
+        self.writer = BatchWriter(flow, start.selection, start.remote_topics, self.spark_log, guard,
                                   sink_options(flow, report_offsets=on_written is not None, ship_files=ship_files),
-                                  on_written, metrics, self.takeover)
+                                  on_written, metrics, start.takeover)
         self.progress = QueryProgress()
         self.query = None
         self.recorder: realtime.EpochRecorder | None = None  # real-time mode: records each batch's pairs
@@ -127,15 +121,15 @@ class FlowQuery:
         realtime.SLOTS.hold(self.flow.name, 1)  # its tasks need one slot next to real-time flows
         rerun = self.spark_log.pending()
         self.writer.starting(rerun)
-        options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
+        pattern = self.starts.subscribe_pattern()
+        options = source_options(self.flow, pattern, self._ship_files)
         # One task per core and batch, each reading a group of partitions with one consumer.
         options["groups"] = str(spark.sparkContext.defaultParallelism)
         if self.flow.options.heartbeats_hold > 0:  # an idle flow: heartbeats batched, not one batch each
-            options["holdPattern"] = self.selection.heartbeats_pattern()
+            options["holdPattern"] = self.starts.selection.heartbeats_pattern()
             options["holdMs"] = str(self.flow.options.heartbeats_hold)
-        reset, where = self.flow.source_reset()
-        if (self.takeover or reset == "none") and self.spark_log.last_committed() is None and rerun is None:
-            options["startingOffsets"] = self._takeover_offsets(reset, options["subscribePattern"], where)
+        if self.starts.explicit(self.spark_log.last_committed() is None and rerun is None):
+            options["startingOffsets"] = self.starts.starting_json(pattern)
         reader = spark.readStream.format(SOURCE_FORMAT)
         for key, value in options.items():
             reader = reader.option(key, value)
@@ -158,14 +152,13 @@ class FlowQuery:
         master = spark.conf.get("spark.master", "local[*]")
         slots, how = realtime.task_slots(spark, master)
         realtime.SLOTS.claim(self.flow.name, self.flow.where(realtime.TRIGGER_KEY), partitions, slots, how)
-        options = source_options(self.flow, self.subscribe_pattern(), self._ship_files)
+        pattern = self.starts.subscribe_pattern()
+        options = source_options(self.flow, pattern, self._ship_files)
         if partitions:  # else no topic yet: the pattern, until the refresh finds one and restarts the query
             del options["subscribePattern"]
             options["assign"] = assign
-        reset, where = self.flow.source_reset()
-        if (self.takeover or reset == "none") and self.spark_log.last_committed() is None:
-            starting = json.loads(self._takeover_offsets(reset, self.subscribe_pattern(), where))
-            options["startingOffsets"] = json.dumps({t: o for t, o in starting.items() if t in partitions})
+        if self.starts.explicit(self.spark_log.last_committed() is None):
+            options["startingOffsets"] = self.starts.starting_json(pattern, partitions)
         resume, epoch = realtime.resume_point(self.writer.guard, self.spark_log, plan)
         sink = dict(self.writer.sink_options_for(plan))
         sink.update(resume=resume, resumeEpoch=str(epoch))
@@ -193,44 +186,16 @@ class FlowQuery:
 
     def replan_reason(self, plan) -> str | None:
         """Why the running query must restart after a topic refresh (None: it reads what it should)."""
-        if self.subscribed is not None and frozenset(plan.remote) != self.subscribed:
+        if self.starts.filter_moved(plan):
             return "the Java topic.filter.class accepts other topics now"
         if self.planned_partitions is not None and self.query is not None and \
                 realtime.assignment(plan)[1] != self.planned_partitions:
             return "topics or partitions to copy were added or removed (real-time mode re-plans by restarting)"
         return None
 
-    def _takeover_offsets(self, reset: str, pattern: str, where: str) -> str:
-        """Spark's startingOffsets for the first start after MM2: its positions where it has them, the
-        flow's auto.offset.reset elsewhere (``none``, as in MM2: a partition without one is an error).
-        Spark wants an offset for every partition its pattern assigns, so every source topic the
-        pattern matches is listed (the pattern is valid Python too; a topic created meanwhile fails the
-        start, and the restart lists it)."""
-        default = -2 if reset == "earliest" else -1
-        plan = self.remote_topics.plan.partitions
-        try:
-            matched = {t: n for t, n in topic_partitions(self.remote_topics.source).items() if re.search(pattern, t)}
-        except re.error:  # a Java-only construct in the flow's topics: the planned topics are the best guess
-            matched = dict(plan)
-        offsets = {topic: {str(p): self.takeover.get((topic, p), default) for p in range(count)}
-                   for topic, count in sorted(matched.items())}
-        if reset == "none":
-            check_saved_positions(self.flow.name, where, matched, self.takeover)
-            if not self.takeover:
-                return json.dumps(offsets)
-        log.info("flow %s: first start after MirrorMaker 2: %d partition(s) resume where MM2 stopped", self.flow.name,
-                 sum(1 for key in self.takeover if key[0] in plan))
-        return json.dumps(offsets)
-
     def subscribe_pattern(self) -> str:
-        """What the source subscribes to: the policy's superset of the selected topics; exactly the topics
-        found at start with ``refresh.topics.enabled = false``; exactly the topics a Java
-        ``topic.filter.class`` accepts now (no regex can say what it accepts: the topic refresh restarts
-        the query when that set changes, see ``subscribed``)."""
-        fixed = self.remote_topics.fixed_topics
-        if fixed is None and self.selection.custom_filter is not None:
-            fixed = self.subscribed = frozenset(self.remote_topics.plan.remote)
-        return self.selection.subscribe_pattern() if fixed is None else self.selection.exact_pattern(fixed)
+        """What the source subscribes to (``QueryStart.subscribe_pattern``)."""
+        return self.starts.subscribe_pattern()
 
     def committed_positions(self) -> dict[tuple[str, int], int]:
         """Source offsets up to which the last committed batch read (Spark's offset and commit logs)."""

@@ -3,7 +3,7 @@
 The plan reads what MM2 left (``mm2_state``), refuses while MM2 still runs or when its remote
 topics are not where mirrorspark's policy would write, and finds per source partition where the
 first start resumes (``positions``). Carrying it out writes ``takeover.json`` in the flow's state
-folder (read by the flow's first start, see ``pipeline.flow_query``) and the exact offset mapping
+folder (read by the flow's first start, see ``pipeline.query_start``) and the exact offset mapping
 of MM2's last records, so checkpoints translate them exactly too. Nothing is written on refusal.
 """
 from __future__ import annotations

@@ -578,7 +578,7 @@ def main() -> None:
     parser.add_argument("--no-limit", action="store_true", help="skip the ProducerPerformance limit and the ceiling")
     parser.add_argument("--cold", action="store_true",
                         help="no warm-up copy: the first replicator meets brokers whose JIT has not run")
-    parser.add_argument("--backlog-rounds", type=int, default=3,
+    parser.add_argument("--backlog-rounds", type=int, default=5,
                         help="rounds of the 1 KiB backlog copy (MM2, mirrorspark, ceiling); the median is reported")
     parser.add_argument("--sizes", default="100,10240",
                         help="other record sizes (comma-separated, bytes): backlog copy only, MM2 vs mirrorspark "

@@ -202,7 +202,7 @@ KEYS: tuple[Key, ...] = (
         "Most source records one micro-batch reads (Spark's `maxOffsetsPerTrigger`); 0, the default, for no "
         "limit. A batch interrupted by a crash resumes from what the target already holds, so a crash re-copies "
         "next to nothing without it; set it to cap the worst case (each batch boundary adds a batch's fixed "
-        "work: with 250,000 the backlog copied at 0.86x to 1.14x of the default's rate across `make bench` runs, "
+        "work: with 250,000 the backlog copied at 0.56x to 1.14x of the default's rate across `make bench` runs, "
         "within the bench's run-to-run spread).", low=0),
     Key("mirrorspark.trigger", Type.STRING, "microbatch",
         "How the flow's Spark query runs: `microbatch` (the default: tasks that each read a group of partitions, "

@@ -30,7 +30,7 @@ from interceptor_path import interceptor_rows, interceptor_sink_options
 from mirrorspark import paths
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
-from mirrorspark.pipeline.record_columns import SINK_FORMAT, to_target_rows
+from mirrorspark.pipeline.record_columns import SINK_FORMAT, remote_topics_option
 from mirrorspark.pipeline.spark_session import build_session
 from mirrorspark.sink_report import parse_report
 
@@ -120,8 +120,8 @@ class Writers:
 
     def sink(self, df, remote: str) -> int:
         flow = "a"
-        to_target_rows(df, {self.topic: remote}).write.format(SINK_FORMAT).mode("append").options(
-            **self.options(flow)).save()
+        df.write.format(SINK_FORMAT).mode("append").options(
+            **self.options(flow), remoteTopics=remote_topics_option({self.topic: remote})).save()
         return runs_total(self.jvm.OffsetRuns.drain(flow))
 
     def topic_runs(self, df, remote: str) -> int:

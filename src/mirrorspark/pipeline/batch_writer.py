@@ -18,7 +18,7 @@ from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop, Fenced, RemoteTopicGone
 from mirrorspark.integrity.spark_offsets import Positions, SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
-from mirrorspark.pipeline.record_columns import SINK_FORMAT, TargetRows
+from mirrorspark.pipeline.record_columns import SINK_FORMAT, remote_topics_option
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import BatchReport, WrittenRun, drain_figures, drain_written
 
@@ -65,7 +65,6 @@ class BatchWriter:
         self.last_written: int | None = None
         self._lock = threading.Lock()
         self._stopping = False
-        self.target_rows = TargetRows()
 
     def starting(self, rerun: int | None) -> None:
         """A (re)start: batches are accepted again; ``rerun`` is the batch Spark runs again first."""
@@ -109,7 +108,7 @@ class BatchWriter:
             if retry_from:
                 options["retryFrom"] = retry_from
             t1 = time.perf_counter()
-            self.target_rows(df, plan.remote).write.format(SINK_FORMAT).mode("append").options(**options).save()
+            df.write.format(SINK_FORMAT).mode("append").options(**options).save()
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the report of this batch is all here, from whichever executor.
@@ -185,16 +184,19 @@ class BatchWriter:
             self.metrics.batch_written(figures.stats, recopied)
 
     def sink_options_for(self, plan: TopicPlan) -> Mapping[str, str]:
-        """The producer takes records as large as the source topics allow (their max.message.bytes,
-        which config sync gives the remote topics): Kafka's default max.request.size (1 MiB) would
-        fail every batch holding a larger one. A max.request.size the user set is kept."""
+        """The sink's options for a batch of ``plan``: each source topic's remote topic (the sink
+        renames; rows of topics the plan does not copy are skipped there). The producer takes records
+        as large as the source topics allow (their max.message.bytes, which config sync gives the
+        remote topics): Kafka's default max.request.size (1 MiB) would fail every batch holding a
+        larger one. A max.request.size the user set is kept."""
+        options = {**self.sink_options, "remoteTopics": remote_topics_option(plan.remote)}
         configs = self.remote_topics.configs
         if configs is None or "kafka.max.request.size" in self.sink_options:
-            return self.sink_options
+            return options
         needed = configs.largest_message(sorted(plan.remote)) + RECORD_OVERHEAD
-        if needed <= DEFAULT_MAX_REQUEST:
-            return self.sink_options
-        return {**self.sink_options, "kafka.max.request.size": str(needed)}
+        if needed > DEFAULT_MAX_REQUEST:
+            options["kafka.max.request.size"] = str(needed)
+        return options
 
     def _starts(self, batch_id: int) -> dict[tuple[str, int], int]:
         """Where ``batch_id`` starts: the end of the batch before it. Batch 0 starts where MM2 stopped

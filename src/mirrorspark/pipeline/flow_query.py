@@ -168,7 +168,7 @@ class FlowQuery:
         reader = spark.readStream.format("kafka")
         for key, value in options.items():
             reader = reader.option(key, value)
-        rows = self.writer.target_rows(reader.load(), plan.remote)
+        rows = reader.load()
         self.recorder = realtime.EpochRecorder(self.writer, spark._jvm, self.flow.name)
         self.recorder.start()
         try:

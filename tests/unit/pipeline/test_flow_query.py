@@ -31,3 +31,33 @@ def test_a_batch_starts_where_the_previous_entry_ended_without_reading_it_again(
     query._previous = (5, {("t", 0): 55})
     assert BatchWriter._starts(query, 6) == {("t", 0): 55} and reads == [4]  # the entry batch 5 read
     assert BatchWriter._starts(query, 8) == {("t", 0): 70} and reads == [4, 7]  # not the one before: read
+
+
+def test_the_sink_is_told_each_source_topics_remote_topic_and_the_largest_record():
+    from types import SimpleNamespace
+
+    from mirrorspark.pipeline.batch_writer import BatchWriter
+    from mirrorspark.pipeline.record_columns import remote_topics_option
+
+    assert remote_topics_option({"payments": "a.payments", "orders": "a.orders"}) == \
+        "orders\ta.orders\npayments\ta.payments"
+    assert remote_topics_option({}) == ""
+
+    class Configs:
+        def __init__(self, largest: int) -> None:
+            self.largest = largest
+
+        def largest_message(self, topics):
+            assert topics == ["orders"]
+            return self.largest
+
+    plan = SimpleNamespace(remote={"orders": "a.orders"})
+    for largest, request in ((1000, None), (4_000_000, str(4_000_000 + 16384))):
+        writer = SimpleNamespace(sink_options={"flow": "a->b"}, remote_topics=SimpleNamespace(configs=Configs(largest)))
+        options = BatchWriter.sink_options_for(writer, plan)
+        assert options["remoteTopics"] == "orders\ta.orders" and options["flow"] == "a->b"
+        assert options.get("kafka.max.request.size") == request
+    kept = SimpleNamespace(sink_options={"kafka.max.request.size": "2000000"},
+                           remote_topics=SimpleNamespace(configs=Configs(4_000_000)))
+    assert BatchWriter.sink_options_for(kept, plan)["kafka.max.request.size"] == "2000000"  # the user's
+    assert "remoteTopics" not in kept.sink_options  # the flow's own options are left as they were

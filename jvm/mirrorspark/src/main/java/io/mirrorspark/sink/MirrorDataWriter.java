@@ -35,6 +35,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private boolean released;
     private UTF8String lastTopicUtf8;
     private String lastTopic;
+    private PartitionAcks lastAcks;
     /** Target partitions an interrupted attempt of this batch wrote to, compared before sending. */
     private final Map<String, TargetTail> tails = new HashMap<>();
     /** A retry of a failed task attempt (an executor lost, a task error): it compares too. */
@@ -73,10 +74,14 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         checkFailure();
         WriteSettings s = settings;
         String topic = topic(row.getUTF8String(s.topic));
+        if (topic == null) {
+            return;  // a source topic this flow does not copy (its plan has no remote topic for it)
+        }
         int partition = row.getInt(s.partition);
         byte[] key = row.isNullAt(s.key) ? null : row.getBinary(s.key);
         byte[] value = row.isNullAt(s.value) ? null : row.getBinary(s.value);
-        long ts = row.isNullAt(s.timestamp) ? -1L : row.getLong(s.timestamp);
+        long ts = row.isNullAt(s.timestamp) ? -1L
+            : s.timestampMicros ? Math.floorDiv(row.getLong(s.timestamp), 1000L) : row.getLong(s.timestamp);
         long upstream = row.getLong(s.offset);
         RecordHeaders headers = new RecordHeaders();
         if (!row.isNullAt(s.headers)) {
@@ -146,18 +151,25 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         return true;
     }
 
-    /** The topic name as a String, converted once per run of rows of the same topic. */
+    /** The target topic of a row as a String (null: not copied), found once per run of rows of the same topic. */
     private String topic(UTF8String utf8) {
         if (!utf8.equals(lastTopicUtf8)) {
             lastTopicUtf8 = utf8.clone();
-            lastTopic = utf8.toString();
+            lastTopic = settings.remoteTopics == null ? utf8.toString() : settings.remoteTopics.get(utf8.toString());
         }
         return lastTopic;
     }
 
+    /** The acks of a target partition; rows come in runs of one partition, so the last one is kept at hand. */
     private PartitionAcks acksFor(String topic, int partition) {
-        return acks.computeIfAbsent(topic, t -> new HashMap<>())
+        PartitionAcks last = lastAcks;
+        if (last != null && last.partition == partition && last.topic.equals(topic)) {
+            return last;
+        }
+        last = acks.computeIfAbsent(topic, t -> new HashMap<>())
             .computeIfAbsent(partition, p -> new PartitionAcks(topic, p));
+        lastAcks = last;
+        return last;
     }
 
     @Override

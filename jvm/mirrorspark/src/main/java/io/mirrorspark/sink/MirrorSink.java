@@ -33,8 +33,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * Input columns: {@code topic} (string), {@code partition} (int), {@code key}, {@code value}
  * (binary), {@code headers} (array of struct key string, value binary), {@code timestamp}
- * (long, epoch millis), {@code offset} (long, the source offset). Options: {@code flow} (name the
- * driver drains runs under) and {@code kafka.*} producer settings.
+ * (long, epoch millis, or Spark's timestamp), {@code offset} (long, the source offset): a Kafka
+ * source's rows as they come. Other columns are ignored. Options: {@code flow} (name the driver
+ * drains runs under), {@code kafka.*} producer settings, and {@code remoteTopics} (each source
+ * topic's remote topic; without it the topic column names the target topic).
  */
 public final class MirrorSink implements TableProvider {
 

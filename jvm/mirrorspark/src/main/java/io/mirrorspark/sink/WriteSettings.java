@@ -4,6 +4,7 @@ import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Map;
 
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /** What every task of one write needs: the flow's name, producer settings, column positions. */
@@ -20,6 +21,14 @@ final class WriteSettings implements Serializable {
     final int headers;
     final int timestamp;
     final int offset;
+    /** The timestamp column is Spark's timestamp (microseconds, a Kafka source's row as it comes), not
+     *  epoch milliseconds. */
+    final boolean timestampMicros;
+    /** Option {@code remoteTopics} (lines source TAB remote): the topic column holds source topics, each
+     *  written to its remote topic, and rows of a topic not listed are not copied. Null: the topic
+     *  column names the target topic. Renaming here, not in a Spark projection, keeps the source's rows
+     *  unchanged on their way in (no per-row lookup in generated code). */
+    final HashMap<String, String> remoteTopics;
     /** Per target partition ("topic NUL partition"): target offsets {from, to} an interrupted
      *  attempt of this batch already wrote (option {@code resume}, lines topic TAB partition TAB from TAB to). */
     final HashMap<String, long[]> resume;
@@ -44,8 +53,9 @@ final class WriteSettings implements Serializable {
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
-                          String progressGroup, long resumeEpoch) {
+                          String progressGroup, long resumeEpoch, HashMap<String, String> remoteTopics) {
         this.flow = flow;
+        this.remoteTopics = remoteTopics;
         this.resumeEpoch = resumeEpoch;
         this.exactlyOnce = transactionalIdPrefix != null;
         this.transactionalIdPrefix = transactionalIdPrefix;
@@ -62,6 +72,7 @@ final class WriteSettings implements Serializable {
         this.headers = column(schema, "headers");
         this.timestamp = column(schema, "timestamp");
         this.offset = column(schema, "offset");
+        this.timestampMicros = schema.fields()[timestamp].dataType().equals(DataTypes.TimestampType);
     }
 
     static WriteSettings from(StructType schema, Map<String, String> options) {
@@ -96,7 +107,25 @@ final class WriteSettings implements Serializable {
         }
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
             retryFrom(options.get("retryFrom")), source, target, prefix, group,
-            Long.parseLong(options.getOrDefault("resumeEpoch", "-1")));
+            Long.parseLong(options.getOrDefault("resumeEpoch", "-1")), remoteTopics(options.get("remoteTopics")));
+    }
+
+    static HashMap<String, String> remoteTopics(String option) {
+        if (option == null) {
+            return null;
+        }
+        HashMap<String, String> out = new HashMap<>();
+        for (String line : option.split("\n")) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] f = line.split("\t");
+            if (f.length != 2 || f[0].isEmpty() || f[1].isEmpty()) {
+                throw new IllegalArgumentException("the mirrorspark sink's 'remoteTopics' option has a bad line: " + line);
+            }
+            out.put(f[0], f[1]);
+        }
+        return out;
     }
 
     static String key(String topic, int partition) {

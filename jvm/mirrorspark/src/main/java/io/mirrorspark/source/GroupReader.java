@@ -44,6 +44,11 @@ final class GroupReader implements PartitionReader<InternalRow> {
     private final Map<TopicPartition, UTF8String> topicNames = new HashMap<>();
     private Iterator<ConsumerRecord<byte[], byte[]>> buffered = java.util.Collections.emptyIterator();
     private InternalRow current;
+    /** The partition the last record came from (see {@link #startRun}). */
+    private String runTopic;
+    private int runPartition = -1;
+    private long runEnd = -1L;
+    private UTF8String runName;
     private boolean failed = true;
     private long lastProgress = System.currentTimeMillis();
     private long lastCheck = System.currentTimeMillis();
@@ -78,12 +83,13 @@ final class GroupReader implements PartitionReader<InternalRow> {
         while (true) {
             while (buffered.hasNext()) {
                 ConsumerRecord<byte[], byte[]> r = buffered.next();
-                TopicPartition tp = new TopicPartition(r.topic(), r.partition());
-                Long end = until.get(tp);
-                if (end == null || r.offset() >= end || !open.contains(tp)) {
+                if (r.partition() != runPartition || !r.topic().equals(runTopic)) {
+                    startRun(r.topic(), r.partition());
+                }
+                if (r.offset() >= runEnd) {
                     continue;
                 }
-                current = row(r, topicNames.get(tp));
+                current = row(r, runName);
                 return true;
             }
             closeFinished();
@@ -95,7 +101,21 @@ final class GroupReader implements PartitionReader<InternalRow> {
         }
     }
 
+    /**
+     * A poll's records come in runs of one partition: its end and name are looked up once per run,
+     * not once per record. A partition not open (done, given up, not ours) gets an end of -1.
+     */
+    private void startRun(String topic, int partition) {
+        TopicPartition tp = new TopicPartition(topic, partition);
+        Long end = until.get(tp);
+        runTopic = topic;
+        runPartition = partition;
+        runEnd = end == null || !open.contains(tp) ? -1L : end;
+        runName = topicNames.get(tp);
+    }
+
     private void poll() {
+        runTopic = null;  // the open partitions may change before the next records
         ConsumerRecords<byte[], byte[]> records;
         try {
             records = consumer.poll(Duration.ofMillis(200));

@@ -243,7 +243,32 @@ public final class SourceUnitTests {
         }
     }
 
+    /** Each partition's records stop at its own end, whichever partition the records before came from. */
+    static void eachPartitionEndsAtItsOwnEnd() {
+        Map<String, String> options = new HashMap<>();
+        options.put("kafka.bootstrap.servers", "unused:9092");
+        options.put("subscribePattern", "a|b");
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE);
+        GroupReader reader = new GroupReader(new SourceSettings(options), List.of(new OffsetRange("a", 0, 0, 3),
+            new OffsetRange("a", 1, 0, 2), new OffsetRange("b", 0, 5, 7), new OffsetRange("b", 1, 4, 4)), consumer);
+        for (long offset = 0; offset < 5; offset++) {
+            consumer.addRecord(new ConsumerRecord<>("a", 0, offset, new byte[0], new byte[0]));
+            consumer.addRecord(new ConsumerRecord<>("a", 1, offset, new byte[0], new byte[0]));
+            consumer.addRecord(new ConsumerRecord<>("b", 0, offset + 5, new byte[0], new byte[0]));
+        }
+        Set<String> read = new HashSet<>();
+        int rows = 0;
+        while (reader.next()) {
+            rows++;
+            read.add(reader.get().getUTF8String(2) + "-" + reader.get().getInt(3) + "@" + reader.get().getLong(4));
+        }
+        reader.close();
+        check(rows == 7 && read.equals(Set.of("a-0@0", "a-0@1", "a-0@2", "a-1@0", "a-1@1", "b-0@5", "b-0@6")),
+            "every partition up to its own end, once: " + read);
+    }
+
     public static void main(String[] args) {
+        eachPartitionEndsAtItsOwnEnd();
         idleWaitEndsOnTheFirstRecordOrInTime();
         watcherWakesOnTheFirstRecordAfterTheEnds();
         heartbeatsAloneAreHeldThenCarried();

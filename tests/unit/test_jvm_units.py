@@ -21,12 +21,13 @@ def _classpath() -> str:
 
 
 def test_jvm_unit_tests_pass(tmp_path):
-    sources = sorted(str(p) for p in TESTS.rglob("*Tests.java"))
-    assert sources, f"no JVM unit tests under {TESTS}"
+    sources = sorted(str(p) for p in TESTS.rglob("*.java"))  # the test classes and their shared UnitChecks
+    tests = [source for source in sources if source.endswith("Tests.java")]
+    assert tests, f"no JVM unit tests under {TESTS}"
     javac = Path(java_executable()).with_name("javac")
     subprocess.run([str(javac), "--release", "17", "-Xlint:all,-path,-processing", "-Werror", "-cp", _classpath(),
                     "-d", str(tmp_path), *sources], check=True, capture_output=True, text=True)
-    for source in sources:
+    for source in tests:
         name = Path(source).relative_to(TESTS).with_suffix("").as_posix().replace("/", ".")
         run = subprocess.run([java_executable(), "-cp", f"{tmp_path}{os.pathsep}{_classpath()}", name],
                              capture_output=True, text=True, timeout=120)

@@ -1,7 +1,11 @@
 package io.mirrorspark.sink;
 
+import static io.mirrorspark.UnitChecks.check;
+
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicLong;
+
+import io.mirrorspark.UnitChecks;
 
 /**
  * The write fence without Spark: a flow with no deadline in this JVM is not fenced, a renewed one
@@ -9,16 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * Run by tests/unit/test_jvm_units.py.
  */
 public final class FencesUnitTests {
-    private static int checks;
-
     private FencesUnitTests() {
-    }
-
-    private static void check(boolean ok, String what) {
-        checks++;
-        if (!ok) {
-            throw new AssertionError(what);
-        }
     }
 
     private static String refusal(String flow) {
@@ -72,6 +67,6 @@ public final class FencesUnitTests {
             Fences.late("e->f", "t", 2, i, -1L);
         }
         check(Fences.lateWrites("e->f", 1_000).contains("\"dropped\":5,"), "beyond the kept ones, counted only");
-        System.out.println("ok: " + checks + " checks");
+        UnitChecks.done();
     }
 }

@@ -1,5 +1,9 @@
 package io.mirrorspark.sink;
 
+import static io.mirrorspark.UnitChecks.check;
+
+import io.mirrorspark.UnitChecks;
+
 /**
  * Exactly-once progress without Kafka: the pairs of a transaction survive the offset metadata
  * round trip, a source offset below {@code next} counts as committed and maps to its target offset,
@@ -7,16 +11,7 @@ package io.mirrorspark.sink;
  * wrong ones). Run by tests/unit/test_jvm_units.py.
  */
 public final class ProgressUnitTests {
-    private static int checks;
-
     private ProgressUnitTests() {
-    }
-
-    private static void check(boolean ok, String what) {
-        checks++;
-        if (!ok) {
-            throw new AssertionError(what);
-        }
     }
 
     public static void main(String[] args) {
@@ -49,6 +44,6 @@ public final class ProgressUnitTests {
         check(Progress.decode(10, "ms1;").downstream(1) == -1 && !Progress.decode(10, "ms1;").partial,
             "an empty transaction's metadata");
         check(!Progress.NONE.committed(0), "no progress: nothing committed");
-        System.out.println("ok: " + checks + " checks");
+        UnitChecks.done();
     }
 }

@@ -1,7 +1,10 @@
 package io.mirrorspark.sink;
 
+import static io.mirrorspark.UnitChecks.check;
+
 import java.nio.charset.StandardCharsets;
 
+import io.mirrorspark.UnitChecks;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 
@@ -11,16 +14,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * headers keep their order; aliases are matched whole (B is not in "BB"). Run by tests/unit/test_jvm_units.py.
  */
 public final class ProvenanceUnitTests {
-    private static int checks;
-
     private ProvenanceUnitTests() {
-    }
-
-    private static void check(boolean ok, String what) {
-        checks++;
-        if (!ok) {
-            throw new AssertionError(what);
-        }
     }
 
     private static String path(RecordHeaders headers) {
@@ -50,6 +44,6 @@ public final class ProvenanceUnitTests {
         check("BB,AB,C".equals(path(similar)), "appended after the others");
         check(Provenance.contains("x,y", "y") && Provenance.contains("x,y", "x") && !Provenance.contains("", "x"),
             "first, last and empty");
-        System.out.println("ok: " + checks + " checks");
+        UnitChecks.done();
     }
 }

@@ -1,8 +1,11 @@
 package io.mirrorspark.sink;
 
+import static io.mirrorspark.UnitChecks.check;
+
 import java.util.HashMap;
 import java.util.Map;
 
+import io.mirrorspark.UnitChecks;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
@@ -11,16 +14,7 @@ import org.apache.spark.sql.types.StructType;
  * taken from the column's type, and bad options refused. Run by tests/unit/test_jvm_units.py.
  */
 public final class WriteSettingsUnitTests {
-    private static int checks;
-
     private WriteSettingsUnitTests() {
-    }
-
-    private static void check(boolean ok, String what) {
-        checks++;
-        if (!ok) {
-            throw new AssertionError(what);
-        }
     }
 
     private static StructType schema(boolean sparkTimestamp) {
@@ -66,6 +60,6 @@ public final class WriteSettingsUnitTests {
             }
             check(error != null && error.contains("'remoteTopics' option has a bad line"), "refused: " + bad);
         }
-        System.out.println("ok: " + checks + " checks");
+        UnitChecks.done();
     }
 }

@@ -1,5 +1,7 @@
 package io.mirrorspark.source;
 
+import static io.mirrorspark.UnitChecks.check;
+
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -7,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import io.mirrorspark.UnitChecks;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
@@ -17,16 +20,7 @@ import org.apache.kafka.common.TopicPartition;
  * (exit code 1 and the failed check on standard error when one fails).
  */
 public final class SourceUnitTests {
-    private static int checks;
-
     private SourceUnitTests() {
-    }
-
-    private static void check(boolean ok, String what) {
-        checks++;
-        if (!ok) {
-            throw new AssertionError(what);
-        }
     }
 
     static void groupsAreBalancedByRecords() {
@@ -83,7 +77,7 @@ public final class SourceUnitTests {
             PartitionOffsets.parse("[1]");
             check(false, "a non-object is refused");
         } catch (IllegalArgumentException expected) {
-            checks++;
+            check(true, "a non-object is refused");
         }
     }
 
@@ -278,6 +272,6 @@ public final class SourceUnitTests {
         everyPartitionInExactlyOneGroup();
         fewerRangesThanGroups();
         offsetsJsonRoundTrip();
-        System.out.println("ok: " + checks + " checks");
+        UnitChecks.done();
     }
 }

@@ -1,10 +1,13 @@
 package io.mirrorspark.state;
 
+import static io.mirrorspark.UnitChecks.check;
+
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.Arrays;
 
+import io.mirrorspark.UnitChecks;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.Path;
@@ -16,16 +19,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * own factory picks the class from its setting. Run by tests/unit/test_jvm_units.py.
  */
 public final class CheckpointFilesUnitTests {
-    private static int checks;
-
     private CheckpointFilesUnitTests() {
-    }
-
-    private static void check(boolean ok, String what) {
-        checks++;
-        if (!ok) {
-            throw new AssertionError(what);
-        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -54,6 +48,6 @@ public final class CheckpointFilesUnitTests {
         cancelled.cancel();
         left = new File(dir, "offsets").list();
         check(Arrays.equals(left, new String[] {"7"}), "a cancelled file leaves nothing: " + Arrays.toString(left));
-        System.out.println("ok: " + checks + " checks");
+        UnitChecks.done();
     }
 }

@@ -65,7 +65,8 @@ def main() -> None:
                 ceiling = replication_ceiling(clusters, f"backlog-{tool}{run.tag}", args.partitions, args.cores, work)
                 copy = {"round": number, "variant": name, "records_per_second": measured["backlog_records_per_second"],
                         "second_half": measured["backlog_second_half_records_per_second"],
-                        "peak_rss_mb": measured["peak_rss_mb"], "ceiling": round(ceiling)}
+                        "peak_rss_mb": measured["peak_rss_mb"],
+                        "cpu_per_million": measured["backlog_cpu_seconds_per_million"], "ceiling": round(ceiling)}
                 copy["of_ceiling"] = round(copy["records_per_second"] / ceiling, 3)
                 copies.append(copy)
                 print(json.dumps(copy), flush=True)

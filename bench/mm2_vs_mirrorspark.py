@@ -94,8 +94,8 @@ def total(bootstrap: str, topic: str, committed: bool = True) -> int:
     return sum(end_offsets(bootstrap, topic, committed).values())
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
+def tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (from /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -105,10 +105,18 @@ def tree_rss(pid: int) -> int:
                 children.setdefault(ppid, []).append(int(entry))
             except (OSError, ValueError, IndexError):
                 continue
-    rss, todo = 0, [pid]
+    found, todo = [], [pid]
     while todo:
         p = todo.pop()
+        found.append(p)
         todo.extend(children.get(p, []))
+    return found
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants."""
+    rss = 0
+    for p in tree(pid):
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -116,6 +124,19 @@ def tree_rss(pid: int) -> int:
         except OSError:
             continue
     return rss
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its living descendants: what a copy
+    costs the machine, steadier than its wall-clock rate on a machine whose speed moves."""
+    ticks = 0
+    for p in tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, ValueError, IndexError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class RssSampler(threading.Thread):
@@ -160,6 +181,7 @@ class BacklogCopy(NamedTuple):
     half: tuple[float, int]  # (time, records then)
     done: float
     records: int
+    cpu_seconds: float | None = None  # the copier's CPU from the first record to the last, when asked
 
     @property
     def second_half_rate(self) -> int:
@@ -168,11 +190,12 @@ class BacklogCopy(NamedTuple):
 
 
 def wait_for_copy(target: str, remote: str, records: int, timeout: float, started: float,
-                  failed: Callable[[], str | None]) -> BacklogCopy:
-    """Poll the remote topic's end offsets until it holds ``records``; ``failed()`` names a dead copier.
-    The first record and the half are seen in the log (an exactly-once copy commits a whole batch at
-    once), the end when a read_committed consumer sees every record."""
+                  failed: Callable[[], str | None], cpu: Callable[[], float] | None = None) -> BacklogCopy:
+    """Poll the remote topic's end offsets until it holds ``records``; ``failed()`` names a dead copier,
+    ``cpu()`` reads its CPU seconds. The first record and the half are seen in the log (an exactly-once
+    copy commits a whole batch at once), the end when a read_committed consumer sees every record."""
     first = half = None
+    cpu_first = 0.0
     while True:
         problem = failed()
         if problem:
@@ -180,10 +203,11 @@ def wait_for_copy(target: str, remote: str, records: int, timeout: float, starte
         written = total(target, remote, committed=False)
         n = total(target, remote) if written >= records else 0
         now = time.monotonic()
-        first = first if first is not None or written == 0 else now
+        if first is None and written > 0:
+            first, cpu_first = now, cpu() if cpu else 0.0
         half = half if half is not None or written < records // 2 else (now, written)
         if n >= records:
-            return BacklogCopy(first, half, now, records)
+            return BacklogCopy(first, half, now, records, cpu() - cpu_first if cpu else None)
         if now - started > timeout:
             raise RuntimeError(f"backlog not copied to {remote} within {timeout} s ({n:,} records)")
         time.sleep(0.2)
@@ -338,7 +362,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     try:
         copy = wait_for_copy(clusters["dst"], remote, args.records, args.timeout, started,
                              lambda: None if proc.poll() is None else
-                             f"{tool} exited with {proc.returncode}; see the log in {work / (tool + tag)}")
+                             f"{tool} exited with {proc.returncode}; see the log in {work / (tool + tag)}",
+                             lambda: tree_cpu(proc.pid))
         first, done = copy.first, copy.done
         print(f"[{tool}] backlog copied in {done - started:.1f} s", flush=True)
         latency = trickle = failover = None  # a skipped step is absent from the result, never a placeholder
@@ -364,6 +389,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
         # The second half alone: the JVM's JIT has warmed up, as it has in a replicator running for days.
         "backlog_second_half_records_per_second": copy.second_half_rate,
         "peak_rss_mb": round(peak / 2**20),
+        # The process tree's CPU over the same span, per million records: the cost of a record.
+        "backlog_cpu_seconds_per_million": round(copy.cpu_seconds * 1e6 / args.records, 2),
     }
     if latency is not None:
         measured["steady"] = latency
@@ -405,6 +432,7 @@ ROWS = (
     ("backlog copy, records/s", lambda r: r["backlog_records_per_second"]),
     ("backlog copy, MB/s", lambda r: r["backlog_mb_per_second"]),
     ("backlog second half (JIT warm), records/s", lambda r: r["backlog_second_half_records_per_second"]),
+    ("backlog copy, CPU s of the process tree per million records", lambda r: r.get("backlog_cpu_seconds_per_million")),
     ("backlog, s from process start", lambda r: r["backlog_seconds_from_start"]),
     ("start-up to first record, s", lambda r: r["startup_seconds"]),
     ("steady latency p50, ms", lambda r: r.get("steady", {}).get("p50_ms")),
@@ -470,8 +498,19 @@ def size_table(result: dict) -> list[str]:
     return lines
 
 
+class CeilingCopy(NamedTuple):
+    """What bench/jvm/ReplicationCeiling.java reached over a topic and the CPU its JVM used copying."""
+    records_per_second: float
+    cpu_seconds: float
+
+
 def replication_ceiling(clusters: dict[str, str], topic: str, partitions: int, cores: int, work: Path) -> float:
     """bench/jvm/ReplicationCeiling.java over ``topic``: what a replicator without a framework reaches."""
+    return ceiling_copy(clusters, topic, partitions, cores, work).records_per_second
+
+
+def ceiling_copy(clusters: dict[str, str], topic: str, partitions: int, cores: int, work: Path) -> CeilingCopy:
+    """The ceiling's rate and CPU over ``topic`` (copied to a fresh topic on the target)."""
     remote = f"ceiling-{topic}"
     create(clusters["dst"], remote, partitions)
     (work / "log4j2.properties").write_text(QUIET_LOG4J)
@@ -479,28 +518,31 @@ def replication_ceiling(clusters: dict[str, str], topic: str, partitions: int, c
                           "-cp", f"{paths.kafka_libs()}/*", str(ROOT / "bench" / "jvm" / "ReplicationCeiling.java"),
                           clusters["src"], topic, clusters["dst"], remote, str(cores),
                           *(f"{k}={v}" for k, v in PRODUCER.items())], capture_output=True, text=True, check=True)
-    found = re.findall(r"([\d.]+) records/s", out.stdout)
+    found = re.findall(r"([\d.]+) records/s, cpu ([\d.]+) s", out.stdout)
     if not found:
         raise RuntimeError(f"ReplicationCeiling printed no rate: {out.stdout}{out.stderr}")
-    return float(found[-1])
+    return CeilingCopy(float(found[-1][0]), float(found[-1][1]))
 
 
-def backlog_rounds(args, clusters: dict[str, str], work: Path, first: dict) -> list[dict]:
-    """The backlog copy again, ``args.backlog_rounds - 1`` more times: MM2, mirrorspark and the ceiling
-    over fresh topics in each round, the order of the two replicators alternating. One copy of a backlog
-    lasts seconds, and the same binary has measured from 0.6x to 1.0x of the ceiling in different runs
-    on these machines (the brokers' state, the neighbours): the median of the rounds is the figure."""
-    rounds = [{"mm2": first["mm2"]["backlog_records_per_second"],
-               "mirrorspark": first["mirrorspark"]["backlog_records_per_second"],
-               "ceiling": first["ceiling_records_per_second"]}]
+def backlog_rounds(args, clusters: dict[str, str], work: Path) -> list[dict]:
+    """The 1 KiB backlog copy in ``args.backlog_rounds`` rounds over fresh topics, the order of the two
+    replicators alternating, each copy followed at once by the ceiling over the same topic. The
+    ceiling itself moves by a third within one run (the brokers' state, the neighbours), so a copy is
+    read against the ceiling measured right after it: the median of the rounds is the figure
+    (docs/adr/0020-paired-backlog-rounds.md)."""
+    rounds = []
     backlog_only = {**vars(args), "steady_seconds": 0, "no_failover": True}
-    for number in range(2, args.backlog_rounds + 1):
+    for number in range(1, args.backlog_rounds + 1):
         tag = f"-round{number}"
-        order = ("mirrorspark", "mm2") if number % 2 == 0 else ("mm2", "mirrorspark")
-        measured = {tool: run_replicator(tool, argparse.Namespace(**backlog_only, tag=tag), clusters, work)
-                    ["backlog_records_per_second"] for tool in order}
-        measured["ceiling"] = round(replication_ceiling(clusters, f"backlog-mm2{tag}", args.partitions, args.cores,
-                                                        work))
+        order = ("mm2", "mirrorspark") if number % 2 else ("mirrorspark", "mm2")
+        measured: dict = {"first": order[0]}
+        for tool in order:
+            copy = run_replicator(tool, argparse.Namespace(**backlog_only, tag=tag), clusters, work)
+            ceiling = ceiling_copy(clusters, f"backlog-{tool}{tag}", args.partitions, args.cores, work)
+            measured[tool] = copy["backlog_records_per_second"]
+            measured[f"{tool}_cpu_per_million"] = copy["backlog_cpu_seconds_per_million"]
+            measured[f"{tool}_ceiling"] = round(ceiling.records_per_second)
+            measured[f"{tool}_ceiling_cpu_per_million"] = round(ceiling.cpu_seconds * 1e6 / args.records, 2)
         rounds.append(measured)
         print(json.dumps({f"backlog round {number}": measured}), flush=True)
     return rounds
@@ -512,22 +554,44 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+def round_ratios(r: dict) -> dict[str, float]:
+    """One round's ratios: each replicator against MM2 and against the ceiling measured right after it."""
+    ms, mm2 = r["mirrorspark"] / r["mirrorspark_ceiling"], r["mm2"] / r["mm2_ceiling"]
+    return {"raw": r["mirrorspark"] / r["mm2"], "ms": ms, "mm2": mm2, "paired": ms / mm2,
+            "cpu": r["mirrorspark_cpu_per_million"] / r["mm2_cpu_per_million"]}
+
+
 def rounds_table(result: dict) -> list[str]:
     """Each backlog round's figures and their medians: the ratios the throughput goals are read from."""
-    rounds = result.get("backlog_rounds", [])
+    rounds = [r for r in result.get("backlog_rounds", []) if "mirrorspark_ceiling" in r]
     if not rounds:
         return []
-    lines = ["| round | real MM2, records/s | mirrorspark, records/s | ceiling, records/s | mirrorspark / MM2 | "
-             "mirrorspark / ceiling | MM2 / ceiling |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| round | first | real MM2, records/s (its ceiling) | mirrorspark, records/s (its ceiling) | "
+             "mirrorspark / MM2 | MM2 / its ceiling | mirrorspark / its ceiling | **mirrorspark / MM2, each against "
+             "its ceiling** | CPU s per million records: MM2 / mirrorspark / ceiling | mirrorspark / MM2, CPU |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for number, r in enumerate(rounds, 1):
-        lines.append(f"| {number} | {r['mm2']:,} | {r['mirrorspark']:,} | {r['ceiling']:,.0f} | "
-                     f"{r['mirrorspark'] / r['mm2']:.2f}x | {r['mirrorspark'] / r['ceiling']:.2f}x | "
-                     f"{r['mm2'] / r['ceiling']:.2f}x |")
-    lines.append(f"| median | {median([r['mm2'] for r in rounds]):,.0f} | "
-                 f"{median([r['mirrorspark'] for r in rounds]):,.0f} | {median([r['ceiling'] for r in rounds]):,.0f} | "
-                 f"{median([r['mirrorspark'] / r['mm2'] for r in rounds]):.2f}x | "
-                 f"{median([r['mirrorspark'] / r['ceiling'] for r in rounds]):.2f}x | "
-                 f"{median([r['mm2'] / r['ceiling'] for r in rounds]):.2f}x |")
+        x = round_ratios(r)
+        ceiling_cpu = (r["mm2_ceiling_cpu_per_million"] + r["mirrorspark_ceiling_cpu_per_million"]) / 2
+        lines.append(f"| {number} | {r['first']} | {r['mm2']:,} ({r['mm2_ceiling']:,}) | "
+                     f"{r['mirrorspark']:,} ({r['mirrorspark_ceiling']:,}) | {x['raw']:.2f}x | {x['mm2']:.2f}x | "
+                     f"{x['ms']:.2f}x | **{x['paired']:.2f}x** | {r['mm2_cpu_per_million']:.1f} / "
+                     f"{r['mirrorspark_cpu_per_million']:.1f} / {ceiling_cpu:.1f} | {x['cpu']:.2f}x |")
+    ratios = [round_ratios(r) for r in rounds]
+
+    def mid(key: str) -> float:
+        return median([x[key] for x in ratios])
+
+    def mid_of(key: str) -> float:
+        return median([r[key] for r in rounds])
+
+    ceiling_cpu = median([(r["mm2_ceiling_cpu_per_million"] + r["mirrorspark_ceiling_cpu_per_million"]) / 2
+                          for r in rounds])
+    lines.append(f"| median | | {mid_of('mm2'):,.0f} ({mid_of('mm2_ceiling'):,.0f}) | "
+                 f"{mid_of('mirrorspark'):,.0f} ({mid_of('mirrorspark_ceiling'):,.0f}) | {mid('raw'):.2f}x | "
+                 f"{mid('mm2'):.2f}x | {mid('ms'):.2f}x | **{mid('paired'):.2f}x** | "
+                 f"{mid_of('mm2_cpu_per_million'):.1f} / {mid_of('mirrorspark_cpu_per_million'):.1f} / "
+                 f"{ceiling_cpu:.1f} | {mid('cpu'):.2f}x |")
     return lines
 
 
@@ -579,7 +643,8 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="no warm-up copy: the first replicator meets brokers whose JIT has not run")
     parser.add_argument("--backlog-rounds", type=int, default=5,
-                        help="rounds of the 1 KiB backlog copy (MM2, mirrorspark, ceiling); the median is reported")
+                        help="rounds of the 1 KiB backlog copy (MM2 and mirrorspark, each followed by the ceiling); "
+                             "the medians are reported")
     parser.add_argument("--sizes", default="100,10240",
                         help="other record sizes (comma-separated, bytes): backlog copy only, MM2 vs mirrorspark "
                              "vs the ceiling, about 100 MB each; '' for none")
@@ -615,8 +680,8 @@ def main() -> None:
         if not args.no_limit and "mm2" in result:
             result["ceiling_records_per_second"] = replication_ceiling(clusters, "backlog-mm2", args.partitions,
                                                                       args.cores, work)
-        if args.only is None and not args.no_limit and args.backlog_rounds > 1:
-            result["backlog_rounds"] = backlog_rounds(args, clusters, work, result)
+        if args.only is None and not args.no_limit and args.backlog_rounds > 0:
+            result["backlog_rounds"] = backlog_rounds(args, clusters, work)
         for size in [int(x) for x in args.sizes.split(",") if x.strip()] if args.only is None else []:
             records = max(100_000, min(2_000_000, 100_000_000 // size))
             sized = argparse.Namespace(**{**vars(args), "size": size, "records": records, "steady_seconds": 0,

@@ -1,3 +1,4 @@
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,7 +19,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * The replication ceiling of bench/mm2_vs_mirrorspark.py: a plain consume-and-produce loop, no
  * framework, with the benchmark's producer settings. {@code threads} loops (as MM2's tasks.max),
  * each with one consumer over its share of the partitions and one producer, copy every record with
- * its partition, key, value, headers and timestamp, then flush. Prints "N records/s".
+ * its partition, key, value, headers and timestamp, then flush. Prints "N records/s" and the CPU
+ * seconds this JVM used while copying (what a record costs without a framework).
  *
  * java -cp 'build/kafka-libs/*' bench/jvm/ReplicationCeiling.java SRC TOPIC DST REMOTE THREADS [k=v ...]
  */
@@ -54,6 +56,9 @@ public final class ReplicationCeiling {
         long total = ends.values().stream().mapToLong(Long::longValue).sum();
         AtomicReference<Exception> failed = new AtomicReference<>();
         List<Thread> loops = new ArrayList<>();
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long cpuStart = os.getProcessCpuTime();
         long start = System.nanoTime();
         for (int t = 0; t < threads; t++) {
             List<TopicPartition> mine = new ArrayList<>();
@@ -68,10 +73,11 @@ public final class ReplicationCeiling {
             loop.join();
         }
         double seconds = (System.nanoTime() - start) / 1e9;
+        double cpu = (os.getProcessCpuTime() - cpuStart) / 1e9;
         if (failed.get() != null) {
             throw failed.get();
         }
-        System.out.printf("%d records in %.2f s: %.0f records/s%n", total, seconds, total / seconds);
+        System.out.printf("%d records in %.2f s: %.0f records/s, cpu %.2f s%n", total, seconds, total / seconds, cpu);
     }
 
     private static void copy(List<TopicPartition> mine, Map<TopicPartition, Long> ends, Map<String, Object> consumerConf,

@@ -389,9 +389,11 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
         # The second half alone: the JVM's JIT has warmed up, as it has in a replicator running for days.
         "backlog_second_half_records_per_second": copy.second_half_rate,
         "peak_rss_mb": round(peak / 2**20),
-        # The process tree's CPU over the same span, per million records: the cost of a record.
-        "backlog_cpu_seconds_per_million": round(copy.cpu_seconds * 1e6 / args.records, 2),
     }
+    if master is None or master.startswith("local"):
+        # The process tree's CPU over the same span, per million records: the cost of a record. Not on
+        # a Spark cluster: its executors are the workers' children, not the driver's.
+        measured["backlog_cpu_seconds_per_million"] = round(copy.cpu_seconds * 1e6 / args.records, 2)
     if latency is not None:
         measured["steady"] = latency
     if trickle is not None:
@@ -461,10 +463,10 @@ def table(result: dict) -> list[str]:
     for name, value in ROWS:
         base = value(mm2)
         figures = [value(run) for _, run in runs]
-        if base is None or any(f is None for f in figures):
-            continue  # a step not measured in this run is not shown
-        lines.append(f"| {name} | {base:,} | " + " | ".join(f"{f:,}" for f in figures) + " | "
-                     + " | ".join(ratio(f, base) for f in figures) + " |")
+        if base is None or all(f is None for f in figures):
+            continue  # a step not measured in this run is not shown; a run without it has an empty cell
+        lines.append(f"| {name} | {base:,} | " + " | ".join("" if f is None else f"{f:,}" for f in figures) + " | "
+                     + " | ".join("" if f is None else ratio(f, base) for f in figures) + " |")
     for key, name in (("ceiling_records_per_second", "replication ceiling: a plain Java consume-and-produce loop, "
                        "records/s"), ("limit_records_per_second", "limit: ProducerPerformance into the target, "
                                       "records/s")):

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import ROOT, fresh_clusters, machine, median, replication_ceiling, run_replicator, warm_brokers
+from mm2_vs_mirrorspark import ROOT, ceiling_copy, fresh_clusters, machine, median, run_replicator, warm_brokers
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -62,12 +62,16 @@ def main() -> None:
                                          trickle_seconds=0, no_failover=True, realtime_batch_seconds=15,
                                          tag=f"-{name}-{number}")
                 measured = run_replicator(tool, run, clusters, work)
-                ceiling = replication_ceiling(clusters, f"backlog-{tool}{run.tag}", args.partitions, args.cores, work)
+                ceiling = ceiling_copy(clusters, f"backlog-{tool}{run.tag}", args.partitions, args.cores, work)
                 copy = {"round": number, "variant": name, "records_per_second": measured["backlog_records_per_second"],
                         "second_half": measured["backlog_second_half_records_per_second"],
                         "peak_rss_mb": measured["peak_rss_mb"],
-                        "cpu_per_million": measured["backlog_cpu_seconds_per_million"], "ceiling": round(ceiling)}
-                copy["of_ceiling"] = round(copy["records_per_second"] / ceiling, 3)
+                        "cpu_per_million": measured["backlog_cpu_seconds_per_million"],
+                        "brokers_cpu_per_million": measured.get("brokers_cpu_seconds_per_million"),
+                        "ceiling": round(ceiling.records_per_second),
+                        "ceiling_cpu_per_million": round(ceiling.cpu_seconds * 1e6 / args.records, 2),
+                        "ceiling_brokers_cpu_per_million": round(ceiling.brokers_cpu_seconds * 1e6 / args.records, 2)}
+                copy["of_ceiling"] = round(copy["records_per_second"] / ceiling.records_per_second, 3)
                 copies.append(copy)
                 print(json.dumps(copy), flush=True)
     finally:

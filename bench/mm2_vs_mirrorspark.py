@@ -126,6 +126,15 @@ def tree_rss(pid: int) -> int:
     return rss
 
 
+BROKER_PIDS: list[int] = []  # the bench's two brokers, set by fresh_clusters
+
+
+def brokers_cpu() -> float:
+    """CPU seconds both brokers have used so far: the copy's cost on the brokers, which share the
+    machine's cores with the replicator."""
+    return sum(tree_cpu(pid) for pid in BROKER_PIDS)
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds (user + system) used so far by ``pid`` and its living descendants: what a copy
     costs the machine, steadier than its wall-clock rate on a machine whose speed moves."""
@@ -182,6 +191,7 @@ class BacklogCopy(NamedTuple):
     done: float
     records: int
     cpu_seconds: float | None = None  # the copier's CPU from the first record to the last, when asked
+    brokers_cpu_seconds: float | None = None  # both brokers' CPU over the same span
 
     @property
     def second_half_rate(self) -> int:
@@ -195,7 +205,7 @@ def wait_for_copy(target: str, remote: str, records: int, timeout: float, starte
     ``cpu()`` reads its CPU seconds. The first record and the half are seen in the log (an exactly-once
     copy commits a whole batch at once), the end when a read_committed consumer sees every record."""
     first = half = None
-    cpu_first = 0.0
+    cpu_first = brokers_first = 0.0
     while True:
         problem = failed()
         if problem:
@@ -204,10 +214,11 @@ def wait_for_copy(target: str, remote: str, records: int, timeout: float, starte
         n = total(target, remote) if written >= records else 0
         now = time.monotonic()
         if first is None and written > 0:
-            first, cpu_first = now, cpu() if cpu else 0.0
+            first, cpu_first, brokers_first = now, cpu() if cpu else 0.0, brokers_cpu()
         half = half if half is not None or written < records // 2 else (now, written)
         if n >= records:
-            return BacklogCopy(first, half, now, records, cpu() - cpu_first if cpu else None)
+            return BacklogCopy(first, half, now, records, cpu() - cpu_first if cpu else None,
+                               brokers_cpu() - brokers_first)
         if now - started > timeout:
             raise RuntimeError(f"backlog not copied to {remote} within {timeout} s ({n:,} records)")
         time.sleep(0.2)
@@ -394,6 +405,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
         # The process tree's CPU over the same span, per million records: the cost of a record. Not on
         # a Spark cluster: its executors are the workers' children, not the driver's.
         measured["backlog_cpu_seconds_per_million"] = round(copy.cpu_seconds * 1e6 / args.records, 2)
+    if copy.brokers_cpu_seconds is not None and BROKER_PIDS:
+        measured["brokers_cpu_seconds_per_million"] = round(copy.brokers_cpu_seconds * 1e6 / args.records, 2)
     if latency is not None:
         measured["steady"] = latency
     if trickle is not None:
@@ -504,6 +517,7 @@ class CeilingCopy(NamedTuple):
     """What bench/jvm/ReplicationCeiling.java reached over a topic and the CPU its JVM used copying."""
     records_per_second: float
     cpu_seconds: float
+    brokers_cpu_seconds: float  # from the ceiling's start to its exit, its JVM's start-up included
 
 
 def replication_ceiling(clusters: dict[str, str], topic: str, partitions: int, cores: int, work: Path) -> float:
@@ -516,6 +530,7 @@ def ceiling_copy(clusters: dict[str, str], topic: str, partitions: int, cores: i
     remote = f"ceiling-{topic}"
     create(clusters["dst"], remote, partitions)
     (work / "log4j2.properties").write_text(QUIET_LOG4J)
+    brokers_before = brokers_cpu()
     out = subprocess.run([java_executable(), "-Xmx1g", f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
                           "-cp", f"{paths.kafka_libs()}/*", str(ROOT / "bench" / "jvm" / "ReplicationCeiling.java"),
                           clusters["src"], topic, clusters["dst"], remote, str(cores),
@@ -523,7 +538,7 @@ def ceiling_copy(clusters: dict[str, str], topic: str, partitions: int, cores: i
     found = re.findall(r"([\d.]+) records/s, cpu ([\d.]+) s", out.stdout)
     if not found:
         raise RuntimeError(f"ReplicationCeiling printed no rate: {out.stdout}{out.stderr}")
-    return CeilingCopy(float(found[-1][0]), float(found[-1][1]))
+    return CeilingCopy(float(found[-1][0]), float(found[-1][1]), brokers_cpu() - brokers_before)
 
 
 def backlog_rounds(args, clusters: dict[str, str], work: Path) -> list[dict]:
@@ -545,6 +560,9 @@ def backlog_rounds(args, clusters: dict[str, str], work: Path) -> list[dict]:
             measured[f"{tool}_cpu_per_million"] = copy["backlog_cpu_seconds_per_million"]
             measured[f"{tool}_ceiling"] = round(ceiling.records_per_second)
             measured[f"{tool}_ceiling_cpu_per_million"] = round(ceiling.cpu_seconds * 1e6 / args.records, 2)
+            measured[f"{tool}_brokers_cpu_per_million"] = copy.get("brokers_cpu_seconds_per_million")
+            measured[f"{tool}_ceiling_brokers_cpu_per_million"] = round(
+                ceiling.brokers_cpu_seconds * 1e6 / args.records, 2)
         rounds.append(measured)
         print(json.dumps({f"backlog round {number}": measured}), flush=True)
     return rounds
@@ -568,17 +586,26 @@ def rounds_table(result: dict) -> list[str]:
     rounds = [r for r in result.get("backlog_rounds", []) if "mirrorspark_ceiling" in r]
     if not rounds:
         return []
+    brokers = all(r.get("mm2_brokers_cpu_per_million") is not None
+                  and r.get("mirrorspark_brokers_cpu_per_million") is not None for r in rounds)
+
+    def brokers_cells(r: dict) -> str:
+        ceiling = (r["mm2_ceiling_brokers_cpu_per_million"] + r["mirrorspark_ceiling_brokers_cpu_per_million"]) / 2
+        return (f" {r['mm2_brokers_cpu_per_million']:.1f} / {r['mirrorspark_brokers_cpu_per_million']:.1f} / "
+                f"{ceiling:.1f} |")
     lines = ["| round | first | real MM2, records/s (its ceiling) | mirrorspark, records/s (its ceiling) | "
              "mirrorspark / MM2 | MM2 / its ceiling | mirrorspark / its ceiling | **mirrorspark / MM2, each against "
-             "its ceiling** | CPU s per million records: MM2 / mirrorspark / ceiling | mirrorspark / MM2, CPU |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "its ceiling** | CPU s per million records: MM2 / mirrorspark / ceiling | mirrorspark / MM2, CPU |"
+             + (" brokers' CPU s per million records, during MM2 / mirrorspark / ceiling |" if brokers else ""),
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if brokers else "")]
     for number, r in enumerate(rounds, 1):
         x = round_ratios(r)
         ceiling_cpu = (r["mm2_ceiling_cpu_per_million"] + r["mirrorspark_ceiling_cpu_per_million"]) / 2
         lines.append(f"| {number} | {r['first']} | {r['mm2']:,} ({r['mm2_ceiling']:,}) | "
                      f"{r['mirrorspark']:,} ({r['mirrorspark_ceiling']:,}) | {x['raw']:.2f}x | {x['mm2']:.2f}x | "
                      f"{x['ms']:.2f}x | **{x['paired']:.2f}x** | {r['mm2_cpu_per_million']:.1f} / "
-                     f"{r['mirrorspark_cpu_per_million']:.1f} / {ceiling_cpu:.1f} | {x['cpu']:.2f}x |")
+                     f"{r['mirrorspark_cpu_per_million']:.1f} / {ceiling_cpu:.1f} | {x['cpu']:.2f}x |"
+                     + (brokers_cells(r) if brokers else ""))
     ratios = [round_ratios(r) for r in rounds]
 
     def mid(key: str) -> float:
@@ -593,7 +620,11 @@ def rounds_table(result: dict) -> list[str]:
                  f"{mid_of('mirrorspark'):,.0f} ({mid_of('mirrorspark_ceiling'):,.0f}) | {mid('raw'):.2f}x | "
                  f"{mid('mm2'):.2f}x | {mid('ms'):.2f}x | **{mid('paired'):.2f}x** | "
                  f"{mid_of('mm2_cpu_per_million'):.1f} / {mid_of('mirrorspark_cpu_per_million'):.1f} / "
-                 f"{ceiling_cpu:.1f} | {mid('cpu'):.2f}x |")
+                 f"{ceiling_cpu:.1f} | {mid('cpu'):.2f}x |" + (brokers_cells({
+                     key: median([r[key] for r in rounds]) for key in (
+                         "mm2_brokers_cpu_per_million", "mirrorspark_brokers_cpu_per_million",
+                         "mm2_ceiling_brokers_cpu_per_million", "mirrorspark_ceiling_brokers_cpu_per_million")})
+                     if brokers else ""))
     return lines
 
 
@@ -617,7 +648,9 @@ def fresh_clusters(work: Path) -> tuple[LocalClusters, dict[str, str]]:
     for leftover in work.iterdir() if work.exists() else []:
         if leftover.is_dir() and leftover.name != "clusters":
             shutil.rmtree(leftover, ignore_errors=True)
-    return local, {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+    running = local.up([ClusterSpec("src"), ClusterSpec("dst")])
+    BROKER_PIDS[:] = [c.pid for c in running if c.pid is not None]
+    return local, {c.name: c.bootstrap for c in running}
 
 
 def main() -> None:

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import threading
 from collections.abc import Iterable, Mapping
 
 from mirrorspark.sink_report import WrittenRun
-from mirrorspark.state.files import StateFiles
-
-log = logging.getLogger(__name__)
+from mirrorspark.state.files import StateError, StateFiles
 
 Partition = tuple[str, int]
 
@@ -40,6 +37,27 @@ def _unkey(key: str) -> Partition:
     return topic, int(partition)
 
 
+def _unreadable(files: StateFiles, name: str, why: str) -> StateError:
+    """Read as "no marks", a damaged file would have the interrupted batch written again whole and
+    its re-copies counted nowhere; so the flow stops until a person restores or removes it."""
+    return StateError(f"{files.uri()}/{name} is unreadable ({why}): it holds what this flow has written. "
+                      "Restore it, or remove it to go on without it: records of an interrupted batch are then "
+                      "written again, and records copied again after this restart are not counted")
+
+
+def _parsed(text: str, files: StateFiles, name: str) -> dict:
+    """The JSON object of a marks file; an empty file (a write a power loss cut short) is damaged too."""
+    if not text.strip():
+        raise _unreadable(files, name, "the file is empty")
+    try:
+        found = json.loads(text)
+    except ValueError as exc:
+        raise _unreadable(files, name, f"not JSON: {exc}") from None
+    if not isinstance(found, dict):
+        raise _unreadable(files, name, f"a JSON {type(found).__name__}, not an object")
+    return found
+
+
 class WriteMarks:
     """Source and target marks of one flow; ``batch``/``planned`` name the batch they include."""
 
@@ -54,17 +72,21 @@ class WriteMarks:
         self.before: dict[str, int] = {}  # target ends before batch ``batch`` wrote
         self.batch: int | None = None
         self.planned: str | None = None
+        name, text = self.FILE, files.read(self.FILE)
+        if text is not None:
+            found = _parsed(text, files, name)
+        else:
+            name, text = self.LEGACY, files.read(self.LEGACY)
+            if text is None:
+                return  # a flow that has written nothing yet
+            found = {"source_next": _parsed(text, files, name)}
         try:
-            found = json.loads(files.read(self.FILE) or "null")
-            if found is None:
-                found = {"source_next": json.loads(files.read(self.LEGACY) or "{}")}
             self.source_next = {k: int(v) for k, v in found.get("source_next", {}).items()}
             self.target_end = {k: int(v) for k, v in found.get("target_end", {}).items()}
             self.before = {k: int(v) for k, v in found.get("before", {}).items()}
             self.batch, self.planned = found.get("batch"), found.get("planned")
         except (ValueError, AttributeError, TypeError) as exc:
-            log.warning("%s/%s is unreadable (%s): re-copies after this restart are not counted and an "
-                        "interrupted batch is written again whole", files.uri(), self.FILE, exc)
+            raise _unreadable(files, name, str(exc)) from None
 
     @_locked
     def save(self) -> None:

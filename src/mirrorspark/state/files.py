@@ -1,7 +1,9 @@
 """Small text files of a flow's state: one interface, a local folder or a Hadoop URI behind it.
 
 Every file is written whole or not at all (temporary file + rename), so a ``kill -9`` at any
-moment leaves the previous version or the new one, never half of one.
+moment leaves the previous version or the new one, never half of one. On a local folder the file
+is also synced before the rename and the folder after it: without that, a power loss can keep the
+rename but not the data, and a zero-length file replaces a good one.
 """
 from __future__ import annotations
 
@@ -49,10 +51,14 @@ class LocalFiles:
             return None
 
     def write(self, name: str, text: str) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        _make_folder(self.path)
         tmp = self.path / f".{name}.tmp"
-        tmp.write_text(text)
+        with tmp.open("w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, self.path / name)
+        _sync_folder(self.path)
 
     def list(self) -> list[str]:
         try:
@@ -61,7 +67,11 @@ class LocalFiles:
             return []
 
     def delete(self, name: str) -> None:
-        (self.path / name).unlink(missing_ok=True)
+        try:
+            (self.path / name).unlink()
+        except FileNotFoundError:
+            return
+        _sync_folder(self.path)
 
     def set_aside(self, name: str, new_name: str) -> bool:
         """Move the file or folder ``name`` to ``new_name``; False when there is none."""
@@ -69,7 +79,29 @@ class LocalFiles:
             os.replace(self.path / name, self.path / new_name)
         except FileNotFoundError:
             return False
+        _sync_folder(self.path)
         return True
+
+
+def _sync_folder(path: Path) -> None:
+    """Make the folder's entries (a rename, a new or removed file) survive a power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_folder(path: Path) -> None:
+    """Create ``path`` and its missing parents, each one's entry synced in its parent."""
+    if path.is_dir():
+        return
+    _make_folder(path.parent)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        return  # made meanwhile by another thread; a file of that name fails the write that follows
+    _sync_folder(path.parent)
 
 
 class StateError(OperationalError):

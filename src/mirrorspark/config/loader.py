@@ -37,11 +37,27 @@ def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorCo
     return dataclasses.replace(mirror, warnings=(*notes, *mirror.warnings)) if notes else mirror
 
 
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(props: Mapping[str, str]) -> None:
+    """An unpaired ``\\uD800``-``\\uDFFF`` escape is no character: no UTF-8 text (a Kafka topic, a log
+    line, the JVM's arguments) can carry it, so it is refused here, naming the key, not wherever it breaks."""
+    for key, value in props.items():
+        for text in (key, value):
+            if (found := _LONE_SURROGATE.search(text)) is not None:
+                shown = key.encode("utf-8", "backslashreplace").decode()
+                raise ConfigError(f"{shown} holds an unpaired UTF-16 surrogate {found[0]!a} (a \\u escape that is "
+                                  "half of a character): not valid text", shown)
+
+
 def parse_config(
     props: Mapping[str, str], clusters: list[str] | None = None, source_path: str | None = None
 ) -> MirrorConfig:
     """Resolve raw properties into clusters and flows (flow > cluster > top level)."""
+    _refuse_lone_surrogates(props)
     props = resolve_providers(props)
+    _refuse_lone_surrogates(props)  # an environment variable's bytes that are not UTF-8 arrive as such
     if "clusters" not in props or not split_list(props["clusters"]):
         raise ConfigError("clusters is required: list the cluster aliases, e.g. 'clusters = A, B'", "clusters")
     aliases = split_list(props["clusters"])

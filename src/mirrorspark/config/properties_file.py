@@ -49,7 +49,9 @@ def _unescape(text: str) -> str:
                 pass
         out.append(_ESCAPES.get(nxt, nxt))
         i += 2
-    return "".join(out)
+    # Java's strings are UTF-16: ``\ud83d\ude00`` is one character there, so join such pairs here too.
+    # An unpaired one stays (and is refused by the loader).
+    return "".join(out).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _split(line: str) -> tuple[str, str]:

@@ -22,10 +22,14 @@ _CLASSES = {
 
 
 class _Provider:
-    def __init__(self, name: str, kind: str, allowed: list[str] | None) -> None:
-        self.name, self.kind, self.allowed = name, kind, allowed
+    def __init__(self, name: str, kind: str, allowed: list[str] | None,
+                 allowlist: re.Pattern[str] | None = None) -> None:
+        """``allowed``: the file providers' ``allowed.paths``; ``allowlist``: the names the env provider
+        may read (Kafka's ``allowlist.pattern``); None: no limit."""
+        self.name, self.kind, self.allowed, self.allowlist = name, kind, allowed, allowlist
 
-    def _check_path(self, path: str, key: str) -> Path:
+    def _check_path(self, path: str | Path, key: str) -> Path:
+        """``path`` with links and ``..`` resolved, refused unless it lies under ``allowed.paths``."""
         resolved = Path(path).resolve()
         if self.allowed is not None and not any(resolved.is_relative_to(Path(a).resolve()) for a in self.allowed):
             raise ConfigError(f"{key}: {path} is not under config.providers.{self.name}.param.allowed.paths "
@@ -34,6 +38,9 @@ class _Provider:
 
     def get(self, path: str | None, name: str, key: str) -> str:
         if self.kind == "env":
+            if self.allowlist is not None and not self.allowlist.fullmatch(name):
+                raise ConfigError(f"{key}: environment variable {name!r} does not match "
+                                  f"config.providers.{self.name}.param.allowlist.pattern", key)
             if name not in os.environ:
                 raise ConfigError(f"{key} refers to environment variable {name!r}, which is not set", key)
             return os.environ[name]
@@ -42,11 +49,16 @@ class _Provider:
                               key)
         where = self._check_path(path, key)
         if self.kind == "dir":
+            # The name is checked as well, once joined: "../x", "/x" or a link would leave the folder.
+            file = self._check_path(Path(path) / name, key)
             try:
-                return (where / name).read_text(encoding="utf-8")
+                return file.read_text(encoding="utf-8")
             except OSError as exc:
-                raise ConfigError(f"{key}: cannot read {where / name} for config provider {self.name!r}: "
+                raise ConfigError(f"{key}: cannot read {Path(path) / name} for config provider {self.name!r}: "
                                   f"{exc.strerror or exc}", key) from None
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"{key}: {Path(path) / name} (config provider {self.name!r}) is not UTF-8 text: "
+                                  f"{exc.reason} at byte {exc.start}", key) from None
         try:
             values = parse_properties(where.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError) as exc:
@@ -69,8 +81,18 @@ def _providers(props: Mapping[str, str]) -> dict[str, _Provider]:
                               "references unresolved", key)
         allowed = props.get(f"config.providers.{name}.param.allowed.paths")
         out[name] = _Provider(name, kind, [p.strip() for p in allowed.split(",") if p.strip()]
-                              if allowed is not None else None)
+                              if allowed is not None else None, _allowlist(props, name))
     return out
+
+
+def _allowlist(props: Mapping[str, str], name: str) -> re.Pattern[str] | None:
+    key = f"config.providers.{name}.param.allowlist.pattern"
+    if key not in props:
+        return None
+    try:
+        return re.compile(props[key])
+    except re.error as exc:
+        raise ConfigError(f"{key} is not a valid regular expression: {exc}", key) from None
 
 
 def resolve_providers(props: Mapping[str, str]) -> dict[str, str]:

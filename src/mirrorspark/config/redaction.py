@@ -5,13 +5,14 @@ Hiding by key name alone misses copies: a keystore password repeated inside
 JAAS entry, or an error message that echoes a value. A ``Redactor`` therefore knows every secret
 value of the configuration and replaces each occurrence in any text, and also hides Java
 system-property-style ``...password=VALUE`` fragments whatever their value. ``validate``, the REST
-``/config`` view, log lines and CLI error messages all go through the process-wide redactor
+``/config`` view and flow states, log lines and CLI error messages all go through the process-wide redactor
 (``current()``), installed once the configuration is loaded.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 HIDDEN = "[hidden]"
 
@@ -78,6 +79,17 @@ class Redactor:
                 text = text.replace(secret, HIDDEN)
         return _FRAGMENT.sub(lambda m: m.group("name") + HIDDEN if _unquote(m.group("value")) != HIDDEN
                              else m.group(0), text)
+
+    def value(self, value: Any) -> Any:
+        """``value`` with every string in it (at any depth of dicts, lists and tuples) passed through
+        ``text``: a flow's error or reason may quote a setting, a JAAS entry or a client's message."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.value(v) for v in value)
+        return value
 
     def settings(self, settings: Mapping[str, str]) -> dict[str, str]:
         """``settings`` with secret keys' values hidden and secrets inside other values hidden too."""

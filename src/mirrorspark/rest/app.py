@@ -1,7 +1,7 @@
 """The REST API: flows and their state, progress and lag, pause / resume / restart, offset
 translation, and Prometheus metrics. ``RequestGuard`` (rest/security.py) checks Host, Origin and
-the token before any route; output never carries a secret (the config view is redacted), and
-errors are JSON with a message, never a traceback. ``/docs`` (Swagger UI) and ``/redoc`` load their
+the token before any route; output never carries a secret (the config view and every text of a flow
+are redacted), and errors are JSON with a message, never a traceback. ``/docs`` (Swagger UI) and ``/redoc`` load their
 JavaScript and CSS from this server (``fastapi-offline``'s copies of swagger-ui-dist and redoc, under
 ``DOCS_ASSETS``), never from a CDN, so they work on a site without internet."""
 from __future__ import annotations
@@ -88,13 +88,15 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
     def metrics() -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
+    # A flow's error and reasons quote whatever failed (a client's message, a setting), so every text of
+    # a flow is redacted here, whoever wrote it.
     @app.get("/flows", dependencies=guarded, summary="Every flow with its state, progress and lag")
     def flows() -> list[dict[str, Any]]:
-        return controller.flows()
+        return redactor().value(controller.flows())
 
     @app.get("/flows/{name}", dependencies=guarded, summary="One flow, with per-partition figures and lag")
     def flow(name: str) -> dict[str, Any]:
-        return controller.flow(name)
+        return redactor().value(controller.flow(name))
 
     @app.post("/flows/{name}/pause", dependencies=guarded, response_model=FlowAction,
               summary="Finish the batch in flight, commit it, and stop reading")

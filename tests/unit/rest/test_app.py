@@ -183,6 +183,30 @@ def test_error_messages_are_redacted(api, controller):
     assert crashed.status_code == 500 and "other-value" not in crashed.text
 
 
+def test_flow_errors_and_reasons_are_served_redacted(api, controller, monkeypatch):
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="pl41n-pw";'
+    config = {"A.sasl.jaas.config": jaas, "B.ssl.truststore.password": "tru5t-store-pw",
+              "spark.hadoop.fs.s3a.secret.key": "s3a-secret-key-value", "A.sasl.oauthbearer.token": "t0ken-value"}
+    error = (f"SaslAuthenticationException: login with {jaas} failed; truststore tru5t-store-pw refused; "
+             "S3 key s3a-secret-key-value; bearer t0ken-value")
+    failed = {**FLOW, "state": "failed", "error": error}
+    monkeypatch.setattr(controller, "flows", lambda: [failed])
+    monkeypatch.setattr(controller, "flow", lambda name: {**failed, "data_loss": [{"reason": error, "records": 3}],
+                                                          "partitions": [["A.t", 0, error]]})
+    before = current()
+    install(Redactor.of([config]))
+    try:
+        answers = [api.get("/flows", headers=AUTH), api.get("/flows/A->B", headers=AUTH)]
+    finally:
+        install(before)
+    for answer in answers:
+        assert answer.status_code == 200, answer.text
+        for secret in ("pl41n-pw", "tru5t-store-pw", "s3a-secret-key-value", "t0ken-value"):
+            assert secret not in answer.text
+    assert answers[0].json()[0]["error"].startswith("SaslAuthenticationException: login with ")
+    assert answers[1].json()["data_loss"][0]["records"] == 3 and answers[1].json()["name"] == "A->B"
+
+
 def test_the_openapi_schema_lists_every_route_behind_the_bearer_scheme(api):
     schema = api.get("/openapi.json", headers=AUTH).json()
     assert set(schema["paths"]) == {"/health", "/metrics", "/flows", "/flows/{name}", "/flows/{name}/pause",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -341,8 +342,12 @@ def test_failing_flow_is_restarted_then_failed_while_the_other_goes_on(clusters,
     assert "1 of 2 flows failed: primary->backup" in mirror.output()
 
 
-def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing(tmp_path, unique):
-    """Own clusters (their only broker is stopped, so the session's clusters stay up for others)."""
+def test_source_down_75s_then_target_down_20s_under_load_the_flow_outlives_both_losing_and_repeating_nothing(
+        tmp_path, unique):
+    """A regional outage: the source's only broker stopped for 75 s, longer than the stall timeout (a
+    task waiting for due records fails rather than skip them) and than restart.attempts = 1 could
+    absorb, then the target's for 20 s. The flow stays up, degraded while retrying, and resumes where
+    it was. Own clusters (their only broker is stopped, so the session's clusters stay up for others)."""
     from mirrorspark.local import ClusterSpec, LocalClusters
 
     local = LocalClusters(tmp_path / "clusters")
@@ -356,7 +361,8 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
                           f"dst.bootstrap.servers = {started['dst']}\nsrc->dst.enabled = true\n"
                           f"src->dst.topics = {topic}\nreplication.factor = 1\n"
                           "checkpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
-                          "heartbeats.topic.replication.factor = 1\n")
+                          "heartbeats.topic.replication.factor = 1\n"
+                          "mirrorspark.flow.restart.attempts = 1\nmirrorspark.source.stall.timeout.ms = 10000\n")
         acked: list[int] = []
         fed: list[int] = []
 
@@ -390,9 +396,15 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
         with running_mirrorspark(config, state) as mirror:
             feeder.start()
             wait_until(lambda: settled_count(started["dst"], remote) > 10_000, "replication under load", 120)
-            for name in ("dst", "src"):
+            seen: dict[str, list[str]] = {"src": [], "dst": []}
+            for name, outage in (("src", 75), ("dst", 20)):
                 local.down([name])
-                time.sleep(20)
+                until = time.monotonic() + outage
+                while time.monotonic() < until:
+                    now = detail(state, "src->dst")
+                    seen[name].append(f"{now.get('state')}: {now.get('error')}")
+                    assert mirror.proc.poll() is None, mirror.output()[-3000:]
+                    time.sleep(2)
                 local.up([ClusterSpec(name)])
                 time.sleep(10)
             stop_feeding.set()
@@ -403,11 +415,17 @@ def test_source_then_target_broker_down_20s_under_load_loses_and_repeats_nothing
             flow = flow_detail(state, "src->dst")
         landed = seqs(started["dst"], remote)
         lost, duplicates = lost_and_duplicated(acked, landed)
+        degraded = [line for line in seen["src"] if line.startswith("degraded: retrying since")]
         print(f"broker-down drill: {fed[0]} records sent, {len(acked)} acknowledged by the source, lost {len(lost)}, "
-              f"duplicated {duplicates}, flow restarts {flow['restarts']}, state {flow['state']}")
+              f"duplicated {duplicates}, flow restarts {flow['restarts']}, state {flow['state']}; during the source "
+              f"outage: {degraded[-1:] or seen['src'][-1:]}")
         assert not lost and duplicates == 0
         assert flow["state"] == "running"
+        assert degraded, seen["src"]
+        retries = re.findall(r"degraded, retrying in [\d.]+ s \(retry (\d+)", mirror.output())
+        assert retries and max(map(int, retries)) > 1, retries  # more than restart.attempts = 1 allows
         assert "FAILED" not in mirror.output()
+        assert "the rest of this batch's range is skipped" not in mirror.output()
     finally:
         stop_feeding.set()
         local.down(purge=True)

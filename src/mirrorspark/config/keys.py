@@ -222,13 +222,23 @@ KEYS: tuple[Key, ...] = (
         "together at most this long after they arrive, instead of one micro-batch each; any other record copies "
         "them at once with it. An idle flow then runs one batch per interval instead of one a second (its CPU "
         "falls by about as much). 0 copies heartbeats as they come, as MM2 does.", low=0, high=60000),
+    Key("mirrorspark.source.stall.timeout.ms", Type.INT, "60000",
+        "How long a task waits for source records that are due (the partition's end is past what it read) "
+        "while the source answers nothing (a broker down, a leader lost) before the task fails; the flow then "
+        "stays `degraded` and is retried until the source answers, and the batch is read again whole. Records "
+        "still on the source are never skipped; only those the source no longer has are reported lost.",
+        low=1000),
     Key("mirrorspark.flow.restart.attempts", Type.INT, "5",
-        "Consecutive failures of a flow's query (target unreachable, authorization, a record too large...) "
-        "after which the flow stays `failed`; before that it is restarted with exponential backoff while the "
-        "other flows keep running. A batch written resets the count. The process exits non-zero only when every "
-        "flow has failed.", low=0),
+        "Consecutive failures of a flow's query that a retry cannot fix (authorization, a configuration the "
+        "cluster refuses, a record too large, an unknown error) after which the flow stays `failed`; before that "
+        "it is restarted with exponential backoff while the other flows keep running. A batch written resets the "
+        "count. Failures that pass when a cluster answers again (unreachable, a leader moving, a timeout) never "
+        "count: the flow stays up, `degraded` with the reason and since when, and is retried for as long as it "
+        "takes, as MM2's tasks retry retriable errors. The process exits non-zero only when every flow has failed.",
+        low=0),
     Key("mirrorspark.flow.restart.backoff.seconds", Type.DOUBLE, "1",
-        "Wait before the first restart of a failed flow; doubled after each further failure, at most 60 s.",
+        "Wait before the first restart of a failed flow; doubled after each further failure, at most 60 s "
+        "(15 s while a cluster is out of reach, so a flow resumes soon after it answers again).",
         low=0),
     Key("mirrorspark.flow.lease.enabled", Type.BOOLEAN, "true",
         "Instances that run the same flow coordinate through a consumer group on the flow's target cluster, as "

@@ -108,6 +108,7 @@ class FlowSettings:
     fail_on_data_loss: bool
     batch_max_records: int
     heartbeats_hold: int  # ms
+    source_stall_timeout: int  # ms
     realtime: bool  # mirrorspark.trigger = realtime
     realtime_batch: float  # seconds
     restart_attempts: int
@@ -156,6 +157,7 @@ class FlowSettings:
             fail_on_data_loss=read.choice("mirrorspark.data.loss") == "fail",
             batch_max_records=read.integer("mirrorspark.batch.max.records"),
             heartbeats_hold=read.integer("mirrorspark.heartbeats.hold.ms"),
+            source_stall_timeout=read.integer("mirrorspark.source.stall.timeout.ms"),
             realtime=read.choice("mirrorspark.trigger") == "realtime",
             realtime_batch=read.number("mirrorspark.realtime.batch.seconds"),
             restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),

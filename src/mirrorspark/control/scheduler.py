@@ -1,6 +1,6 @@
 """Background threads running periodic control tasks, like the Scheduler each MM2 connector owns.
 
-Tasks run on named lanes, one thread each: heartbeats (every second) get a lane of their own, and
+Tasks run on named lanes, one thread each: heartbeats (every second) get a lane per target cluster, and
 each flow two (``flow_lane``): its topics (refresh, config and ACL sync) and its offsets
 (checkpoints, group sync, lag). A slow admin call against one cluster then delays neither the
 heartbeats, nor another flow, nor the same flow's checkpoints. A failing run is logged with its

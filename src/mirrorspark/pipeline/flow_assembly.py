@@ -167,7 +167,8 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
 def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPolicy], shared: Shared,
                         writing: Callable[[str], bool] = lambda _flow: True) -> list[HeartbeatEmitter]:
     """MM2's herder pairs: every pair with its flow or its heartbeats enabled beats into its target,
-    on a scheduler lane of its own (slow admin tasks never delay them). A pair whose flow another
+    on a scheduler lane of its target's own (slow admin tasks, or a target cluster out of reach, never
+    delay the other targets' beats). A pair whose flow another
     instance writes beats there, not here (``writing``), as one MM2 worker of a group does."""
     emitters = []
     for flow in config.flows:
@@ -184,7 +185,7 @@ def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPol
         emitter.start()
         emitters.append(emitter)
         shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.heartbeats.interval,
-                               _beat_while(emitter, flow.name, writing), lane=HEARTBEATS)
+                               _beat_while(emitter, flow.name, writing), lane=f"{HEARTBEATS} {flow.target.alias}")
     return emitters
 
 

@@ -215,6 +215,13 @@ class FlowQuery:
         exc = self.query.exception()
         return root_cause(str(exc)) if exc is not None else "the query stopped"
 
+    def failure_text(self) -> str:
+        """The whole text of the query's failure, every cause included (what ``retriable`` reads)."""
+        if self.query is None or self.query.isActive:
+            return ""
+        exc = self.query.exception()
+        return str(exc) if exc is not None else ""
+
     def pause(self) -> None:
         """Finish and commit the batch in flight, then stop reading; ``resume`` continues from there."""
         with self._lifecycle:

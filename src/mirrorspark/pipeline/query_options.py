@@ -36,6 +36,8 @@ def source_options(flow: FlowConfig, pattern: str, ship_files: bool = False) -> 
         # check and the read fail the task instead, and the restarted batch's check stops the flow naming
         # the gap.
         "failOnDataLoss": "true" if flow.fails_on_data_loss else "false",
+        # A task fails (and the flow retries) when due records do not come for this long: never skipped.
+        "pollTimeoutMs": str(flow.options.source_stall_timeout),
     }
     if flow.options.batch_max_records > 0:
         options["maxOffsetsPerTrigger"] = str(flow.options.batch_max_records)

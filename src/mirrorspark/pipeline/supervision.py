@@ -2,22 +2,28 @@
 the other flows go on; after ``mirrorspark.flow.restart.attempts`` consecutive failures it stays
 ``failed`` (the process keeps serving the others). A written batch resets the count.
 
+A failure a retry can fix (``retriable``: a cluster out of reach, a leader moving, a timeout) never
+counts: the flow stays up, ``degraded`` with the reason and since when, and is retried with backoff
+capped at ``RETRY_BACKOFF_CAP`` until the cluster answers, then resumes where it was (ADR 0021).
 A flow stopped by ``mirrorspark.data.loss = fail`` is not restarted: the gap needs a person.
 """
 from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime
 
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.flow_query import FlowQuery
+from mirrorspark.pipeline.retriable import retriable
 
 log = logging.getLogger(__name__)
 
 STATES = ("starting", "running", "degraded", "restarting", "paused", "failed", "standby")
 MAX_BACKOFF = 60.0
 QUICK_RESTARTS = 3  # restarts in a row a batch may ask for before they count as failures
+RETRY_BACKOFF_CAP = 15.0  # a cluster back after an outage is read again within this long (ADR 0021)
 
 
 class FlowSupervisor:
@@ -34,11 +40,15 @@ class FlowSupervisor:
         self.failed = False
         self.restart_at: float | None = None
         self.restart_requested: str | None = None  # e.g. a source topic re-created while running
+        self.retries = 0  # consecutive retriable failures (never make the flow fail)
+        self.retrying_since: float | None = None  # wall clock of the first of them
         self._written = query.batches_written
 
     def state(self) -> str:
         if self.failed:
             return "failed"
+        if self.retrying_since is not None:
+            return "degraded"  # up, waiting for a cluster to answer again
         if self.restart_at is not None:
             return "restarting"
         state = self.query.state()
@@ -50,6 +60,9 @@ class FlowSupervisor:
 
     def reason(self) -> str | None:
         """Why the flow is not plainly running: its last error, or the latest loss report."""
+        if self.retrying_since is not None:
+            since = datetime.fromtimestamp(self.retrying_since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return f"retrying since {since} ({self.retries} retries; nothing is skipped): {self.last_error}"
         if self.failed or self.restart_at is not None:
             return self.last_error
         if self.loss.since_start and self.state() == "degraded":
@@ -62,6 +75,10 @@ class FlowSupervisor:
         if q.batches_written != self._written:
             self._written = q.batches_written
             self.attempts = self.attempts_quick = 0
+            if self.retrying_since is not None:
+                log.warning("flow %s: writes again after %.0f s and %d retries", q.flow.name,
+                            time.time() - self.retrying_since, self.retries)
+            self.retries, self.retrying_since = 0, None
         if self.failed or q.paused or q.restarting:
             if q.paused:
                 self.restart_at = None  # the user's pause supersedes a pending automatic restart
@@ -82,20 +99,26 @@ class FlowSupervisor:
                 log.warning("flow %s: restarting: %s", q.flow.name, reason)
                 self._restart(spark)
         elif self.restart_at is None and q.query is not None and not q.query.isActive:
-            self._failed_once(q.loss_stop or q.error() or "the query stopped", now)
+            self._failed_once(q.loss_stop or q.error() or "the query stopped", now,
+                              q.loss_stop is None and retriable(q.failure_text()))
         elif self.restart_at is not None and now >= self.restart_at:
             self.restart_at = None
             self.restarts += 1
             self.metrics.flow_restarts.labels(source=q.flow.source.alias, target=q.flow.target.alias).inc()
-            log.warning("flow %s: restart %d of %d after: %s", q.flow.name, self.attempts, self.allowed,
-                        self.last_error)
+            if self.retrying_since is None:
+                log.warning("flow %s: restart %d of %d after: %s", q.flow.name, self.attempts, self.allowed,
+                            self.last_error)
             self._restart(spark)
         self._publish()
 
-    def _failed_once(self, error: str, now: float) -> None:
+    def _failed_once(self, error: str, now: float, may_pass: bool = False) -> None:
         q = self.query
-        self.attempts += 1
         self.last_error = error
+        if may_pass:
+            self._retry_later(error, now)
+            return
+        self.retrying_since = None
+        self.attempts += 1
         too_large = "RecordTooLargeException" in error
         if too_large:  # the same record fails every restart: say what to change, once
             self.last_error = error = (
@@ -117,17 +140,30 @@ class FlowSupervisor:
         log.error("flow %s: the query failed (%d of %d); restarting in %.1f s: %s", q.flow.name, self.attempts,
                   self.allowed + 1, delay, error)
 
+    def _retry_later(self, error: str, now: float) -> None:
+        """A failure that passes when the cluster answers: never counted, retried for as long as it takes."""
+        self.retries += 1
+        if self.retrying_since is None:
+            self.retrying_since = time.time()
+        delay = min(RETRY_BACKOFF_CAP, self.backoff * 2 ** min(self.retries - 1, 16))
+        self.restart_at = now + delay
+        log.warning("flow %s: degraded, retrying in %.1f s (retry %d; the flow stays up and resumes where it was "
+                    "when the cluster answers): %s", self.query.flow.name, delay, self.retries, error)
+
     def _restart(self, spark) -> None:
         try:
             self.query.restart(spark)
         except Exception as exc:  # noqa: BLE001 - a failing start counts as a failure of the flow
-            self._failed_once(f"restart failed: {str(exc).splitlines()[0][:300]}", time.monotonic())
+            text = str(exc)
+            self._failed_once(f"restart failed: {text.splitlines()[0][:300] if text else type(exc).__name__}",
+                              time.monotonic(), retriable(text))
 
     def manual_restart(self, spark) -> None:
         """REST restart: a failed flow gets a fresh count."""
         self.failed = False
         self.restart_at = None
-        self.attempts = 0
+        self.attempts = self.retries = 0
+        self.retrying_since = None
         self.query.writer.loss_stop = None
         self.query.restart(spark, unpause=True)
 

@@ -29,9 +29,11 @@ import org.slf4j.LoggerFactory;
  * up to (not including) its end, in order. A partition is done when the consumer's position
  * reaches the end, which also covers offsets with no record (transaction markers, compaction).
  * Records retention removed before they were read are skipped from the earliest offset left
- * (mirrorspark reports the gap from the batch's first written offsets); a partition that stops
- * answering (its topic deleted) is given up after {@code pollTimeoutMs}, and a shrunken one
- * (re-created) when its end is behind our position.
+ * (mirrorspark reports the gap from the batch's first written offsets); a shrunken partition
+ * (re-created) is given up when its end is behind our position, and one whose topic is gone when
+ * the source says so. Records still due from a partition that answers nothing for
+ * {@code pollTimeoutMs} (a broker down, a leader lost) are never skipped: the task fails with a
+ * {@link SourceStalledException}, which the driver retries until the source answers again.
  */
 final class GroupReader implements PartitionReader<InternalRow> {
     private static final Logger LOG = LoggerFactory.getLogger(GroupReader.class);
@@ -183,6 +185,7 @@ final class GroupReader implements PartitionReader<InternalRow> {
             ends = new HashMap<>();
             LOG.debug("end offsets of {} unavailable: {}", waiting, e.toString());
         }
+        List<TopicPartition> stalled = new ArrayList<>();
         for (TopicPartition tp : waiting) {
             Long end = ends.get(tp);
             long position = consumer.position(tp);
@@ -190,9 +193,58 @@ final class GroupReader implements PartitionReader<InternalRow> {
                 giveUp(tp, tp + ": ends at " + end + ", before the batch's end " + until.get(tp)
                     + "; the rest is not there to read");
             } else if (now - lastProgress > settings.pollTimeoutMs) {
-                giveUp(tp, tp + ": no record for " + (now - lastProgress) + " ms at offset " + position
-                    + " (topic deleted?); the rest of this batch's range is skipped");
+                stalled.add(tp);
             }
+        }
+        if (stalled.isEmpty()) {
+            return;
+        }
+        Set<String> gone = topicsGone(stalled);
+        StringBuilder due = new StringBuilder();
+        for (TopicPartition tp : stalled) {
+            if (gone.contains(tp.topic())) {
+                giveUp(tp, tp + ": its topic is gone from the source (deleted); offsets " + consumer.position(tp)
+                    + " to " + (until.get(tp) - 1) + " of this batch's range cannot be read");
+            } else {
+                due.append(due.length() == 0 ? "" : ", ").append(tp).append(" at ").append(consumer.position(tp))
+                    .append(" (batch end ").append(until.get(tp)).append(')');
+            }
+        }
+        if (due.length() > 0) {
+            throw new SourceStalledException("no record for " + (now - lastProgress) + " ms from " + due
+                + ": the source does not answer (broker down, leader lost?); the task fails so the flow retries "
+                + "this batch whole when it answers, nothing skipped");
+        }
+    }
+
+    /**
+     * Topics of {@code stalled} the source's metadata answers for and does not know: deleted. A source
+     * that does not answer knows nothing, so nothing is taken for gone.
+     */
+    private Set<String> topicsGone(List<TopicPartition> stalled) {
+        Set<String> gone = new HashSet<>();
+        Map<String, List<org.apache.kafka.common.PartitionInfo>> topics;
+        try {
+            topics = consumer.listTopics(Duration.ofSeconds(10));
+        } catch (RuntimeException e) {
+            LOG.debug("topic list unavailable: {}", e.toString());
+            return gone;
+        }
+        for (TopicPartition tp : stalled) {
+            List<org.apache.kafka.common.PartitionInfo> parts = topics.get(tp.topic());
+            if (parts == null || parts.stream().noneMatch(p -> p.partition() == tp.partition())) {
+                gone.add(tp.topic());
+            }
+        }
+        return gone;
+    }
+
+    /** Due records did not come: retriable, the batch is read again whole once the source answers. */
+    static final class SourceStalledException extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        SourceStalledException(String message) {
+            super(message);
         }
     }
 

@@ -123,6 +123,45 @@ public final class SourceUnitTests {
         }
     }
 
+    /**
+     * A partition whose records 2-9 are due and never come (its broker down) fails the task, nothing
+     * skipped; one whose topic the source no longer lists (deleted) is given up, the others read.
+     */
+    static void stalledRecordsFailTheTaskAndOnlyADeletedTopicIsGivenUp() {
+        TopicPartition tp = new TopicPartition("t", 0);
+        for (boolean deleted : new boolean[] {false, true}) {
+            Map<String, String> options = new HashMap<>();
+            options.put("kafka.bootstrap.servers", "unused:9092");
+            options.put("subscribePattern", "t");
+            options.put("pollTimeoutMs", "500");
+            MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE);
+            consumer.updateBeginningOffsets(Map.of(tp, 0L));
+            consumer.updateEndOffsets(Map.of(tp, 10L));
+            if (!deleted) {
+                consumer.updatePartitions("t", List.of(new org.apache.kafka.common.PartitionInfo("t", 0, null,
+                    new org.apache.kafka.common.Node[0], new org.apache.kafka.common.Node[0])));
+            }
+            GroupReader reader = new GroupReader(new SourceSettings(options), List.of(new OffsetRange("t", 0, 2, 10)),
+                consumer);
+            String error = null;
+            boolean more = true;
+            long started = System.currentTimeMillis();
+            try {
+                more = reader.next();
+            } catch (GroupReader.SourceStalledException e) {
+                error = e.getMessage();
+            }
+            reader.close();
+            if (deleted) {
+                check(error == null && !more, "a deleted topic's range is given up: " + error);
+            } else {
+                check(error != null && error.contains("t-0 at 2 (batch end 10)") && error.contains("nothing skipped"),
+                    "due records that do not come fail the task, nothing skipped: " + error + ", more " + more);
+                check(System.currentTimeMillis() - started >= 500, "not before pollTimeoutMs");
+            }
+        }
+    }
+
     /** Heartbeats alone wait up to holdMs; any other record, a new or vanished partition, or the wait's end releases them. */
     static void heartbeatsAloneAreHeldThenCarried() {
         TopicPartition hb = new TopicPartition("a.heartbeats", 0);
@@ -268,6 +307,7 @@ public final class SourceUnitTests {
         heartbeatsAloneAreHeldThenCarried();
         fetchWaitIsCapped();
         removedRecordsAreSkippedOrFailTheTask();
+        stalledRecordsFailTheTaskAndOnlyADeletedTopicIsGivenUp();
         groupsAreBalancedByRecords();
         everyPartitionInExactlyOneGroup();
         fewerRangesThanGroups();

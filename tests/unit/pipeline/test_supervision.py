@@ -1,0 +1,102 @@
+"""A flow's supervisor: what a retry can fix is retried for as long as it takes, with the flow up and
+``degraded``; what it cannot fix fails the flow after ``mirrorspark.flow.restart.attempts``."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.pipeline import supervision
+from mirrorspark.pipeline.retriable import retriable
+from mirrorspark.pipeline.supervision import FlowSupervisor
+from mirrorspark.state.files import LocalFiles
+
+SOURCE_DOWN = ("org.apache.spark.sql.streaming.StreamingQueryException: Failed to get offsets by times in 30000ms\n"
+               "Caused by: org.apache.kafka.common.errors.TimeoutException: Failed to get offsets by times in 30000ms")
+STALLED = ("Job aborted due to stage failure: ... io.mirrorspark.source.GroupReader$SourceStalledException: no record "
+           "for 60012 ms from t-0 at 5 (batch end 90)")
+AUTH = "Caused by: org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access topics: [t]"
+
+
+class FailingQuery:
+    """Stands for FlowQuery: every start fails at once with ``text``."""
+
+    flow = SimpleNamespace(name="a->b", source=SimpleNamespace(alias="a"), target=SimpleNamespace(alias="b"),
+                           options=SimpleNamespace(restart_attempts=2, restart_backoff=0.0))
+    paused, restarting, loss_stop, metrics = False, False, None, None
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.query = SimpleNamespace(isActive=False)
+        self.batches_written = 0
+        self.restarts = 0
+
+    def take_restart_reason(self):
+        return None
+
+    def restart(self, spark, unpause=False):
+        self.restarts += 1
+
+    def state(self):
+        return "failed"
+
+    def error(self):
+        return self.text.splitlines()[-1]
+
+    def failure_text(self):
+        return self.text
+
+
+def supervise(query: FailingQuery, tmp_path) -> FlowSupervisor:
+    return FlowSupervisor(query, LossLog(LocalFiles(tmp_path), "a->b"), MirrorMetrics())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", [SOURCE_DOWN, STALLED, "KafkaException: KafkaError{code=_TRANSPORT,val=-195,"
+                                  "str=\"Broker transport failure\"}"])
+def test_a_cluster_out_of_reach_is_retried_for_ever_and_the_flow_stays_up_degraded(text, tmp_path):
+    query = FailingQuery(text)
+    supervisor = supervise(query, tmp_path)
+    for _ in range(40):  # far more than restart.attempts = 2
+        supervisor.poll(None)
+    assert not supervisor.failed and supervisor.attempts == 0 and query.restarts >= 19
+    assert supervisor.state() == "degraded"
+    reason = supervisor.reason() or ""
+    assert reason.startswith("retrying since ") and "nothing is skipped" in reason
+    query.batches_written = 1  # the cluster answers: a batch is written
+    query.query = SimpleNamespace(isActive=True)
+    supervisor.poll(None)
+    assert supervisor.retrying_since is None and supervisor.retries == 0
+
+
+def test_the_retry_backoff_is_capped(tmp_path):
+    query = FailingQuery(SOURCE_DOWN)
+    query.flow = SimpleNamespace(**{**vars(FailingQuery.flow), "options": SimpleNamespace(restart_attempts=2,
+                                                                                             restart_backoff=1.0)})
+    supervisor = supervise(query, tmp_path)
+    for _ in range(30):
+        supervisor._failed_once("down", 0.0, may_pass=True)
+    assert supervisor.restart_at == supervision.RETRY_BACKOFF_CAP
+
+
+def test_what_a_retry_cannot_fix_fails_the_flow_after_the_attempts(tmp_path):
+    query = FailingQuery(AUTH)
+    supervisor = supervise(query, tmp_path)
+    for _ in range(10):
+        supervisor.poll(None)
+    assert supervisor.failed and supervisor.state() == "failed" and supervisor.attempts == 3
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (SOURCE_DOWN, True), (STALLED, True),
+    ("org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intended only for the leader", True),
+    ("cannot reach cluster 'a' at localhost:1 (check a.bootstrap.servers ...): Local: Timed out", True),
+    (AUTH, False),
+    ("TimeoutException after SaslAuthenticationException: bad credentials", False),
+    ("RecordTooLargeException: The message is 2000000 bytes", False),
+    ("InvalidProducerEpochException: Producer attempted to produce with an old epoch", False),
+    ("ValueError: something nobody foresaw", False),
+])
+def test_retriable_reads_the_whole_failure(text, expected):
+    assert retriable(text) is expected

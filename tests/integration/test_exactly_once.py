@@ -279,3 +279,44 @@ def test_executor_kill9_mid_transaction_on_a_cluster_leaves_each_record_once(
     assert not lost and duplicated == 0
     assert in_source_order(records, 2)
     assert "Traceback" not in output
+
+
+def limit_client(bootstrap: str, client_id: str, bytes_per_second: int) -> None:
+    """A produce quota on ``client_id`` (Kafka's own ConfigCommand), as a slow or metered WAN link would be."""
+    from mirrorspark import paths
+    from mirrorspark.local.cluster import java_executable
+
+    done = subprocess.run([java_executable(), "-Xmx128m", "-cp", f"{paths.kafka_libs()}/*", "kafka.admin.ConfigCommand",
+                           "--bootstrap-server", bootstrap, "--alter", "--add-config",
+                           f"producer_byte_rate={bytes_per_second}", "--entity-type", "clients", "--entity-name",
+                           client_id], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_backlog_larger_than_one_transaction_can_carry_reaches_a_slow_target_exactly_once(clusters, unique, tmp_path):
+    """30 MB of backlog in one partition, one batch, into a target that takes 1 MB/s from the flow's
+    producers, with transaction.timeout.ms = 10 s: one transaction for the batch would need 30 s and
+    be aborted by the broker at every attempt. Transactions are committed mid-batch within half
+    the timeout: every record once, in order."""
+    topic, remote, client = f"eos-slow-{unique}", f"primary.eos-slow-{unique}", f"slow-link-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    for first in range(0, 30_000, 5_000):
+        produce(clusters["primary"], topic, numbered(first, first + 5_000, 1, size=1_000))
+    limit_client(clusters["backup"], client, 1_048_576)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{EOS}"
+                          f"backup.producer.client.id = {client}\nbackup.producer.transaction.timeout.ms = 10000\n")
+    state = tmp_path / "state"
+    started = time.monotonic()
+    with running_mirrorspark(config, state) as mirror:
+        wait_committed(clusters["backup"], remote, 30_000, timeout=240)
+        took = time.monotonic() - started
+        output = mirror.output()
+    records = committed_records(clusters["backup"], remote)
+    seqs = [s for _, _, s in records]
+    lost, duplicated = lost_and_duplicated(range(30_000), seqs)
+    print(f"slow target, exactly-once: {len(seqs)} committed in {took:.0f} s, lost {len(lost)}, duplicated "
+          f"{duplicated}")
+    assert not lost and duplicated == 0 and in_source_order(records, 1)
+    assert "aborted by the target" not in output and "old epoch" not in output
+    assert progress(clusters["backup"], "primary->backup", remote) == {0: 30_000}

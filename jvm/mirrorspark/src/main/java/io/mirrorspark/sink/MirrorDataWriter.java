@@ -100,12 +100,15 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         PartitionAcks target = acksFor(topic, partition);
         if (transactions != null) {
             TaskTransactions.Open txn = transactions.of(target);
+            if (transactions.due(txn, now)) {  // committed before this row: its progress excludes it
+                transactions.commitNow(txn, this::checkFailure);
+            }
             if (TaskTransactions.committed(txn, upstream)) {
                 return;  // in a committed transaction already: paired from the progress, not sent again
             }
             Fences.check(s.flow, fence);
             TaskTransactions.send(txn, new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
-                new Ack(target, upstream, ts, bytes, age));
+                new Ack(target, upstream, ts, bytes, age), bytes, now);
             return;
         }
         if ((!resume.isEmpty() || (retried && !s.retryFrom.isEmpty()))

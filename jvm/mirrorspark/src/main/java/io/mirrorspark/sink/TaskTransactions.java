@@ -19,12 +19,21 @@ import org.apache.kafka.common.errors.ProducerFencedException;
  * partition's records of the batch and, committed with them, the flow's progress on it (the next
  * source offset and the batch's offset pairs). Rows a committed transaction already holds (a batch
  * run again after a crash, a retried task attempt) are paired from the progress, never sent again.
+ *
+ * <p>A transaction must end well inside the producer's {@code transaction.timeout.ms}, or the broker
+ * aborts it and the batch can never finish (a large backlog into a slow or quota-limited target).
+ * So a partition's transaction is committed mid-batch, with the progress of the rows sent so far,
+ * once it has run half that timeout ({@link #budgetMs}) or once it holds more bytes than the
+ * partition's measured speed drains in what is left of that half ({@link #due}).
  */
 final class TaskTransactions {
     /** Records this JVM sent in transactions: where the fault drills' moments are counted from. */
     private static final AtomicLong SENT = new AtomicLong();
     private final WriteSettings settings;
     private final Map<String, Open> open = new LinkedHashMap<>();
+
+    /** Bytes a transaction may hold before its partition's speed is known (its first commit measures it). */
+    static final long FIRST_BYTES = 1L << 20;
 
     /** One target partition's transaction in this task. */
     static final class Open {
@@ -34,6 +43,9 @@ final class TaskTransactions {
         long sent;
         long next = -1L;
         boolean broken;
+        /** When the open transaction began, and the key and value bytes sent in it. */
+        long begunAt;
+        long bytes;
 
         Open(Transactions.Entry entry, PartitionAcks target) {
             this.entry = entry;
@@ -41,8 +53,58 @@ final class TaskTransactions {
         }
     }
 
+    private final long budgetMs;
+
     TaskTransactions(WriteSettings settings) {
         this.settings = settings;
+        this.budgetMs = budgetMs(settings.producer);
+    }
+
+    /** Half the producer's {@code transaction.timeout.ms} (Kafka's default 60 s): what a transaction may last. */
+    static long budgetMs(Map<String, String> producer) {
+        String set = producer.get("transaction.timeout.ms");
+        long timeout = 60_000L;
+        if (set != null) {
+            try {
+                timeout = Long.parseLong(set.trim());
+            } catch (NumberFormatException e) {
+                timeout = 60_000L;  // the producer refuses it itself, naming the key
+            }
+        }
+        return Math.max(1L, timeout / 2);
+    }
+
+    /**
+     * True when the open transaction must be committed before another row is sent: it ran its budget,
+     * or it holds more bytes than the partition drained at its last measured speed in the time left,
+     * or than twice the last transaction.
+     */
+    static boolean due(Open txn, long now, long budgetMs) {
+        if (!txn.begun) {
+            return false;
+        }
+        long left = budgetMs - (now - txn.begunAt);
+        if (left <= 0) {
+            return true;
+        }
+        Transactions.Entry last = txn.entry;
+        if (last.rate <= 0) {
+            return txn.bytes >= FIRST_BYTES;
+        }
+        // At most twice the last transaction's bytes: a target that takes a burst fast and then
+        // throttles (a quota) is measured again before a transaction outgrows it.
+        long allowed = (long) Math.min(2.0 * Math.max(last.bytes, FIRST_BYTES), last.rate * left);
+        return txn.bytes >= Math.max(FIRST_BYTES / 16, allowed);
+    }
+
+    /** True when {@code txn} must be committed before the next row ({@link #due} with this task's budget). */
+    boolean due(Open txn, long now) {
+        return due(txn, now, budgetMs);
+    }
+
+    /** Commits {@code txn} mid-batch: the rows sent so far, with their progress, exactly once. */
+    void commitNow(Open txn, MirrorDataWriter.Failure failure) throws IOException {
+        commit(txn, failure);
     }
 
     /** The transaction of {@code target} in this task (its producer acquired on first use). */
@@ -69,11 +131,14 @@ final class TaskTransactions {
     }
 
     /** Sends {@code record} in the partition's transaction, beginning it with the first record. */
-    static void send(Open txn, ProducerRecord<byte[], byte[]> record, Callback ack) {
+    static void send(Open txn, ProducerRecord<byte[], byte[]> record, Callback ack, long bytes, long now) {
         if (!txn.begun) {
             txn.entry.producer.beginTransaction();
             txn.begun = true;
+            txn.begunAt = now;
+            txn.bytes = 0L;
         }
+        txn.bytes += bytes;
         txn.sent++;
         SENT.incrementAndGet();
         txn.entry.producer.send(record, ack);
@@ -86,32 +151,43 @@ final class TaskTransactions {
      */
     void commit(MirrorDataWriter.Failure failure) throws IOException {
         for (Open txn : open.values()) {
-            if (!txn.begun) {
-                continue;  // every row was committed already
+            if (txn.begun) {  // else every row was committed already
+                commit(txn, failure);
             }
-            try {
-                txn.entry.producer.flush();
-                failure.check();
-                FaultPoints.reached(FaultPoints.SENT, SENT.get(), txn.sent);
-                long[] runs = txn.target.runs();
-                OffsetAndMetadata progress = new OffsetAndMetadata(txn.next, Progress.encode(runs));
-                txn.entry.producer.sendOffsetsToTransaction(
-                    Collections.singletonMap(txn.entry.target, progress), new ConsumerGroupMetadata(settings.progressGroup));
-                FaultPoints.reached(FaultPoints.BEFORE_COMMIT, SENT.get(), txn.sent);
-                txn.entry.producer.commitTransaction();
-                txn.begun = false;
-                txn.entry.progress = new Progress(txn.next, runs, false);
-                FaultPoints.reached(FaultPoints.AFTER_COMMIT, SENT.get(), txn.sent);
-            } catch (ProducerFencedException | InvalidProducerEpochException e) {
-                txn.broken = true;
-                throw new IOException("flow " + settings.flow + ": fenced on " + txn.entry.target + ": a newer writer of "
-                    + "this partition (a retried task attempt, a restarted or second instance) holds transactional.id "
-                    + txn.entry.id + "; this attempt's transaction is aborted and none of it is visible", e);
-            } catch (KafkaException e) {
-                txn.broken = true;
-                throw new IOException("flow " + settings.flow + ": the transaction on " + txn.entry.target
-                    + " failed and is aborted (none of it is visible): " + e, e);
-            }
+        }
+    }
+
+    private void commit(Open txn, MirrorDataWriter.Failure failure) throws IOException {
+        try {
+            txn.entry.producer.flush();
+            failure.check();
+            FaultPoints.reached(FaultPoints.SENT, SENT.get(), txn.sent);
+            long[] runs = txn.target.runs();
+            OffsetAndMetadata progress = new OffsetAndMetadata(txn.next, Progress.encode(runs));
+            txn.entry.producer.sendOffsetsToTransaction(
+                Collections.singletonMap(txn.entry.target, progress), new ConsumerGroupMetadata(settings.progressGroup));
+            FaultPoints.reached(FaultPoints.BEFORE_COMMIT, SENT.get(), txn.sent);
+            txn.entry.producer.commitTransaction();
+            txn.begun = false;
+            txn.entry.rate = txn.bytes / (double) Math.max(1L, System.currentTimeMillis() - txn.begunAt);
+            txn.entry.bytes = txn.bytes;
+            txn.entry.progress = new Progress(txn.next, runs, false);
+            FaultPoints.reached(FaultPoints.AFTER_COMMIT, SENT.get(), txn.sent);
+        } catch (ProducerFencedException e) {
+            txn.broken = true;
+            throw new IOException("flow " + settings.flow + ": fenced on " + txn.entry.target + ": a newer writer of "
+                + "this partition (a retried task attempt, a restarted or second instance) holds transactional.id "
+                + txn.entry.id + "; this attempt's transaction is aborted and none of it is visible", e);
+        } catch (InvalidProducerEpochException e) {
+            txn.broken = true;
+            throw new IOException("flow " + settings.flow + ": the transaction on " + txn.entry.target + " was "
+                + "aborted by the target after " + (System.currentTimeMillis() - txn.begunAt) + " ms (its "
+                + "transaction.timeout.ms ran out, or a newer writer of transactional.id " + txn.entry.id
+                + " fenced it); none of it is visible", e);
+        } catch (KafkaException e) {
+            txn.broken = true;
+            throw new IOException("flow " + settings.flow + ": the transaction on " + txn.entry.target
+                + " failed and is aborted (none of it is visible): " + e, e);
         }
     }
 

@@ -39,6 +39,9 @@ final class Transactions {
         final TopicPartition target;
         Progress progress;
         boolean inUse;
+        /** Bytes per millisecond of this partition's last transaction, begin to commit (0: not known yet), and its bytes. */
+        double rate;
+        long bytes;
 
         Entry(String id, KafkaProducer<byte[], byte[]> producer, TopicPartition target, Progress progress) {
             this.id = id;

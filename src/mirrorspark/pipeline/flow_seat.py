@@ -3,11 +3,11 @@
 Instances that run the same flow share a lease group on the flow's target (``coordination.lease``).
 The one holding it assembles the flow (``flow_assembly``) and runs its query; the others wait. When
 the writer stops, is killed or stops answering, the group gives the lease to a standby, which
-first compares the flow's previous claim with itself (``coordination.claims``): if another instance
-wrote the flow since this state folder was saved, the folder's Spark checkpoint and write marks are
-set aside, and the flow resumes after the last record the target holds (``takeover.lost_state``),
-copying nothing twice. A writer that loses the lease stops its query, its control tasks and its
-offset syncs at once and becomes a standby itself.
+first compares the group's previous claim of the flow with itself (``coordination.claims``): if
+another instance of the group wrote the flow since this state folder was saved, the folder's Spark
+checkpoint and write marks are set aside, and the flow resumes after the last record the target
+holds (``takeover.lost_state``), copying nothing twice. A writer that loses the lease stops its
+query, its control tasks and its offset syncs at once and becomes a standby itself.
 """
 from __future__ import annotations
 
@@ -123,10 +123,11 @@ class FlowSeat:
 
     def activate(self) -> AssembledFlow:
         """Claim the flow, set stale state aside, and assemble it (raises on bad input, as at start)."""
-        if self.claims is not None:
-            previous = self.claims.last(self.flow.name)
+        if self.claims is not None and self.lease is not None:
+            group = self.lease.group  # the deployment: its members' claims, not another group's, date this state
+            previous = self.claims.last(flow=self.flow.name, group=group)
             set_aside_if_stale(self.folder, self.flow.name, previous, self.instance)
-            self.claims.write(Claim.mine(self.flow.name, self.instance, self.folder))
+            self.claims.write(Claim.mine(flow=self.flow.name, group=group, instance=self.instance, state=self.folder))
         writing = self.lease.confirmed if self.lease is not None else None
         self.assembled = assemble_flow(self.flow, self.policy, self.shared, writing)
         self.takeovers += 1

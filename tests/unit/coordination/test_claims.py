@@ -1,0 +1,127 @@
+"""Claims name the deployment: separate lease groups on one cluster pair never set each other's state aside."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from mirrorspark.coordination import claims
+from mirrorspark.pipeline import flow_seat
+from mirrorspark.pipeline.flow_seat import FlowSeat
+from mirrorspark.state.files import LocalFiles
+
+FLOW = "a->b"
+OLD_FIELDS = {"flow", "instance", "host", "pid", "state", "at"}  # a claim as instances before lease groups wrote it
+
+
+class ClaimsTopic:
+    """mirrorspark.leases.internal on the target: one partition, records in the order written."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[bytes, bytes]] = []
+
+    def read_to_end(self, conf, topic, timeout=60.0, partitions=None):
+        assert topic == claims.LEASE_TOPIC
+        for offset, (key, value) in enumerate(list(self.records)):
+            yield key, value, 0, offset, 0
+
+    def send_all(self, producer, topic, records, what, timeout=30.0, timestamp=None):
+        assert topic == claims.LEASE_TOPIC
+        self.records.extend(records)
+
+    def legacy(self, instance: str) -> None:
+        """A claim written by an instance that keyed claims by the flow's name only."""
+        value = {"flow": FLOW, "instance": instance, "host": "old-host", "pid": 7, "state": "/old", "at": 1.0}
+        self.records.append((FLOW.encode(), json.dumps(value).encode()))
+
+
+@pytest.fixture
+def topic(monkeypatch) -> ClaimsTopic:
+    fake = ClaimsTopic()
+    monkeypatch.setattr(claims, "read_to_end", fake.read_to_end)
+    monkeypatch.setattr(claims, "send_all", fake.send_all)
+    monkeypatch.setattr(claims, "producer", lambda conf: None)
+    monkeypatch.setattr(flow_seat, "assemble_flow", lambda flow, policy, shared, writing: "assembled")
+    return fake
+
+
+def _state_dir(root) -> LocalFiles:
+    """A state folder whose flow has an intact copy position (Spark's checkpoint and write marks)."""
+    state = LocalFiles(root)
+    folder = state.child("a").child("b")
+    checkpoint = folder.child("checkpoint")
+    checkpoint.child("offsets").write("0", "v1\n{}\n{\"t\":{\"0\":5}}")
+    checkpoint.child("commits").write("0", "v1\n{}")
+    folder.write("write-marks.json", json.dumps({"source_next": {}}))
+    return state
+
+
+def _seat(state: LocalFiles, instance: str, group: str | None) -> FlowSeat:
+    options = SimpleNamespace(lease_enabled=True, lease_group=group, lease_timeout=10.0)
+    flow = SimpleNamespace(name=FLOW, source=SimpleNamespace(alias="a"), target=SimpleNamespace(alias="b"),
+                           options=options, target_producer=dict)
+    clusters = SimpleNamespace(admin=lambda cluster: (None, {"bootstrap.servers": "target:9092"}))
+    shared = SimpleNamespace(clusters=clusters, state=state, scheduler=None, metrics=None)
+    return FlowSeat(flow, policy=None, shared=shared, instance=instance)
+
+
+def _intact(seat: FlowSeat) -> bool:
+    return seat.folder.child("checkpoint").child("offsets").read("0") is not None
+
+
+def test_deployments_in_separate_lease_groups_keep_their_own_state_across_restarts(topic, tmp_path):
+    # Two deployments copy different topics between the same clusters, each in its own lease group
+    # (what mirrorspark.flow.lease.group is for): both restart, more than once, in turn.
+    east, west = _state_dir(tmp_path / "east"), _state_dir(tmp_path / "west")
+    for _restart in range(2):
+        for state, instance, group in ((east, "east", "mirror.orders"), (west, "west", "mirror.payments")):
+            seat = _seat(state, instance, group)
+            seat.activate()
+            assert _intact(seat), f"{instance}'s state was set aside after the other deployment's claim"
+
+
+def test_a_standby_of_the_same_deployment_still_finds_its_state_out_of_date(topic, tmp_path):
+    writer, standby = _seat(_state_dir(tmp_path / "one"), "one", "g"), _seat(_state_dir(tmp_path / "two"), "two", "g")
+    writer.activate()
+    assert _intact(writer)
+    standby.activate()  # the writer stopped; the standby took the flow over
+    assert not _intact(standby)
+    writer.activate()  # and back: the first writer's state is older than the standby's copy now
+    assert not _intact(writer)
+
+
+def test_the_default_group_is_one_deployment_too(topic, tmp_path):
+    first, second = _seat(_state_dir(tmp_path / "1"), "1", None), _seat(_state_dir(tmp_path / "2"), "2", None)
+    first.activate()
+    second.activate()
+    assert _intact(first) and not _intact(second)
+
+
+def test_a_claim_in_the_older_format_is_understood_as_before(topic, tmp_path):
+    topic.legacy("someone-else")  # which deployment wrote it is not known: its state may be out of date
+    seat = _seat(_state_dir(tmp_path / "me"), "me", "g")
+    seat.activate()
+    assert not _intact(seat)
+    again = _seat(_state_dir(tmp_path / "me"), "me", "g")
+    again.activate()  # its own claim, newer than the old one, decides from now on
+    assert _intact(again)
+
+
+def test_an_older_claim_written_after_this_deployment_claimed_the_flow_is_heeded(topic, tmp_path):
+    # During a rolling upgrade an instance not yet upgraded takes the flow over after this one.
+    seat = _seat(_state_dir(tmp_path / "me"), "me", "g")
+    seat.activate()
+    topic.legacy("not-upgraded")
+    seat.activate()
+    assert not _intact(seat)
+
+
+def test_instances_not_yet_upgraded_still_read_every_claim(topic, tmp_path):
+    _seat(_state_dir(tmp_path / "me"), "me", "g").activate()
+    by_name = [json.loads(value) for key, value in topic.records if key == FLOW.encode()]
+    assert by_name and set(by_name[-1]) == OLD_FIELDS and by_name[-1]["instance"] == "me"
+    # ... and that copy under the flow's name does not stand for a claim of another deployment
+    other = _seat(_state_dir(tmp_path / "other"), "other", "h")
+    other.activate()
+    assert _intact(other)

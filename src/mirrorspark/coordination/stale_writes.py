@@ -6,17 +6,26 @@ flow over and may have copied the same source records: Kafka has no conditional 
 transactions, so they cannot be held back. They are counted instead. The JVM keeps the target
 offsets acknowledged after the lease's deadline (``io.mirrorspark.sink.Fences``); when the flow is
 left, each such target partition is read from the first offset another writer can have written,
-and a late record whose twin (same key, value, headers and timestamp) is also there is a copy made
-twice: a WARNING and ``mirrorspark_records_recopied_total`` say so.
+and a late record paired with a twin written by another writer (same key, value and headers) is a
+copy made twice: a WARNING and ``mirrorspark_records_recopied_total`` say so.
+
+The timestamp is not compared: a LogAppendTime target stamps each copy when it lands, and a source
+record without a timestamp is stamped by the producer when sent, so two copies of one source
+record differ there. Nor is one search enough: the new writer may copy the same source records
+after the old one left, and the old producer may still deliver. So the search is repeated
+(``LateWatch``) until every late record has its twin or the window ends: the old producer's
+delivery timeout (it cannot deliver later) plus a lease timeout for the new writer's batch.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -25,7 +34,9 @@ from mirrorspark.control.admin import consumer
 
 log = logging.getLogger(__name__)
 
-SCAN_LIMIT = 2_000_000  # records per partition read to find twins; beyond it, `audit` counts them
+SCAN_LIMIT = 2_000_000  # records per partition read to find twins; late records beyond it `audit` counts
+ROUNDS = (5.0, 10.0, 20.0, 30.0)  # seconds between searches; the last repeats until the window ends
+DELIVERY_TIMEOUT_MS = 120_000  # the Java producer's default delivery.timeout.ms
 
 
 @dataclass(frozen=True)
@@ -58,9 +69,9 @@ def parse(text: str) -> tuple[bool, list[LateWrites]]:
                    int(p["dropped"])) for p in data["partitions"]]
 
 
-def digest(key: bytes | None, value: bytes | None, headers: Iterable[tuple[str, str | bytes | None]],
-           timestamp: int | None) -> bytes:
-    """What makes two target records copies of one source record (MM2 keeps all four)."""
+def digest(key: bytes | None, value: bytes | None, headers: Iterable[tuple[str, str | bytes | None]]) -> bytes:
+    """What two copies of one source record share on any target: key, value and headers (with
+    whatever provenance they carry); not the timestamp, which the broker or producer may set."""
     h = hashlib.blake2b(digest_size=16)
     for part in (key, value):
         h.update(b"-" if part is None else b"+%d:" % len(part) + part)
@@ -69,19 +80,17 @@ def digest(key: bytes | None, value: bytes | None, headers: Iterable[tuple[str, 
         h.update(b"h%d:" % len(raw) + raw)
         body = data.encode() if isinstance(data, str) else data
         h.update(b"-" if body is None else b"+%d:" % len(body) + body)
-    h.update(b"t%d" % (-1 if timestamp is None else timestamp))
     return h.digest()
 
 
 def twins(records: Iterable[tuple[int, bytes]], late: set[int]) -> int:
-    """How many ``late`` offsets hold a record that another offset of ``records`` holds too."""
-    seen: Counter[bytes] = Counter()
-    at: dict[int, bytes] = {}
+    """How many ``late`` offsets pair with a record at another offset holding the same content, each
+    other record paired once: a source that repeats a record does not make every late copy a twin."""
+    stale: Counter[bytes] = Counter()
+    others: Counter[bytes] = Counter()
     for offset, content in records:
-        seen[content] += 1
-        if offset in late:
-            at[offset] = content
-    return sum(1 for content in at.values() if seen[content] > 1)
+        (stale if offset in late else others)[content] += 1
+    return sum(min(n, others[content]) for content, n in stale.items())
 
 
 def _read(conf: dict[str, Any], topic: str, partition: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
@@ -102,7 +111,7 @@ def _read(conf: dict[str, Any], topic: str, partition: int, start: int, end: int
                 offset = cast(int, msg.offset())
                 if offset >= end:
                     return
-                yield offset, digest(msg.key(), msg.value(), cast(list, msg.headers() or []), msg.timestamp()[1])
+                yield offset, digest(msg.key(), msg.value(), cast(list, msg.headers() or []))
                 if offset >= end - 1:
                     return
     finally:
@@ -122,9 +131,15 @@ def count(conf: dict[str, Any], items: list[LateWrites], limit: int = SCAN_LIMIT
             try:
                 low, high = probe.get_watermark_offsets(TopicPartition(item.topic, item.partition), timeout=15)
                 start = max(low, min(item.scan_from if item.scan_from >= 0 else low, min(item.offsets)))
-                if high - start > limit:
-                    raise OSError(f"{high - start} records from offset {start} (more than {limit} are not read)")
-                found = twins(_read(conf, item.topic, item.partition, start, high), set(item.offsets))
+                # The new writer's twins follow the first offset it can have written: a range that grew on
+                # while the search is repeated is read as far as the limit, never refused as a whole.
+                end = min(high, start + limit)
+                late = {o for o in item.offsets if o < end}
+                if len(late) < len(item.offsets):
+                    log.warning("late writes to %s[%d] beyond offset %d not checked for copies made twice (more than "
+                                "%d records from offset %d)", item.topic, item.partition, end, limit, start)
+                    unchecked += len(item.offsets) - len(late)
+                found = twins(_read(conf, item.topic, item.partition, start, end), late) if late else 0
             except KafkaException as exc:  # the target out of reach: the other partitions would wait as long
                 log.warning("late writes not checked for copies made twice: the target does not answer: %s", exc)
                 unchecked += sum(i.count for i in items[index:]) - item.dropped
@@ -141,27 +156,174 @@ def count(conf: dict[str, Any], items: list[LateWrites], limit: int = SCAN_LIMIT
     return StaleReport(sum(i.count for i in items), doubled, unchecked)
 
 
-def report(flow: str, text: str | None, conf: dict[str, Any],
-           count_recopied: Callable[[Mapping[tuple[str, int], int]], None]) -> StaleReport | None:
-    """Count and say what this instance sent after it lost ``flow`` (``text``: ``Fences.lateWrites``)."""
-    if not text:
-        return None
-    flushed, items = parse(text)
-    if not items:
-        return None
-    found = count(conf, items)
-    total = sum(found.doubled.values())
-    if total:
-        count_recopied(found.doubled)
-    where = ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(found.doubled.items()))
-    message = (f"flow {flow}: {found.late} record(s) this instance had handed to its producer before it lost the "
-               "flow (stopped or paused past its lease) reached the target after the lease's deadline; "
-               + (f"{total} of them are copies the instance now writing the flow made too: copied twice ({where}; "
-                  "counted in mirrorspark_records_recopied_total)" if total else
-                  "none of them is also a copy by another writer"))
-    if found.unchecked or not flushed:
-        message += (f"; {found.unchecked} late record(s) could not be checked"
-                    + ("" if flushed else ", and more may still be sent") + ": `mirrorspark audit` counts them")
-    (log.warning if total or found.unchecked or not flushed else log.info)(
-        "%s. Exactly-once writes (transactions) would fence such records", message)
-    return found
+def window(*, lease_timeout: float, producer: Mapping[str, str]) -> float:
+    """Seconds after leaving in which a late record or its twin can still appear: the old producer
+    delivers for at most its ``delivery.timeout.ms`` once it runs again, and the new writer gets one
+    lease timeout more to copy the same source records (its batches wait for lease confirmations too)."""
+    try:
+        delivery = int(str(producer.get("delivery.timeout.ms", DELIVERY_TIMEOUT_MS)).strip()) / 1000
+    except ValueError:  # the producer refuses such a value at start: the flow never sent anything
+        delivery = DELIVERY_TIMEOUT_MS / 1000
+    return delivery + lease_timeout
+
+
+def _merge(old: LateWrites, new: LateWrites) -> LateWrites:
+    """One partition's late records from two of the JVM's lists (each list is cleared once read)."""
+    scan_from = -1 if -1 in (old.scan_from, new.scan_from) else min(old.scan_from, new.scan_from)
+    return replace(old, scan_from=scan_from, offsets=tuple(sorted(set(old.offsets) | set(new.offsets))),
+                   dropped=old.dropped + new.dropped)
+
+
+class LateWatch:
+    """The search for twins of one flow's late records, repeated until each has its twin, nothing
+    more can arrive, or the window ends; only copies not counted before are added to the metric."""
+
+    def __init__(self, *, flow: str, conf: dict[str, Any], window: float, collect: Callable[[int], str | None],
+                 count_recopied: Callable[[Mapping[tuple[str, int], int]], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.flow = flow
+        self.conf = conf
+        self.window = window
+        self._collect = collect  # the JVM's late records since the last call (``FlowLease.late_writes``)
+        self._count_recopied = count_recopied
+        self._clock = clock
+        self.deadline = clock() + window
+        self._items: dict[tuple[str, int], LateWrites] = {}
+        self._flushed = True
+        self._counted: dict[tuple[str, int], int] = {}  # copies made twice already added to the metric
+        self.searches = 0
+        self.last: StaleReport | None = None
+        self._finished = False  # the search ended: ``add`` refuses further lists
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, text: str | None, *, left_again: bool = False) -> bool:
+        """Fold in a ``Fences.lateWrites`` list (None: the JVM is gone and sends nothing more);
+        ``left_again``: the flow was taken back and lost once more, so the window starts anew.
+        False when the search has ended: the list is for a new watch then."""
+        flushed, items = parse(text) if text else (True, [])
+        with self._lock:
+            if self._finished:
+                return False
+            self._flushed = flushed
+            for item in items:
+                where = (item.topic, item.partition)
+                self._items[where] = _merge(self._items[where], item) if where in self._items else item
+            if left_again:
+                self.deadline = max(self.deadline, self._clock() + self.window)
+        return True
+
+    def pending(self) -> bool:
+        """Something to look for: late records known, or sends still under way."""
+        with self._lock:
+            return bool(self._items) or not self._flushed
+
+    def settled(self) -> bool:
+        """Every late record the JVM kept has its twin and the producers have sent all they held:
+        no later search can find more."""
+        with self._lock:
+            return self._settled()
+
+    def _settled(self) -> bool:
+        return self._flushed and all(self._counted.get(where, 0) >= len(item.offsets)
+                                     for where, item in self._items.items())
+
+    def search(self) -> StaleReport:
+        """One search: the late records known so far, their twins on the target, the new ones counted."""
+        if self.searches:
+            self.add(self._collect(2_000))
+        with self._lock:
+            items = list(self._items.values())
+        found = count(self.conf, items)
+        self.searches += 1
+        self.last = found
+        with self._lock:
+            added = {where: n - self._counted.get(where, 0) for where, n in found.doubled.items()
+                     if n > self._counted.get(where, 0)}
+            self._counted.update({where: found.doubled[where] for where in added})
+        if added:
+            self._count_recopied(added)
+        (self._first_said if self.searches == 1 else self._more_said)(found, added)
+        return found
+
+    def run(self) -> None:
+        """Search now, then again with growing pauses until settled, the window's end, or ``stop``."""
+        pauses = iter(ROUNDS)
+        pause = ROUNDS[-1]
+        while True:
+            try:
+                self.search()
+            except Exception:  # a bug in one search must not hide what was already said
+                log.exception("flow %s: searching late writes for copies made twice failed", self.flow)
+            with self._lock:  # decided with ``add`` held off: a list added now is searched, or refused
+                settled, left = self._settled(), self.deadline - self._clock()
+                self._finished = settled or left <= 0
+            if settled:
+                return
+            if left <= 0:
+                self._final_said(cut_short=False)
+                return
+            pause = next(pauses, pause)
+            if self._stop.wait(min(pause, left)):
+                with self._lock:
+                    self._finished = True
+                self._final_said(cut_short=True)
+                return
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name=f"mirrorspark-late-writes {self.flow}", daemon=True)
+        self._thread.start()
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """The process stops: no further search; what is still unpaired is said."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _first_said(self, found: StaleReport, added: Mapping[tuple[str, int], int]) -> None:
+        total = sum(found.doubled.values())
+        where = ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(found.doubled.items()))
+        message = (f"flow {self.flow}: {found.late} record(s) this instance had handed to its producer before it "
+                   "lost the flow (stopped or paused past its lease) reached the target after the lease's deadline; "
+                   + (f"{total} of them are copies the instance now writing the flow made too: copied twice ({where}; "
+                      "counted in mirrorspark_records_recopied_total)" if total else
+                      "none of them is also a copy by another writer so far"))
+        settled = self.settled()
+        if not settled:
+            message += (f"; the search goes on for up to {self.window:.0f} s, as the other writer may still copy the "
+                        "same source records" + ("" if self._flushed else " and more late records may still be sent"))
+        elif found.unchecked:
+            message += f"; {found.unchecked} late record(s) could not be checked: `mirrorspark audit` counts them"
+        (log.warning if total or (settled and found.unchecked) else log.info)(
+            "%s. Exactly-once writes (transactions) would fence such records", message)
+
+    def _more_said(self, found: StaleReport, added: Mapping[tuple[str, int], int]) -> None:
+        if not added:
+            return
+        where = ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(added.items()))
+        log.warning("flow %s: %d more late record(s) of this instance are copies the instance now writing the flow "
+                    "made since: copied twice (%s; counted in mirrorspark_records_recopied_total)", self.flow,
+                    sum(added.values()), where)
+
+    def _final_said(self, cut_short: bool) -> None:
+        found = self.last
+        if found is None:
+            return
+        total = sum(self._counted.values())
+        dropped = sum(item.dropped for item in self._items.values())
+        unpaired = sum(len(item.offsets) for item in self._items.values()) - total - (found.unchecked - dropped)
+        how = (f"the search was cut short after {self.searches} search(es) (this process stops)" if cut_short else
+               f"{unpaired} had no twin when the search ended, {self.window:.0f} s after the flow was left")
+        message = (f"flow {self.flow}: late records of this instance: {found.late}, "
+                   + (f"copied twice {total} (counted in mirrorspark_records_recopied_total)" if total else
+                      "none also copied by another writer") + f"; {how}")
+        doubt = found.unchecked + (unpaired if cut_short else 0)
+        if doubt or not self._flushed:
+            message += (f"; {doubt} late record(s) could not be checked"
+                        + ("" if self._flushed else ", and more may have been sent")
+                        + ": `mirrorspark audit` counts them")
+        (log.warning if total or doubt or not self._flushed else log.info)("%s", message)

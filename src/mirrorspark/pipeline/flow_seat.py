@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from mirrorspark.config.model import FlowConfig
@@ -70,6 +71,7 @@ class FlowSeat:
         self.takeovers = 0
         self.failed_takes = 0  # in a row
         self.retry_at = 0.0  # monotonic: no new attempt to take the flow before
+        self._late: stale_writes.LateWatch | None = None  # the search for copies made twice after leaving
         options = flow.options
         if options.lease_enabled:
             target, target_conf = shared.clusters.admin(flow.target)
@@ -152,8 +154,26 @@ class FlowSeat:
         if metrics is not None:
             metrics.set_running(False)
         if self.lease is not None:
-            stale_writes.report(self.flow.name, self.lease.late_writes(), self._target_conf,
-                                metrics.count_recopied if metrics is not None else lambda _counts: None)
+            self._watch_late_writes(self.lease, metrics.count_recopied if metrics is not None else None)
+
+    def _watch_late_writes(self, lease: FlowLease, count_recopied: Callable[[Mapping[tuple[str, int], int]], None]
+                           | None) -> None:
+        """Count what this instance sent after it lost the flow and the new writer copied too: searched
+        now and again for a while in a thread of its own (``stale_writes.LateWatch``), not blocking steering."""
+        text = lease.late_writes()
+        if self._late is not None and self._late.running() and self._late.add(text, left_again=True):
+            return
+        if not text:
+            return
+        watch = stale_writes.LateWatch(
+            flow=self.flow.name, conf=self._target_conf, collect=lease.late_writes,
+            window=stale_writes.window(lease_timeout=self.flow.options.lease_timeout,
+                                       producer=self.flow.target_producer()),
+            count_recopied=count_recopied or (lambda _counts: None))
+        watch.add(text)
+        if watch.pending():
+            self._late = watch
+            watch.start()
 
     def publish_standby(self) -> None:
         publish_state(self.shared.metrics, self.flow.source.alias, self.flow.target.alias, "standby")
@@ -164,5 +184,7 @@ class FlowSeat:
         return Standby(self.flow, self.lease.group, self.standby_since)
 
     def close(self) -> None:
+        if self._late is not None:
+            self._late.stop()
         if self.lease is not None:
             self.lease.stop()

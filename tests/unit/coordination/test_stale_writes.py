@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import logging
+import time
+from types import SimpleNamespace
 
 import pytest
 
 from mirrorspark.coordination import stale_writes
 from mirrorspark.coordination.stale_writes import LateWrites, StaleReport, digest, parse, twins
+from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.pipeline.flow_seat import FlowSeat
 
 LATE = ('{"flushed":true,"partitions":[{"topic":"primary.t","partition":0,"from":44,"dropped":0,"offsets":[45,46]},'
         '{"topic":"primary.t","partition":1,"from":-1,"dropped":3,"offsets":[]}]}')
@@ -19,12 +23,12 @@ def test_the_jvm_list_is_parsed_with_its_scan_start_and_what_it_did_not_keep():
     assert [i.count for i in items] == [2, 3]
 
 
-def test_a_copy_is_the_same_key_value_headers_and_timestamp():
-    one = digest(b"k", b"v", [("seq", b"7")], 1000)
-    assert one == digest(b"k", b"v", [("seq", "7")], 1000)
-    for other in (digest(b"k", b"v", [("seq", b"8")], 1000), digest(b"k", b"v", [("seq", b"7")], 1001),
-                  digest(None, b"v", [("seq", b"7")], 1000), digest(b"kv", b"", [("seq", b"7")], 1000),
-                  digest(b"k", b"v", [], 1000), digest(b"k", None, [("seq", b"7")], 1000)):
+def test_a_copy_is_the_same_key_value_and_headers():
+    one = digest(b"k", b"v", [("seq", b"7")])
+    assert one == digest(b"k", b"v", [("seq", "7")])
+    for other in (digest(b"k", b"v", [("seq", b"8")]), digest(None, b"v", [("seq", b"7")]),
+                  digest(b"kv", b"", [("seq", b"7")]), digest(b"k", b"v", []), digest(b"k", None, [("seq", b"7")]),
+                  digest(b"k", b"v", [("seq", b"7"), ("mirrorspark.path", b"primary")])):
         assert other != one
 
 
@@ -38,13 +42,27 @@ def test_late_records_with_a_twin_in_the_range_are_the_ones_copied_twice():
     assert twins([(1, b"q"), (2, b"r"), (3, b"q")], {1}) == 1
 
 
-def test_report_counts_the_copies_in_metrics_and_says_so(monkeypatch, caplog):
+def test_each_copy_by_the_new_writer_pairs_with_one_late_record():
+    # The source holds the same record twice; the new writer copied it once, the late sends hold both.
+    assert twins([(1, b"q"), (2, b"q"), (3, b"q")], {2, 3}) == 1
+    assert twins([(1, b"q"), (2, b"q")], {1, 2}) == 0  # two late records alike are no copy by another writer
+
+
+def _watch(counted: list, collect=lambda flush_ms: None, window: float = 60.0, clock=time.monotonic):
+    return stale_writes.LateWatch(flow="primary->backup", conf={}, window=window, collect=collect,
+                                  count_recopied=counted.append, clock=clock)
+
+
+def test_the_first_search_counts_the_copies_in_metrics_and_says_so(monkeypatch, caplog):
     found = StaleReport(late=2, doubled={("primary.t", 0): 2}, unchecked=0)
     monkeypatch.setattr(stale_writes, "count", lambda conf, items: found)
     counted: list = []
+    watch = _watch(counted)
+    watch.add(LATE)
     with caplog.at_level(logging.INFO, logger="mirrorspark.coordination.stale_writes"):
-        assert stale_writes.report("primary->backup", LATE, {}, counted.append) is found
+        assert watch.search() is found
     assert counted == [{("primary.t", 0): 2}]
+    assert watch.settled()  # both late records kept have their twin, the producer sent all it held
     line = next(r for r in caplog.records if "copied twice" in r.getMessage())
     assert line.levelno == logging.WARNING
     assert "flow primary->backup: 2 record(s)" in line.getMessage()
@@ -56,18 +74,222 @@ def test_report_counts_the_copies_in_metrics_and_says_so(monkeypatch, caplog):
 def test_late_records_with_no_copy_are_news_unless_some_went_unchecked(monkeypatch, caplog, unchecked, flushed,
                                                                         level):
     monkeypatch.setattr(stale_writes, "count", lambda conf, items: StaleReport(2, {}, unchecked))
+    monkeypatch.setattr(stale_writes, "ROUNDS", (0.001,))
     text = LATE.replace('"flushed":true', f'"flushed":{str(flushed).lower()}')
     counted: list = []
+    watch = _watch(counted, collect=lambda flush_ms: text.replace('"offsets":[45,46]', '"offsets":[]'), window=0.05)
+    watch.add(text)
     with caplog.at_level(logging.INFO, logger="mirrorspark.coordination.stale_writes"):
-        stale_writes.report("a->b", text, {}, counted.append)
+        watch.run()
     assert counted == []
-    line = next(r for r in caplog.records if "lost the flow" in r.getMessage())
-    assert line.levelno == level
-    assert ("mirrorspark audit" in line.getMessage()) == (level == logging.WARNING)
+    first = next(r for r in caplog.records if "lost the flow" in r.getMessage())
+    assert first.levelno == logging.INFO and "the search goes on" in first.getMessage()
+    final = next(r for r in caplog.records if "when the search ended" in r.getMessage())
+    assert final.levelno == level and "copied twice" not in final.getMessage()
+    assert ("mirrorspark audit" in final.getMessage()) == (level == logging.WARNING)
 
 
-def test_nothing_late_says_nothing(caplog):
+def test_nothing_late_starts_no_search(caplog):
     with caplog.at_level(logging.INFO):
-        assert stale_writes.report("a->b", '{"flushed":true,"partitions":[]}', {}, lambda c: None) is None
-        assert stale_writes.report("a->b", None, {}, lambda c: None) is None
+        for text in ('{"flushed":true,"partitions":[]}', None):
+            watch = _watch([])
+            watch.add(text)
+            assert not watch.pending()
     assert not caplog.records
+
+
+def test_the_window_is_the_old_producers_delivery_timeout_and_a_lease_timeout():
+    assert stale_writes.window(lease_timeout=10.0, producer={}) == 130.0
+    assert stale_writes.window(lease_timeout=10.0, producer={"delivery.timeout.ms": " 30000"}) == 40.0
+    assert stale_writes.window(lease_timeout=10.0, producer={"delivery.timeout.ms": "soon"}) == 130.0
+
+
+class FakeTarget:
+    """Target partitions read by ``count``: per (topic, partition), records of (key, value, headers, timestamp)."""
+
+    def __init__(self, partitions: dict) -> None:
+        self.partitions = partitions
+
+    def consumer(self, conf):
+        return FakeReader(self)
+
+
+class FakeMessage:
+    def __init__(self, offset: int, record: tuple) -> None:
+        self._offset, (self._key, self._value, self._headers, self._timestamp) = offset, record
+
+    def error(self):
+        return None
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self):
+        return self._key
+
+    def value(self):
+        return self._value
+
+    def headers(self):
+        return self._headers
+
+    def timestamp(self):
+        return self._timestamp
+
+
+class FakeReader:
+    def __init__(self, target: FakeTarget) -> None:
+        self.target = target
+        self.at: tuple[str, int, int] | None = None
+
+    def get_watermark_offsets(self, tp, timeout):
+        return 0, len(self.target.partitions[(tp.topic, tp.partition)])
+
+    def assign(self, tps):
+        self.at = (tps[0].topic, tps[0].partition, tps[0].offset)
+
+    def consume(self, count, timeout):
+        assert self.at is not None
+        topic, partition, start = self.at
+        records = self.target.partitions[(topic, partition)]
+        self.at = (topic, partition, len(records))
+        return [FakeMessage(o, records[o]) for o in range(start, len(records))]
+
+    def close(self):
+        pass
+
+
+LOG_APPEND_TIME, CREATE_TIME = 2, 1
+
+
+@pytest.mark.parametrize("kind", [LOG_APPEND_TIME, CREATE_TIME], ids=["log-append-time", "create-time-by-producer"])
+def test_a_late_copy_is_a_twin_whatever_timestamp_the_target_gave_it(monkeypatch, kind):
+    # On a LogAppendTime target the broker stamps each copy when it lands; without a source timestamp
+    # the producer stamps it when sent: the late copies of b and c carry other times than the new writer's.
+    def record(name: bytes, ms: int) -> tuple:
+        return name, b"value-" + name, [("seq", name)], (kind, ms)
+
+    target = FakeTarget({("primary.t", 0): [record(b"a", 1000), record(b"b", 1001), record(b"c", 1002),
+                                            record(b"b", 5000), record(b"c", 5001), record(b"e", 5002)]})
+    monkeypatch.setattr(stale_writes, "consumer", target.consumer)
+    found = stale_writes.count({}, [LateWrites("primary.t", 0, 0, (3, 4, 5), 0)])
+    assert found.doubled == {("primary.t", 0): 2} and found.unchecked == 0
+
+
+def test_twins_the_new_writer_makes_after_the_old_writer_left_are_counted_too(monkeypatch):
+    # The old writer leaves before the new one has copied the source records its late sends carry:
+    # the first search finds no twin, a later one finds it.
+    searches: list[int] = []
+
+    def count(conf, items):
+        searches.append(len(searches))
+        return StaleReport(late=2, doubled={("primary.t", 0): 1} if len(searches) > 1 else {}, unchecked=0)
+
+    monkeypatch.setattr(stale_writes, "count", count)
+    monkeypatch.setattr(stale_writes, "ROUNDS", (0.01,), raising=False)
+    metrics = MirrorMetrics()
+    flow = SimpleNamespace(name="primary->backup", source=SimpleNamespace(alias="primary"),
+                           target=SimpleNamespace(alias="backup"), target_producer=dict,
+                           options=SimpleNamespace(lease_enabled=False, lease_timeout=10.0))
+    seat = FlowSeat(flow, policy=None, shared=SimpleNamespace(metrics=metrics, scheduler=SimpleNamespace(
+        cancel=lambda lanes: None)), instance="me")
+    late = iter([LATE])
+    seat.lease = SimpleNamespace(group="g", late_writes=lambda flush_ms=10_000: next(late, None), stop=lambda: None)
+    counted: list = []
+    query = SimpleNamespace(stop=lambda commit_timeout: None,
+                            metrics=SimpleNamespace(set_running=lambda running: None, count_recopied=counted.append))
+    seat.assembled = SimpleNamespace(query=query, probe=SimpleNamespace(close=lambda: None),
+                                     offsets=SimpleNamespace(close=lambda: None))
+    try:
+        seat.deactivate()
+        deadline = time.monotonic() + 5
+        while not counted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert counted == [{("primary.t", 0): 1}], searches
+    finally:
+        seat.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_later_searches_add_only_the_copies_not_counted_yet_and_stop_once_each_has_its_twin(monkeypatch, caplog):
+    found = iter([{}, {("primary.t", 0): 1}, {("primary.t", 0): 1}, {("primary.t", 0): 2}])
+    monkeypatch.setattr(stale_writes, "count", lambda conf, items: StaleReport(2, next(found), 0))
+    monkeypatch.setattr(stale_writes, "ROUNDS", (0.001,))
+    counted: list = []
+    watch = _watch(counted)
+    watch.add(LATE.replace('"dropped":3', '"dropped":0'))
+    with caplog.at_level(logging.INFO, logger="mirrorspark.coordination.stale_writes"):
+        watch.run()
+    assert counted == [{("primary.t", 0): 1}, {("primary.t", 0): 1}]
+    assert watch.searches == 4 and watch.settled()  # nothing left to look for: no fifth search
+    more = [r for r in caplog.records if "more late record(s)" in r.getMessage()]
+    assert len(more) == 2 and all(r.levelno == logging.WARNING for r in more)
+
+
+def test_the_search_ends_with_its_window(monkeypatch, caplog):
+    clock = Clock()
+
+    def count(conf, items):  # never a twin; each search takes 40 s of the window
+        clock.now += 40
+        return StaleReport(2, {}, 0)
+
+    monkeypatch.setattr(stale_writes, "count", count)
+    monkeypatch.setattr(stale_writes, "ROUNDS", (0.001,))
+    watch = _watch([], window=100.0, clock=clock)
+    watch.add(LATE.replace('"dropped":3', '"dropped":0'))
+    with caplog.at_level(logging.INFO, logger="mirrorspark.coordination.stale_writes"):
+        watch.run()
+    assert watch.searches == 3
+    final = next(r for r in caplog.records if "when the search ended" in r.getMessage())
+    assert final.levelno == logging.INFO and "2 had no twin" in final.getMessage()
+
+
+def test_late_records_acknowledged_after_the_first_list_are_searched_too(monkeypatch):
+    seen: list[list[LateWrites]] = []
+
+    def count(conf, items):
+        seen.append(sorted(items, key=lambda i: (i.topic, i.partition)))
+        return StaleReport(sum(i.count for i in items), {}, 0)
+
+    monkeypatch.setattr(stale_writes, "count", count)
+    later = ('{"flushed":true,"partitions":[{"topic":"primary.t","partition":0,"from":40,"dropped":1,'
+             '"offsets":[50]},{"topic":"primary.u","partition":2,"from":7,"dropped":0,"offsets":[9]}]}')
+    watch = _watch([], collect=lambda flush_ms: later)
+    watch.add(LATE.replace('"flushed":true', '"flushed":false'))
+    assert watch.pending()
+    watch.search()
+    watch.search()
+    assert seen[-1] == [LateWrites("primary.t", 0, 40, (45, 46, 50), 1), LateWrites("primary.t", 1, -1, (), 3),
+                        LateWrites("primary.u", 2, 7, (9,), 0)]
+
+
+def test_a_process_stopping_mid_window_says_what_went_unpaired(monkeypatch, caplog):
+    monkeypatch.setattr(stale_writes, "count", lambda conf, items: StaleReport(2, {}, 0))
+    watch = _watch([], window=600.0)
+    watch.add(LATE.replace('"dropped":3', '"dropped":0'))
+    with caplog.at_level(logging.INFO, logger="mirrorspark.coordination.stale_writes"):
+        watch.start()
+        deadline = time.monotonic() + 5
+        while watch.searches == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        watch.stop()
+    assert not watch.running()
+    final = next(r for r in caplog.records if "cut short" in r.getMessage())
+    assert final.levelno == logging.WARNING and "2 late record(s) could not be checked" in final.getMessage()
+
+
+def test_a_range_grown_past_the_limit_is_read_as_far_as_the_limit(monkeypatch):
+    # The new writer went on writing while the search was repeated: its twins come first, near the
+    # late records; what lies beyond the limit is not read, and only late records there go unchecked.
+    records = [(b"a", b"1", [], (1, 0)), (b"b", b"1", [], (1, 0)), (b"a", b"1", [], (1, 0))]
+    records += [(b"n%d" % i, b"1", [], (1, 0)) for i in range(20)] + [(b"z", b"1", [], (1, 0))]
+    monkeypatch.setattr(stale_writes, "consumer", FakeTarget({("primary.t", 0): records}).consumer)
+    found = stale_writes.count({}, [LateWrites("primary.t", 0, 0, (2, 23), 0)], limit=10)
+    assert found.doubled == {("primary.t", 0): 1} and found.unchecked == 1

@@ -1,0 +1,139 @@
+"""Coordination between instances under faults, against real brokers (issue 42, findings 5 and 7).
+
+Two deployments of one cluster pair in separate lease groups restart in turn without disturbing
+each other's state; a writer stopped mid-backlog on a LogAppendTime target has each late copy the
+new writer made too counted, including copies made after it left. Every record carries a sequence
+number (header ``seq``), so the target is counted exactly.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+from conftest import write_config
+from kafka_tools import create_topic, lost_and_duplicated, produce, wait_for_count
+from test_spark_cluster import seqs
+from test_standby_drills import java_of, recopied, start, wait_role, writer_and_standby
+
+from mirrorspark.control.admin import admin_client
+
+pytestmark = pytest.mark.broker
+
+FLOW = "primary->backup"
+
+
+def _produce(bootstrap: str, topic: str, first: int, count: int) -> None:
+    """Records ``first`` .. ``first + count - 1``, numbered in header ``seq``."""
+    produce(bootstrap, topic, [{"key": str(i).encode(), "value": b"v" * 100, "headers": [("seq", str(i).encode())]}
+                               for i in range(first, first + count)])
+
+
+def _stop(proc: subprocess.Popen, state: Path) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(90) == 0, (state / "run.log").read_text(errors="replace")[-3000:]
+
+
+def test_deployments_in_separate_lease_groups_restart_without_setting_each_others_state_aside(
+        clusters, unique, tmp_path):
+    """Finding 7. Two deployments copy different topics between the same clusters, each in its own
+    lease group, with offset syncs off (so a state set aside cannot be recovered from the target: the
+    start is refused). Each restarts after the other wrote its claim; both resume from their own state."""
+    deployments = {}
+    for name in ("east", "west"):
+        topic = f"cf-{name}-{unique}"
+        create_topic(clusters["primary"], topic, 1)
+        config = write_config(tmp_path / f"{name}.properties", clusters,
+                              f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\n"
+                              f"{FLOW}.emit.offset-syncs.enabled = false\n"
+                              f"mirrorspark.flow.lease.group = mirrorspark.{name}-{unique}\n")
+        deployments[name] = (topic, f"primary.{topic}", config, tmp_path / name)
+    running: dict[str, subprocess.Popen] = {}
+    try:
+        for name, (topic, remote, config, state) in deployments.items():
+            _produce(clusters["primary"], topic, 0, 500)
+            running[name] = start(config, state)
+            wait_role(state, FLOW, "active", 120)
+            wait_for_count(clusters["backup"], remote, 500)
+        for name, (topic, remote, config, state) in deployments.items():  # each restarts after the other claimed
+            _stop(running.pop(name), state)
+            _produce(clusters["primary"], topic, 500, 500)
+            running[name] = start(config, state)
+            wait_role(state, FLOW, "active", 120)  # before the fix: the start is refused and the process exits
+            wait_for_count(clusters["backup"], remote, 1000)
+        time.sleep(3)  # anything copied twice would land by now
+        for name, (_topic, remote, _config, state) in deployments.items():
+            landed = seqs(clusters["backup"], remote)
+            lost, duplicated = lost_and_duplicated(range(1000), landed)
+            log = (state / "run.log").read_text(errors="replace")
+            print(f"{name}: {len(landed)} on the target, lost {len(lost)}, duplicated {duplicated}")
+            assert not lost and not duplicated, (name, sorted(lost)[:20], duplicated)
+            assert "set aside" not in log, log[-4000:]
+        for name, (_topic, _remote, _config, state) in deployments.items():
+            _stop(running.pop(name), state)
+    finally:
+        for proc in running.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_writer_stopped_mid_backlog_on_a_log_append_time_target_counts_each_copy_made_twice(
+        clusters, unique, tmp_path):
+    """Finding 5. The remote topic stamps records when they land (LogAppendTime, set on the target:
+    never synced from the source). The writer's JVM is stopped mid-backlog and runs again
+    as soon as the standby writes, while the standby is still copying: the late sends and the
+    standby's copies of the same source records differ in timestamp, and some copies are made after
+    the old writer left. Whether the stop catches records in the producer is chance; each one the
+    standby copied too must be counted, within the search window (delivery.timeout.ms 40 s + the
+    10 s lease timeout)."""
+    topic, remote = f"cf-lat-{unique}", f"primary.cf-lat-{unique}"
+    total = 300_000
+    create_topic(clusters["primary"], topic, 2)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\n"
+                          f"mirrorspark.flow.lease.group = cf-lat-{unique}\n"
+                          "backup.producer.delivery.timeout.ms = 40000\n")
+    first, second = tmp_path / "first", tmp_path / "second"
+    with writer_and_standby(config, first, second, FLOW) as (a, _):
+        target = admin_client({"bootstrap.servers": clusters["backup"]})
+        deadline = time.monotonic() + 60
+        while remote not in target.list_topics(timeout=10).topics:  # made by the writer at its start
+            assert time.monotonic() < deadline, f"{remote} was not created"
+            time.sleep(0.5)
+        resource = ConfigResource("TOPIC", remote, incremental_configs=[ConfigEntry(
+            "message.timestamp.type", "LogAppendTime", incremental_operation=AlterConfigOpType.SET)])
+        target.incremental_alter_configs([resource])[resource].result(30)  # never synced from the source
+        producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 50, "batch.size": 1_000_000,
+                             "enable.idempotence": True})
+        for seq in range(total):
+            while True:
+                try:
+                    producer.produce(topic, key=str(seq).encode(), value=b"v" * 100, partition=seq % 2,
+                                     headers=[("seq", str(seq).encode())])
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        assert producer.flush(60) == 0
+        wait_for_count(clusters["backup"], remote, total // 10, timeout=120)
+        jvm = java_of(a.pid)
+        os.kill(jvm, signal.SIGSTOP)  # mid-copy: records handed to the producer, not yet sent
+        wait_role(second, FLOW, "active", 90)
+        os.kill(jvm, signal.SIGCONT)  # at once: the standby has not copied the backlog yet
+        wait_role(first, FLOW, "standby", 60)
+        wait_for_count(clusters["backup"], remote, total, timeout=240)
+        landed = seqs(clusters["backup"], remote)
+        lost, duplicated = lost_and_duplicated(list(range(total)), landed)
+        deadline = time.monotonic() + 90  # the window (50 s) and a search
+        while recopied(first, remote) < duplicated and time.monotonic() < deadline:
+            time.sleep(1)
+        reported = recopied(first, remote)
+        log_a = (first / "run.log").read_text(errors="replace")
+        print(f"LogAppendTime backlog drill: {total} records, {len(landed)} on the target, lost {len(lost)}, "
+              f"duplicated {duplicated}, reported by the stopped writer {reported}")
+        assert not lost and duplicated == reported, (sorted(lost)[:20], duplicated, reported, log_a[-3000:])
+        assert (duplicated > 0) == ("copied twice" in log_a), log_a[-4000:]

@@ -180,6 +180,11 @@ class BatchWriter:
             log.info("flow %s: batch %d resumed %s[%s]: %s record(s) already on the target were not sent "
                      "again, %s written again", self.flow.name, batch_id, row.topic, row.partition, row.resumed,
                      row.recopied)
+        twice = {where: n for where, n in recopied.items() if n > 0}
+        if twice:  # said where an operator looks, not only in a metric a restart resets
+            log.warning("flow %s: batch %d: %d record(s) copied twice (written again after an interrupted attempt; "
+                        "counted in mirrorspark_records_recopied_total): %s", self.flow.name, batch_id,
+                        sum(twice.values()), ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(twice.items())))
         if self.metrics is not None:
             self.metrics.batch_written(figures.stats, recopied)
 

@@ -35,6 +35,7 @@ from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
+from mirrorspark.takeover.lost_state import StateLost
 
 log = logging.getLogger(__name__)
 
@@ -173,12 +174,17 @@ class Replicator:
 
     def _take_over(self, seat: FlowSeat) -> None:
         """A standby given the flow: assemble and start it. Bad input stops the process as at start; a
-        failure that may pass (a cluster unreachable) is undone and retried with backoff."""
+        failure that may pass (a cluster unreachable), or a state this instance cannot resume from
+        (``StateLost``: the other flows must not stop for it), is undone and retried with backoff."""
         waited = time.time() - seat.standby_since
         try:
             assembled = self._take(seat)
             self._bind_fence(seat)
             assembled.query.start(self.spark)
+        except StateLost as exc:  # this flow cannot resume here; the process's other flows go on
+            self._leave(seat)
+            seat.take_failed(exc)
+            return
         except ConfigError:
             raise
         except Exception as exc:  # noqa: BLE001 - any other failure of the takeover is retried

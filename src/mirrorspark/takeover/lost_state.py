@@ -28,6 +28,7 @@ from mirrorspark.control.admin import partition_offsets
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.control.transactions import committed_progress
 from mirrorspark.errors import ConfigError
+from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateFiles
@@ -35,12 +36,12 @@ from mirrorspark.state.location import KEY as STATE_KEY
 from mirrorspark.takeover.mm2_state import read_offset_syncs
 from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
 from mirrorspark.takeover.plan import FlowTakeover, execute
-from mirrorspark.takeover.positions import PartitionTakeover, locate
+from mirrorspark.takeover.positions import PAST_LOG_START, PartitionTakeover, locate
 
 log = logging.getLogger(__name__)
 
 FRESH_COPY_FLAG = "--fresh-copy"
-ANCHORED = ("offset sync", "log starts")  # how ``locate`` found an exact resume point
+ANCHORED = ("offset sync", "log starts", PAST_LOG_START)  # how ``locate`` found the resume point
 
 
 class StateLost(ConfigError):
@@ -119,10 +120,16 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
         _refuse(flow, where, unanchored, f"no offset sync in {sync_topic} anchors their last records (or the records "
                                          "after it differ from the source's)")
     execute(flow, takeover, folder)
+    loss = LossLog(folder, flow.name)
+    for row in takeover.partitions:
+        if row.lost:  # retention removed them while no instance wrote the flow: counted once, by offsets
+            loss.report(row.topic, row.partition, row.resume - row.lost, row.resume - 1,
+                        "removed from the source (retention) while no instance wrote the flow, before they were "
+                        "copied (at most this many: fewer when the source's offsets have gaps)")
     log.warning("flow %s: no state in %s, but its remote topics hold %d record(s): it resumes after the last record "
-                "already on the target in each of %d partition(s) (an offset sync, or both logs' starts, and a "
-                "record-by-record comparison), copying none of them again", flow.name, where, records,
-                len(takeover.partitions))
+                "already on the target in each of %d partition(s) (an offset sync, or both logs' starts, or the "
+                "source's start where retention ran past the copy, and a record-by-record comparison), copying none "
+                "of them again", flow.name, where, records, len(takeover.partitions))
 
 
 def _exactly_once_start(flow: FlowConfig, held: dict[tuple[str, int], tuple[int, int]], plan: TopicPlan,

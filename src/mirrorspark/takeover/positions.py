@@ -151,6 +151,9 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
         return PartitionTakeover(topic, partition, remote, mm2_committed, target_end, offsets[-1] + 1,
                                  f"{how} {anchor[0]}->{anchor[1]} and {len(offsets)} record(s) compared",
                                  written_after_commit=after, copied_twice=0, runs=runs)
+    if mm2_committed is None and (past := _past_log_start(source_conf, target_conf, topic, partition, remote,
+                                                          usable, target_start, target_end, source_start)):
+        return past
     resume = (mm2_committed + 1) if mm2_committed is not None else source_start
     method = ("MM2's committed offset (no offset sync anchors its last writes)" if mm2_committed is not None
               else "source log start (MM2 committed nothing for this partition)")
@@ -159,6 +162,47 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
                              lost=max(0, source_start - resume), written_after_commit=None if unknown else 0,
                              copied_twice=None if unknown else 0,
                              runs=history(syncs, (resume, target_end), target_start))
+
+
+PAST_LOG_START = "source log start past the copy"  # how ``_past_log_start`` found the resume point
+
+
+def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,
+                    remote: str, usable: list[tuple[int, int]], target_start: int, target_end: int,
+                    source_start: int) -> PartitionTakeover | None:
+    """The source no longer has the records after the copy's newest offset sync (retention ran past it
+    while no instance wrote the flow): they cannot be compared, but they cannot be copied either. The
+    copy's last records are then found among the source's first ones (the records from the sync on
+    end with a prefix of what the source still has); the flow resumes after them. When none of them is there, it resumes at the source's start and the
+    records between the copy's end and that start are lost: at most ``start - (sync + copies after
+    it)``, exactly that many when the source's offsets have no gaps (no transactions, no compaction).
+    None: no sync, the sync's record is still on the source (the records differ), or the tail is too long."""
+    if not usable or source_start <= usable[-1][1]:
+        return None  # no sync says where the copy was, or its record is still there (the records differ)
+    newest = usable[-1]  # (downstream, upstream)
+    tail_from = newest[0]
+    written = target_end - tail_from
+    if written <= 0 or written > MAX_TAIL:
+        return None
+    copied = read_from(target_conf, remote, partition, tail_from, written)
+    still = read_from(source_conf, topic, partition, source_start, written)
+    if len(copied) != written:
+        return None
+    first = still[0] if still else None
+    for at in range(len(copied)):  # the earliest match: the longest suffix of the copy that the source still has
+        if first is None or not same(first, copied[at]):
+            continue
+        suffix = copied[at:]
+        if len(suffix) <= len(still) and all(same(a, b) for a, b in zip(still, suffix, strict=False)):
+            offsets = [r[0] for r in still[:len(suffix)]]
+            return PartitionTakeover(topic, partition, remote, None, target_end, offsets[-1] + 1,
+                                     f"{PAST_LOG_START}: its last {len(suffix)} record(s) found from source offset "
+                                     f"{source_start}", copied_twice=0,
+                                     runs=[(run, i > 0) for i, run in enumerate(runs_of(offsets, tail_from + at))])
+    floor = newest[1] + written
+    return PartitionTakeover(topic, partition, remote, None, target_end, source_start,
+                             f"{PAST_LOG_START}: none of its records is on the source any more",
+                             lost=max(0, source_start - floor), copied_twice=0)
 
 
 def starting_offsets(positions: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:

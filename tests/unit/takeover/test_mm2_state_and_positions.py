@@ -82,3 +82,29 @@ def test_records_that_differ_from_the_source_start_give_no_anchor(monkeypatch):
     _logs(monkeypatch, source, {0: b"v10", 1: b"other", 2: b"v12"})
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [], 0, 3, 10)
     assert not found.method.startswith(("offset sync", "log starts"))
+
+
+def test_retention_past_the_copys_last_sync_resumes_after_the_records_the_source_still_has(monkeypatch):
+    # synced 20->5; the target holds source 20..27 at 5..12; retention then removed source offsets below 25
+    source = {o: b"v%d" % o for o in range(25, 40)}
+    target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 25)
+    assert found.resume == 28 and found.lost == 0 and found.method.startswith(positions.PAST_LOG_START)
+    assert [r for r, _ in found.runs] == [Run(25, 10, 3)]
+
+
+def test_retention_past_the_whole_copy_resumes_at_the_source_start_counting_what_it_removed(monkeypatch):
+    source = {o: b"v%d" % o for o in range(40, 50)}
+    target = {5 + i: b"v%d" % (20 + i) for i in range(8)}  # source 20..27: 28..39 were never copied
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 40)
+    assert (found.resume, found.lost) == (40, 12) and found.method.startswith(positions.PAST_LOG_START)
+
+
+def test_a_sync_whose_record_the_source_still_has_but_differs_gives_no_anchor(monkeypatch):
+    source = {o: b"v%d" % o for o in range(20, 40)}
+    target = {5: b"v20", 6: b"other"}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 7, 20)
+    assert not found.method.startswith(("offset sync", "log starts", positions.PAST_LOG_START))

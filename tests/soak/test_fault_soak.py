@@ -1,0 +1,386 @@
+"""A randomized fault soak against real brokers: nothing lost or doubled without a count.
+
+Two single-broker clusters, two flows in two trigger modes run by two instances of the same file
+(a writer and a standby per flow): ``src->dst`` in micro-batches with exactly-once into ``dst``,
+``dst->src`` in real-time mode, at least once. Feeders write numbered records (header ``seq``,
+unique over the run) into each flow's topics while a seeded random schedule of real faults runs:
+
+- ``kill -9`` of a flow's writer (restarted a few seconds later; the standby takes over);
+- SIGSTOP of a writer's JVM for 5-40 s, then SIGCONT (it is fenced, the standby took over);
+- a cluster's only broker stopped for 5-200 s (``make soak``; 5-40 s in the short form);
+- a source topic deleted and re-created (long form only);
+- a partition added to a source topic;
+- retention: a source partition's records deleted up to its end (unread ones are lost);
+- the standby killed and started again (a second instance joining).
+
+At the end, per flow: records lost (acknowledged by the source, not on the target) must all be
+records the source no longer has, and their count equal what the instances reported lost
+(``data-loss.json`` of both state folders, counted once); records doubled must equal what the
+instances said they copied twice (their logs), and be 0 with exactly-once.
+
+``MIRRORSPARK_SOAK_MINUTES`` (default 4: the short form inside ``make test``; ``make soak``: 60) and
+``MIRRORSPARK_SOAK_SEED`` (default: random) are printed with the schedule, so a failure replays.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import NewPartitions, NewTopic
+from test_standby_drills import java_of, role, start
+
+from mirrorspark.control.admin import admin_client
+from mirrorspark.local import ClusterSpec, LocalClusters
+
+pytestmark = pytest.mark.broker
+
+MINUTES = float(os.environ.get("MIRRORSPARK_SOAK_MINUTES", "4"))
+SEED = int(os.environ.get("MIRRORSPARK_SOAK_SEED") or random.SystemRandom().randrange(1 << 31))
+LONG = MINUTES >= 20
+FLOWS = {"src->dst": ("src", "dst", {"soak-t1": 3, "soak-t2": 2}),
+         "dst->src": ("dst", "src", {"soak-r1": 2})}
+FEED_PER_TOPIC = 60  # records a second into each source topic
+
+
+@dataclass
+class Feeder:
+    """Numbered records into one cluster's topics, each acknowledged one remembered with its topic."""
+
+    bootstrap: str
+    topics: dict[str, int]  # topic -> partitions the feeder writes
+    first: int
+    acked: dict[str, set[int]] = field(default_factory=dict)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20, "enable.idempotence": True,
+                             "message.timeout.ms": 600_000, "queue.buffering.max.messages": 500_000,
+                             "log_level": 2})  # a cluster down is part of the plan: no line per reconnect
+        seq = self.first
+        while not self.stop.is_set():
+            started = time.monotonic()
+            for topic in list(self.topics):
+                for _ in range(FEED_PER_TOPIC // 10):
+                    def delivered(err, msg, n=seq, t=topic) -> None:
+                        if err is None:
+                            with self.lock:
+                                self.acked.setdefault(t, set()).add(n)
+                    with contextlib.suppress(BufferError, KafkaException):  # not acknowledged: not expected
+                        producer.produce(topic, key=str(seq).encode(), value=b"v" * 100,
+                                         partition=seq % self.topics[topic], headers=[("seq", str(seq).encode())],
+                                         on_delivery=delivered)
+                    seq += 1
+            producer.poll(0)
+            self.stop.wait(max(0.0, 0.1 - (time.monotonic() - started)))
+        producer.flush(120)
+
+
+def read_seqs(bootstrap: str, topic: str) -> list[int]:
+    """Every ``seq`` a read_committed consumer reads in ``topic`` (from each partition's start to its end)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-soak-read",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "auto.offset.reset": "earliest"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=30).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return []
+        parts = sorted(metadata.partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in parts}
+        consumer.assign([TopicPartition(topic, p, -2) for p in parts])  # OFFSET_BEGINNING
+        out: list[int] = []
+        done = {p for p in parts if ends[p] == 0}
+        deadline = time.monotonic() + 300
+        while len(done) < len(parts) and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                for p in parts:  # markers and aborted records end a partition without a message
+                    if p not in done and consumer.position([TopicPartition(topic, p)])[0].offset >= ends[p]:
+                        done.add(p)
+                continue
+            if msg.error():
+                continue
+            out.append(int(dict(msg.headers() or ())["seq"]))
+            if msg.offset() + 1 >= ends[msg.partition()]:
+                done.add(msg.partition())
+        assert len(done) == len(parts), f"could not read all of {topic}"
+        return out
+    finally:
+        consumer.close()
+
+
+def reported_lost(states: list[Path], flow: str) -> int:
+    """Offsets both instances reported lost for ``flow``, each counted once (spans unioned per log and partition)."""
+    spans: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+    for state in states:
+        path = state / "flows" / flow.split("->")[0] / flow.split("->")[1] / "data-loss.json"
+        if not path.exists():
+            continue
+        for r in json.loads(path.read_text() or "[]"):
+            if r["log"]:
+                spans.setdefault((r["log"], r["topic"], r["partition"]), []).append((r["start"], r["end"]))
+    total = 0
+    for pieces in spans.values():
+        end = -1
+        for lo, hi in sorted(pieces):
+            lo = max(lo, end)
+            if hi > lo:
+                total += hi - lo
+            end = max(end, hi)
+    return total
+
+
+def reported_twice(states: list[Path], flow: str) -> int:
+    """Copies the instances said they made twice of ``flow``'s records (their logs)."""
+    total = 0
+    for state in states:
+        text = (state / "run.log").read_text(errors="replace") if (state / "run.log").exists() else ""
+        for line in text.splitlines():
+            if f"flow {flow}" not in line:
+                continue
+            if (m := re.search(r"batch \d+: (\d+) record\(s\) copied twice", line)):
+                total += int(m.group(1))
+            elif (m := re.search(r"copied twice \(([^;)]*)", line)):
+                total += sum(int(n) for n in re.findall(r"\]: (\d+)", m.group(1)))
+    return total
+
+
+class Soak:
+    def __init__(self, tmp_path: Path) -> None:
+        self.rng = random.Random(SEED)
+        self.local = LocalClusters(tmp_path / "clusters")
+        started = {c.name: c.bootstrap for c in self.local.up([ClusterSpec("src"), ClusterSpec("dst")])}
+        self.boot = started
+        self.tmp = tmp_path
+        self.states = [tmp_path / "a", tmp_path / "b"]
+        self.procs: dict[Path, subprocess.Popen] = {}
+        self.events: list[str] = []
+        self.feeders = {name: Feeder(started[name], dict(topics), first=i * 1_000_000_000)
+                        for i, (name, topics) in enumerate((("src", FLOWS["src->dst"][2]),
+                                                            ("dst", FLOWS["dst->src"][2])))}
+        for name, feeder in self.feeders.items():
+            admin = admin_client({"bootstrap.servers": started[name]})
+            for topic, parts in feeder.topics.items():
+                admin.create_topics([NewTopic(topic, parts, 1)])[topic].result(30)
+        self.config = tmp_path / "mm2.properties"
+        self.config.write_text(
+            f"clusters = src, dst\nsrc.bootstrap.servers = {started['src']}\ndst.bootstrap.servers = {started['dst']}\n"
+            "src->dst.enabled = true\nsrc->dst.topics = soak-t.*\ndst.exactly.once.source.support = enabled\n"
+            "dst->src.enabled = true\ndst->src.topics = soak-r.*\ndst->src.mirrorspark.trigger = realtime\n"
+            "mirrorspark.realtime.batch.seconds = 5\nrefresh.topics.interval.seconds = 5\nspark.master = local[12]\n"
+            "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+            "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+            f"mirrorspark.flow.lease.group = soak-{SEED}\nmirrorspark.source.stall.timeout.ms = 20000\n")
+
+    def say(self, what: str) -> None:
+        line = f"{time.strftime('%H:%M:%S')} {what}"
+        self.events.append(line)
+        print(f"soak: {line}", flush=True)
+
+    def start(self, state: Path) -> None:
+        self.procs[state] = start(self.config, state)
+
+    def kill(self, state: Path) -> None:
+        proc = self.procs.get(state)
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+
+    def writer_of(self, flow: str) -> Path | None:
+        return next((s for s in self.states if role(s, flow) == "active"), None)
+
+    # The faults: each returns once the fault is over (what it broke is running again).
+    def kill9_writer(self) -> None:
+        flow = self.rng.choice(sorted(FLOWS))
+        state = self.writer_of(flow)
+        if state is None:
+            return
+        self.say(f"kill -9 the writer of {flow} ({state.name})")
+        self.kill(state)
+        time.sleep(self.rng.uniform(2, 10))
+        self.start(state)
+
+    def stop_writer(self) -> None:
+        flow = self.rng.choice(sorted(FLOWS))
+        state = self.writer_of(flow)
+        if state is None:
+            return
+        seconds = self.rng.uniform(5, 40)
+        jvm = java_of(self.procs[state].pid)
+        self.say(f"SIGSTOP the writer of {flow} ({state.name}) for {seconds:.0f} s")
+        os.kill(jvm, signal.SIGSTOP)
+        time.sleep(seconds)
+        os.kill(jvm, signal.SIGCONT)
+
+    def broker_down(self) -> None:
+        name = self.rng.choice(["src", "dst"])
+        seconds = self.rng.uniform(5, 200 if LONG else 40)
+        self.say(f"cluster {name} down for {seconds:.0f} s")
+        self.local.down([name])
+        time.sleep(seconds)
+        self.local.up([ClusterSpec(name)])
+
+    def recreate_source_topic(self) -> None:
+        name, topics = self.rng.choice([(n, f.topics) for n, f in self.feeders.items()])
+        topic = self.rng.choice(sorted(topics))
+        admin = admin_client({"bootstrap.servers": self.boot[name]})
+        self.say(f"delete and re-create {topic} on {name}")
+        admin.delete_topics([topic])[topic].result(60)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                admin.create_topics([NewTopic(topic, topics[topic], 1)])[topic].result(30)
+                return
+            except KafkaException:
+                time.sleep(1)
+        raise AssertionError(f"{topic} could not be re-created on {name}")
+
+    def add_partition(self) -> None:
+        name = "src"  # the real-time flow re-plans by restarting: its partitions stay as they are
+        feeder = self.feeders[name]
+        topic = self.rng.choice(sorted(feeder.topics))
+        if feeder.topics[topic] >= 6:
+            return
+        admin = admin_client({"bootstrap.servers": self.boot[name]})
+        self.say(f"add a partition to {topic} on {name} ({feeder.topics[topic] + 1})")
+        admin.create_partitions([NewPartitions(topic, feeder.topics[topic] + 1)])[topic].result(60)
+        feeder.topics[topic] += 1
+
+    def retention(self) -> None:
+        name, feeder = self.rng.choice(sorted(self.feeders.items()))
+        topic = self.rng.choice(sorted(feeder.topics))
+        partition = self.rng.randrange(feeder.topics[topic])
+        consumer = Consumer({"bootstrap.servers": self.boot[name], "group.id": "mirrorspark-soak-ends"})
+        try:
+            end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]
+        finally:
+            consumer.close()
+        admin = admin_client({"bootstrap.servers": self.boot[name]})
+        self.say(f"retention: records of {topic}[{partition}] on {name} deleted below offset {end}")
+        for future in admin.delete_records([TopicPartition(topic, partition, end)], request_timeout=30).values():
+            future.result(30)
+
+    def restart_standby(self) -> None:
+        flow = self.rng.choice(sorted(FLOWS))
+        standby = next((s for s in self.states if role(s, flow) == "standby"), None)
+        if standby is None:
+            return
+        self.say(f"kill -9 the standby of {flow} ({standby.name}) and start it again")
+        self.kill(standby)
+        time.sleep(self.rng.uniform(1, 5))
+        self.start(standby)
+
+    def faults(self) -> list:
+        chosen = [self.kill9_writer, self.stop_writer, self.broker_down, self.add_partition, self.retention,
+                  self.restart_standby]
+        return chosen + ([self.recreate_source_topic] if LONG else [])
+
+    def run(self) -> None:
+        self.say(f"seed {SEED}, {MINUTES:g} minutes, faults: {', '.join(f.__name__ for f in self.faults())}")
+        for state in self.states:
+            self.start(state)
+            time.sleep(20)
+        threads = [threading.Thread(target=f.run, daemon=True) for f in self.feeders.values()]
+        for thread in threads:
+            thread.start()
+        time.sleep(30)
+        end = time.monotonic() + MINUTES * 60
+        counts: dict[str, int] = {}
+        while time.monotonic() < end:
+            fault = self.rng.choice(self.faults())
+            fault()
+            counts[fault.__name__] = counts.get(fault.__name__, 0) + 1
+            time.sleep(self.rng.uniform(10, 40))
+        self.say(f"faults done: {counts}")
+        for feeder in self.feeders.values():
+            feeder.stop.set()
+        for thread in threads:
+            thread.join(180)
+        for state in self.states:  # an instance killed last is running again; both must be up at the end
+            if self.procs[state].poll() is not None:
+                self.start(state)
+        self.settle()
+
+    def settle(self) -> None:
+        """Until the remote topics stop growing for 45 s (at most 15 minutes)."""
+        last: dict[str, int] = {}
+        still = time.monotonic()
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline and time.monotonic() - still < 45:
+            now = {}
+            for source, target, topics in FLOWS.values():
+                for topic in topics:
+                    consumer = Consumer({"bootstrap.servers": self.boot[target], "group.id": "mirrorspark-soak-ends"})
+                    try:
+                        remote = f"{source}.{topic}"
+                        meta = consumer.list_topics(remote, timeout=30).topics.get(remote)
+                        now[remote] = sum(consumer.get_watermark_offsets(TopicPartition(remote, p), timeout=30)[1]
+                                          for p in (meta.partitions if meta and not meta.error else {}))
+                    except KafkaException:
+                        now[remote] = -1
+                    finally:
+                        consumer.close()
+            if now != last:
+                last, still = now, time.monotonic()
+            time.sleep(5)
+
+    def account(self) -> list[str]:
+        """Per flow and topic: lost, lost though the source has them, doubled; against what was reported."""
+        failures = []
+        for flow, (source, target, topics) in FLOWS.items():
+            feeder = self.feeders[source]
+            lost_total = doubled_total = 0
+            for topic in topics:
+                acked = feeder.acked.get(topic, set())
+                landed = read_seqs(self.boot[target], f"{source}.{topic}")
+                on_source = set(read_seqs(self.boot[source], topic))
+                lost = acked - set(landed)
+                doubled = len(landed) - len(set(landed))
+                still_there = lost & on_source
+                lost_total += len(lost)
+                doubled_total += doubled
+                self.say(f"{flow} {topic}: acknowledged {len(acked)}, on the target {len(landed)}, lost {len(lost)} "
+                         f"({len(still_there)} still on the source), doubled {doubled}")
+                if still_there:
+                    failures.append(f"{flow} {topic}: {len(still_there)} record(s) lost though the source still has "
+                                    f"them, e.g. {sorted(still_there)[:10]}")
+            said_lost, said_twice = reported_lost(self.states, flow), reported_twice(self.states, flow)
+            self.say(f"{flow}: lost {lost_total}, reported lost {said_lost}; doubled {doubled_total}, reported copied "
+                     f"twice {said_twice}")
+            if lost_total != said_lost:
+                failures.append(f"{flow}: {lost_total} record(s) lost, {said_lost} reported lost")
+            if doubled_total != said_twice:
+                failures.append(f"{flow}: {doubled_total} record(s) doubled, {said_twice} reported copied twice")
+            if flow == "src->dst" and doubled_total:
+                failures.append(f"{flow}: exactly-once, yet {doubled_total} record(s) doubled")
+        return failures
+
+    def close(self) -> None:
+        for feeder in self.feeders.values():
+            feeder.stop.set()
+        for state in self.states:
+            self.kill(state)
+        self.local.down(purge=True)
+
+
+def test_randomized_faults_lose_and_double_nothing_without_a_count(tmp_path):
+    soak = Soak(tmp_path)
+    try:
+        soak.run()
+        failures = soak.account()
+    finally:
+        soak.close()
+    summary = "\n".join(soak.events)
+    (Path(os.environ.get("MIRRORSPARK_SOAK_REPORT", tmp_path / "soak-report.txt"))).write_text(summary + "\n")
+    assert not failures, f"seed {SEED} ({MINUTES:g} min):\n" + "\n".join(failures) + "\n\nschedule:\n" + summary

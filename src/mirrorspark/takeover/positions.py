@@ -173,9 +173,10 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
     """The source no longer has the records after the copy's newest offset sync (retention ran past it
     while no instance wrote the flow): they cannot be compared, but they cannot be copied either. The
     copy's last records are then found among the source's first ones (the records from the sync on
-    end with a prefix of what the source still has); the flow resumes after them. When none of them is there, it resumes at the source's start and the
-    records between the copy's end and that start are lost: at most ``start - (sync + copies after
-    it)``, exactly that many when the source's offsets have no gaps (no transactions, no compaction).
+    end with a prefix of what the source still has); the flow resumes after them. When none of them
+    is there, it resumes at the source's start and the records between the copy's end and that start
+    are lost: at most ``start - (sync + copies after it)``, exactly that many when the source's
+    offsets have no gaps (no transactions, no compaction).
     None: no sync, the sync's record is still on the source (the records differ), or the tail is too long."""
     if not usable or source_start <= usable[-1][1]:
         return None  # no sync says where the copy was, or its record is still there (the records differ)

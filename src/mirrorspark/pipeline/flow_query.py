@@ -157,8 +157,11 @@ class FlowQuery:
         if partitions:  # else no topic yet: the pattern, until the refresh finds one and restarts the query
             del options["subscribePattern"]
             options["assign"] = assign
-        if self.starts.explicit(self.spark_log.last_committed() is None):
-            options["startingOffsets"] = self.starts.starting_json(pattern, partitions)
+        starting = self.starts.starting_json(pattern, partitions) \
+            if self.starts.explicit(self.spark_log.last_committed() is None) else None
+        starting = realtime.skip_removed(self.writer.guard, self.spark_log, starting)
+        if starting is not None:
+            options["startingOffsets"] = starting
         resume, epoch = realtime.resume_point(self.writer.guard, self.spark_log, plan)
         sink = dict(self.writer.sink_options_for(plan))
         sink.update(resume=resume, resumeEpoch=str(epoch))

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.errors import ConfigError
-from mirrorspark.integrity.batch_guard import BatchGuard
+from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.pipeline.batch_writer import REALTIME_PLANNED, BatchWriter
 from mirrorspark.sink_report import ResumeRange, resume_option
@@ -114,6 +114,44 @@ def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) 
                  "recorded batch are compared before anything is sent again", guard.flow_name, epoch,
                  sum(r.records for r in ranges))
     return resume_option(ranges), epoch
+
+
+def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | None) -> str | None:
+    """Positions retention removed, moved up to the source's log start before a real-time query starts.
+
+    Spark's real-time Kafka reader has no ``failOnDataLoss`` skip (micro-batches have one): a start
+    below the log start fails every task attempt, and the flow could never run again. The records
+    between are reported lost, once, by offsets; with ``mirrorspark.data.loss = fail`` the flow stops
+    instead. Spark resumes from its last committed batch (rewound here), or on a first start from
+    ``starting`` (Spark's JSON; returned adjusted)."""
+    committed = spark_log.last_committed()
+    if committed is not None:
+        positions = spark_log.committed_positions()
+    else:
+        parsed = json.loads(starting) if starting else {}
+        positions = {(t, int(p)): int(o) for t, parts in parsed.items() for p, o in parts.items()}
+    known = sorted(k for k, o in positions.items() if o >= 0)  # -2/-1: earliest/latest, nothing to skip
+    starts = guard.source_starts(known) if known else {}
+    behind = {k: (positions[k], starts[k]) for k in known if k in starts and positions[k] < starts[k]}
+    if not behind:
+        return starting
+    lost = sum(start - at for at, start in behind.values())
+    if guard.fail_on_loss:
+        gaps = ", ".join(f"{t}[{p}] {at}..{start - 1}" for (t, p), (at, start) in sorted(behind.items()))
+        raise DataLossStop(f"flow {guard.flow_name}: {lost} source record(s) are gone before they were copied "
+                           f"({gaps}) and mirrorspark.data.loss = fail; the flow is stopped before it copies past "
+                           "the gap")
+    for (topic, partition), (at, start) in sorted(behind.items()):
+        guard.loss.report(topic, partition, at, start - 1, GONE)
+    moved = {k: max(o, starts.get(k, o)) if o >= 0 else o for k, o in positions.items()}
+    if committed is not None:
+        for topic in sorted({t for t, _ in behind}):
+            spark_log.rewind(topic, {p: o for (t, p), o in moved.items() if t == topic})
+        return starting
+    out: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(moved.items()):
+        out.setdefault(topic, {})[str(partition)] = offset
+    return json.dumps(out)
 
 
 class EpochRecorder:

@@ -1,10 +1,13 @@
 """Real-time mode's decisions without Spark: task slots, the slot rule, the assignment."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.errors import ConfigError
+from mirrorspark.pipeline import realtime
 from mirrorspark.pipeline.realtime import SlotBook, assignment, task_slots
 
 
@@ -60,3 +63,58 @@ def test_assignment_lists_the_planned_partitions_only():
     text, partitions = assignment(plan)
     assert partitions == {"orders": 3}
     assert text == '{"orders": [0, 1, 2]}'
+
+
+class _Guard:
+    """What ``skip_removed`` reads of a BatchGuard: the source's log starts and the loss log."""
+
+    def __init__(self, starts: dict, fail: bool = False) -> None:
+        self.flow_name, self.fail_on_loss, self._starts = "a->b", fail, starts
+        self.reported: list[tuple] = []
+        self.loss = self
+
+    def source_starts(self, keys):
+        return {k: self._starts[k] for k in keys if k in self._starts}
+
+    def report(self, topic, partition, first, last, reason):
+        self.reported.append((topic, partition, first, last))
+
+
+def _checkpoint(tmp_path, positions: dict) -> None:
+    import json as json_
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "offsets" / "0").write_text("v1\n{}\n" + json_.dumps(positions))
+    (tmp_path / "commits" / "0").write_text("v1\n{}")
+
+
+def test_a_real_time_restart_below_the_sources_log_start_moves_up_to_it_and_reports_the_gap(tmp_path):
+    """Spark's real-time Kafka reader fails every attempt on a removed position (no failOnDataLoss skip)."""
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    _checkpoint(tmp_path, {"t": {"0": 1956, "1": 700}})
+    guard = _Guard({("t", 0): 5052, ("t", 1): 10})
+    spark_log = SparkOffsetLog(LocalFiles(tmp_path))
+    assert realtime.skip_removed(guard, spark_log, None) is None  # type: ignore[arg-type]
+    assert guard.reported == [("t", 0, 1956, 5051)]
+    assert spark_log.committed_positions() == {("t", 0): 5052, ("t", 1): 700}
+
+
+def test_a_first_real_time_start_below_the_log_start_moves_its_starting_offsets(tmp_path):
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    guard = _Guard({("t", 0): 40})
+    moved = realtime.skip_removed(guard, SparkOffsetLog(LocalFiles(tmp_path)), '{"t": {"0": 28, "1": -2}}')  # type: ignore[arg-type]
+    assert moved is not None and json.loads(moved) == {"t": {"0": 40, "1": -2}} and guard.reported == [("t", 0, 28, 39)]
+
+
+def test_with_data_loss_fail_a_removed_position_stops_the_flow(tmp_path):
+    from mirrorspark.integrity.batch_guard import DataLossStop
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    _checkpoint(tmp_path, {"t": {"0": 5}})
+    with pytest.raises(DataLossStop, match=r"mirrorspark\.data\.loss = fail"):
+        realtime.skip_removed(_Guard({("t", 0): 9}, fail=True), SparkOffsetLog(LocalFiles(tmp_path)), None)  # type: ignore[arg-type]

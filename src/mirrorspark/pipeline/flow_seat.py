@@ -57,6 +57,10 @@ class Standby:
     since: float
 
 
+HAND_OVER_CHECK = 30.0  # seconds between looks for a standby to hand a failed flow to
+HAND_OVER_REJOIN = 60.0  # seconds out of the lease group after handing a failed flow over
+
+
 class FlowSeat:
     def __init__(self, flow: FlowConfig, policy: ReplicationPolicy, shared: Shared, instance: str) -> None:
         self.flow = flow
@@ -71,6 +75,8 @@ class FlowSeat:
         self.takeovers = 0
         self.failed_takes = 0  # in a row
         self.retry_at = 0.0  # monotonic: no new attempt to take the flow before
+        self.rejoin_at: float | None = None  # monotonic: a flow handed over after failing here joins again then
+        self.hand_over_checked = 0.0  # monotonic: when the lease group was last asked for another member
         self._late: stale_writes.LateWatch | None = None  # the search for copies made twice after leaving
         options = flow.options
         if options.lease_enabled:
@@ -78,7 +84,41 @@ class FlowSeat:
             self._target_conf = target_conf
             self.claims = Claims(target, target_conf)
             group = options.lease_group or default_group(flow.source.alias, flow.target.alias)
-            self.lease = FlowLease(flow.name, group, target_conf, options.lease_timeout, instance)
+            self.lease = self._new_lease(group)
+
+    def _new_lease(self, group: str) -> FlowLease:
+        return FlowLease(self.flow.name, group, self._target_conf, self.flow.options.lease_timeout, self.instance)
+
+    def another_member(self) -> bool:
+        """Another instance waits in this flow's lease group (asked at most every half minute)."""
+        if self.lease is None or time.monotonic() - self.hand_over_checked < HAND_OVER_CHECK:
+            return False
+        self.hand_over_checked = time.monotonic()
+        try:
+            admin = self.shared.clusters.admin(self.flow.target)[0]
+            group = admin.describe_consumer_groups([self.lease.group], request_timeout=10)[self.lease.group].result(15)
+        except Exception as exc:  # noqa: BLE001 - the target out of reach: nobody to hand over to now
+            log.debug("flow %s: lease group not described: %s", self.flow.name, exc)
+            return False
+        return len(group.members) > 1
+
+    def hand_over(self) -> None:
+        """The flow failed here for a reason a retry cannot fix: leave its lease group so a standby
+        takes it (another host, another state, another chance), and join again later as a standby."""
+        if self.lease is None:
+            return
+        group = self.lease.group
+        self.lease.stop()
+        self.lease = self._new_lease(group)
+        self.rejoin_at = time.monotonic() + max(HAND_OVER_REJOIN, 3 * self.flow.options.lease_timeout)
+
+    def rejoin_due(self) -> bool:
+        return self.rejoin_at is not None and time.monotonic() >= self.rejoin_at
+
+    def rejoin(self) -> None:
+        self.rejoin_at = None
+        if self.lease is not None:
+            self.lease.start()
 
     @property
     def folder(self) -> StateFiles:

@@ -162,9 +162,19 @@ class Replicator:
         seat.deactivate()
 
     def steer(self) -> None:
-        """Follow each flow's lease: stop writing a flow this process lost, take one it was given."""
+        """Follow each flow's lease: stop writing a flow this process lost, take one it was given, hand
+        a flow that failed here to a standby."""
         for seat in self.seats.values():
-            if seat.should_leave():
+            supervisor = self.supervisors.get(seat.flow.name)
+            if seat.rejoin_due():
+                seat.rejoin()
+            elif supervisor is not None and supervisor.failed and seat.another_member():
+                log.warning("flow %s: failed here (%s); another instance waits in lease group %s: the flow is handed "
+                            "to it, this one joins again as a standby later", seat.flow.name, supervisor.last_error,
+                            seat.lease.group if seat.lease else "")
+                self._leave(seat)
+                seat.hand_over()
+            elif seat.should_leave():
                 log.warning("flow %s: fenced: this process no longer holds the flow's lease (another instance took "
                             "it over, or this one was stopped or cut off too long); it stops writing and waits as a "
                             "standby", seat.flow.name)

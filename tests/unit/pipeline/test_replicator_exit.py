@@ -101,3 +101,49 @@ def test_a_control_plane_failure_beside_spark_is_raised_once_spark_is_up(monkeyp
     with pytest.raises(OperationalError, match="does not answer"):
         replicator.prepare()
     assert begun == ["spark"]
+
+
+class Seat:
+    """A flow's seat as steer() sees it: its lease group holds another member or not."""
+
+    def __init__(self, name: str, others: bool) -> None:
+        self.flow = SimpleNamespace(name=name)
+        self.lease = SimpleNamespace(group="g")
+        self.others, self.handed, self.rejoined = others, 0, 0
+        self.assembled = object()
+        self.rejoin_at: float | None = None
+
+    def rejoin_due(self) -> bool:
+        return self.rejoin_at is not None
+
+    def rejoin(self) -> None:
+        self.rejoined += 1
+        self.rejoin_at = None
+
+    def another_member(self) -> bool:
+        return self.others
+
+    def hand_over(self) -> None:
+        self.handed += 1
+        self.rejoin_at = 1.0
+
+    def should_leave(self) -> bool:
+        return False
+
+    def should_take(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("others", [True, False])
+def test_a_flow_failed_here_is_handed_to_a_waiting_standby_and_joined_again_later(others):
+    """What a retry cannot fix here may pass on another instance (another host, another state): a flow
+    that failed holds its lease no longer while a standby waits; alone, it stays failed, as before."""
+    replicator = bare([Supervisor("a->b", failed=True)])
+    seat = Seat("a->b", others)
+    replicator.seats = {"a->b": seat}
+    left: list[str] = []
+    replicator._leave = lambda s: (left.append(s.flow.name), replicator.supervisors.pop(s.flow.name))
+    replicator.steer()
+    assert (seat.handed, left) == ((1, ["a->b"]) if others else (0, []))
+    replicator.steer()
+    assert seat.rejoined == (1 if others else 0) and seat.handed == (1 if others else 0)

@@ -4,6 +4,7 @@ Starts real Spark JVMs (about 10 s per cluster), no Kafka brokers.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,18 +13,18 @@ import time
 from pathlib import Path
 
 from conftest import run_cli
+from process_views import assert_environ_private, assert_off_command_lines
 
 from mirrorspark.local.cluster import LocalClusterError
-from mirrorspark.local.spark_cluster import LocalSpark, group_members, master_state
+from mirrorspark.local.spark_cluster import LocalSpark, driver_auth, group_members, master_state
 
-# The driver picks its executors' Python (PYSPARK_PYTHON, as mirrorspark's own session sets it); the
-# Python task checks that they run this interpreter, the JVM-only count that the cluster runs jobs.
+# mirrorspark's own session (which finds the cluster's secret) picks its executors' Python
+# (PYSPARK_PYTHON); the Python task checks that they run this interpreter, the JVM-only count that the
+# cluster runs jobs.
 APP = """
 import os, sys, time
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master(sys.argv[1]).appName(sys.argv[2])
-         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.executor.memory", "512m").config("spark.ui.enabled", "false").getOrCreate())
+from mirrorspark.pipeline.spark_session import build_session
+spark = build_session({"spark.master": sys.argv[1], "spark.app.name": sys.argv[2], "spark.executor.memory": "512m"})
 try:
     print("count", spark.range(100).count(), flush=True)
     print("python", spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).first(), flush=True)
@@ -33,10 +34,59 @@ finally:
 """
 
 
+# A plain pyspark driver given only ``extra`` settings (JSON on standard input): not mirrorspark's session.
+PLAIN_APP = """
+import json, sys
+from pyspark.sql import SparkSession
+builder = (SparkSession.builder.master(sys.argv[1]).appName(sys.argv[2])
+           .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+           .config("spark.ui.enabled", "false"))
+for key, value in json.loads(sys.stdin.readline()).items():
+    builder = builder.config(key, value)
+print("count", builder.getOrCreate().range(100).count(), flush=True)
+"""
+# What a driver logs each time the master refuses it (Spark tries 3 times, 20 s apart).
+REFUSED = "Failed to connect to master"
+
+
 def _app(master: str, name: str, linger: float = 0.0) -> subprocess.Popen[str]:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     return subprocess.Popen([sys.executable, "-c", APP, master, name, str(linger)], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _plain_app(master: str, name: str, extra: dict[str, str]) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    app = subprocess.Popen([sys.executable, "-c", PLAIN_APP, master, name], env=env, text=True,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert app.stdin is not None
+    app.stdin.write(json.dumps(extra) + "\n")
+    app.stdin.close()
+    return app
+
+
+def _stop(apps: list[subprocess.Popen[str]]) -> None:
+    while apps:
+        app = apps.pop()
+        app.kill()
+        app.wait()
+        for stream in (app.stdin, app.stdout, app.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _refused(app: subprocess.Popen[str]) -> threading.Event:
+    """Set once ``app`` logs that the master refused it; its standard error is read to the end."""
+    seen = threading.Event()
+
+    def read() -> None:
+        assert app.stderr is not None
+        for line in app.stderr:
+            if REFUSED in line:
+                seen.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    return seen
 
 
 def _alive(pid: int) -> bool:
@@ -76,6 +126,7 @@ def test_up_run_application_down(tmp_path):
     master = lines[0].split(" = ", 1)[1]
     assert lines[1].startswith("# Spark master web UI: http://127.0.0.1:")
     web_ui = lines[1].rsplit(" ", 1)[1]
+    assert lines[2].endswith(str(tmp_path.resolve() / "spark" / "daemon.conf")), up.stdout
     print(f"local spark up (2 workers) took {up_seconds:.1f} s")
     try:
         state_json = master_state(web_ui)
@@ -138,6 +189,50 @@ def test_down_stops_executors_of_a_running_application(tmp_path):
         guard.cancel()
         app.kill()
         app.communicate()
+        local.down(purge=True)
+
+
+def test_cluster_answers_only_drivers_that_know_its_secret(tmp_path):
+    local = LocalSpark(tmp_path)
+    master = local.up(workers=1)
+    guard = None
+    apps: list[subprocess.Popen[str]] = []
+    try:
+        conf = local.folder / "daemon.conf"
+        assert conf.stat().st_mode & 0o777 == 0o600
+        auth = driver_auth(master)
+        secret = auth["spark.authenticate.secret"]
+        assert len(secret) >= 32 and auth["spark.authenticate"] == auth["spark.network.crypto.enabled"] == "true"
+        # Without the secret, with another one, and with it but unencrypted: all refused.
+        intruders = {"no-secret": {}, "wrong-secret": {**auth, "spark.authenticate.secret": "0" * len(secret)},
+                     "unencrypted": {**auth, "spark.network.crypto.enabled": "false"}}
+        apps += [_plain_app(master, f"test-{name}", extra) for name, extra in intruders.items()]
+        refusals = [_refused(app) for app in apps]
+        for name, refused in zip(intruders, refusals, strict=True):
+            assert refused.wait(timeout=60), f"the driver with {name} was not refused"
+        state = master_state(local.load().web_ui)  # type: ignore[union-attr]
+        assert state is not None and not state["activeapps"] and not state["completedapps"], state
+        _stop(apps)
+
+        app = _app(master, "mirrorspark-test-secret", linger=600)
+        apps.append(app)
+        guard = threading.Timer(180, app.kill)  # a hung application fails the test instead of blocking it
+        guard.start()
+        assert app.stdout is not None
+        assert app.stdout.readline().strip() == "count 100", app.stderr.read() if app.poll() is not None else ""
+        assert app.stdout.readline().strip() == f"python {sys.executable}"
+        daemons = _pids(tmp_path, 1)
+        executors = [p for p in group_members(daemons[1]) if p != daemons[1]]
+        assert executors
+        assert_off_command_lines([secret])
+        # The daemons read the secret from their file; Spark's workers hand it to executors in their
+        # environment, which only this user can read.
+        assert_environ_private([app.pid, *daemons], without=[secret])
+        assert_environ_private(executors)
+    finally:
+        if guard is not None:
+            guard.cancel()
+        _stop(apps)
         local.down(purge=True)
 
 

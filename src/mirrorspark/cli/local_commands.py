@@ -10,7 +10,7 @@ import typer
 from mirrorspark.cli.reporting import reported
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.local.security import MECHANISMS, PROTOCOLS, SecurityOptions
-from mirrorspark.local.spark_cluster import LocalSpark, valid_memory
+from mirrorspark.local.spark_cluster import DAEMON_CONF, LocalSpark, valid_memory
 
 app = typer.Typer(no_args_is_help=True, help="Run real Apache Kafka clusters (KRaft, one node each) and a Spark "
                                                "standalone cluster locally.")
@@ -105,6 +105,8 @@ def spark_up(workers: Annotated[int, typer.Option(min=1, help="Number of workers
     layout = local.load()
     if layout is not None:
         typer.echo(f"# Spark master web UI: {layout.web_ui}")
+        typer.echo(f"# Drivers must know its secret: mirrorspark finds it; other drivers take spark.authenticate* and "
+                   f"spark.network.crypto.* from {local.folder / DAEMON_CONF}")
 
 
 @spark_app.command("status")

@@ -4,12 +4,20 @@ The wheel has no ``start-master.sh``/``start-worker.sh``, so the daemons run thr
 Everything lives in ``<state>/spark/`` (``spark.json``, pid files, logs, worker work folders) so ``status``
 and ``down`` work from any later process. Each daemon gets its own session: a Ctrl-C of the command that
 started it does not reach it, and stopping a worker's process group also stops the executors it launched.
+
+Any local user can reach 127.0.0.1, so the daemons answer only drivers that know the cluster's secret
+(``spark.authenticate``) and encrypt every connection (``spark.network.crypto.enabled``). The secret is
+on no command line: the daemons read it from their properties file (``daemon.conf``, 0600; Spark reads
+a secret file only on Kubernetes), a driver gets it from ``driver_auth`` and hands it to its JVM
+through py4j, and the workers give it to their executors in their environment, which only this user
+can read.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -30,20 +38,31 @@ from mirrorspark.local.cluster import (
     reap,
     tail,
 )
+from mirrorspark.private_files import write_private
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 DAEMON_MEMORY = "256m"
 DAEMON_JAVA_OPTS = "-XX:+UseSerialGC -XX:-UsePerfData"
 _MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]b?$", re.IGNORECASE)
-# Passed as --properties-file: it also names this folder in the daemons' command lines (see _daemon_alive).
+DAEMON_CONF = "daemon.conf"
+# Passed as --properties-file: it also names this folder in the daemons' command lines (see _daemon_alive
+# and driver_auth). It holds the secret, so it is private to this user.
 _DAEMON_CONF = """\
 # Settings of the local Spark master and workers (written by mirrorspark local spark up).
 spark.master.rest.enabled false
 # Finished applications' work folders (with the jars shipped to them) are removed after a day.
 spark.worker.cleanup.enabled true
 spark.worker.cleanup.appDataTtl 86400
+# Only drivers that know this secret join, and every connection is encrypted (no fallback to SASL,
+# which would authenticate without encrypting).
+spark.authenticate true
+spark.authenticate.secret {secret}
+spark.network.crypto.enabled true
+spark.network.crypto.saslFallback false
 """
+SECRET_KEY = "spark.authenticate.secret"
+_LOOPBACK = ("127.0.0.1", "localhost")
 
 
 def valid_memory(text: str) -> bool:
@@ -125,7 +144,7 @@ class LocalSpark:
 
     def _daemon_alive(self, pid: int, name: str) -> bool:
         """True if ``pid`` runs and is this folder's daemon ``name``."""
-        return process_alive(pid, MASTER_CLASS if name == "master" else WORKER_CLASS, str(self.folder / "daemon.conf"))
+        return process_alive(pid, MASTER_CLASS if name == "master" else WORKER_CLASS, str(self.folder / DAEMON_CONF))
 
     # -- up ------------------------------------------------------------------------------------
     def up(self, workers: int = 2, cores: int = 1, memory: str = "1g", port: int = 0,
@@ -202,7 +221,9 @@ class LocalSpark:
         worker_uis = [self._reuse(old_ui[i] if i < len(old_ui) else None, taken) for i in range(workers)]
         layout = SparkLayout(port, webui, workers, cores, memory, worker_uis)
         (self.folder / "work").mkdir(parents=True, exist_ok=True)
-        (self.folder / "daemon.conf").write_text(_DAEMON_CONF)
+        # The secret is kept across restarts, so drivers given it by hand keep working.
+        secret = _private_properties(self.folder / DAEMON_CONF).get(SECRET_KEY) or secrets.token_hex(32)
+        write_private(self.folder / DAEMON_CONF, _DAEMON_CONF.format(secret=secret))
         self._save(layout)
         return layout
 
@@ -217,14 +238,14 @@ class LocalSpark:
 
     def _master_args(self, layout: SparkLayout) -> list[str]:
         return [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(layout.port),
-                "--webui-port", str(layout.webui_port), "--properties-file", str(self.folder / "daemon.conf")]
+                "--webui-port", str(layout.webui_port), "--properties-file", str(self.folder / DAEMON_CONF)]
 
     def _worker_args(self, layout: SparkLayout, name: str, index: int) -> list[str]:
         work = self.folder / "work" / name
         work.mkdir(parents=True, exist_ok=True)
         return [WORKER_CLASS, "--host", "127.0.0.1", "--cores", str(layout.cores), "--memory", layout.memory,
                 "--webui-port", str(layout.worker_webui_ports[index]), "-d", str(work),
-                "--properties-file", str(self.folder / "daemon.conf"), layout.master_url]
+                "--properties-file", str(self.folder / DAEMON_CONF), layout.master_url]
 
     def _env(self) -> dict[str, str]:
         home = spark_home()
@@ -323,6 +344,63 @@ class LocalSpark:
             else:
                 rows.append((name, f"running, web UI http://127.0.0.1:{layout.worker_webui_ports[i - 1]}, pid {pid}"))
         return rows
+
+
+def driver_auth(master: str) -> dict[str, str]:
+    """The settings a driver needs to join the local cluster whose master is ``master`` (its secret
+    among them); empty for any other master, and for a cluster started without authentication. The
+    cluster is found by its running master, whose command line names its folder, so a driver finds it
+    whatever state dir each was started with."""
+    folder = _master_folder(master)
+    if folder is None:
+        return {}
+    conf = _private_properties(folder / DAEMON_CONF)
+    if conf.get("spark.authenticate") != "true":  # started by an older mirrorspark: nothing to give
+        return {}
+    if not conf.get(SECRET_KEY):
+        raise LocalClusterError(f"the local Spark cluster at {master} wants a secret, but {folder / DAEMON_CONF} "
+                                "has none or is readable by other users; run `mirrorspark local spark down` and "
+                                "`up` again")
+    crypto = ("spark.network.crypto.enabled", "spark.network.crypto.saslFallback")
+    return {"spark.authenticate": "true", SECRET_KEY: conf[SECRET_KEY], **{k: conf[k] for k in crypto if k in conf}}
+
+
+def _master_folder(master: str) -> Path | None:
+    """The folder of this user's local master listening at ``master`` (``spark://127.0.0.1:PORT``)."""
+    host, _, port = master.removeprefix("spark://").rpartition(":")
+    if not master.startswith("spark://") or host not in _LOOPBACK or not port.isdigit():
+        return None
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if proc.stat().st_uid != os.getuid():
+                continue
+            args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if MASTER_CLASS in args and _argument(args, "--port") == port:
+            conf = _argument(args, "--properties-file")
+            if conf is not None and Path(conf).name == DAEMON_CONF:
+                return Path(conf).parent
+    return None
+
+
+def _argument(args: list[str], flag: str) -> str | None:
+    return args[args.index(flag) + 1] if flag in args[:-1] else None
+
+
+def _private_properties(path: Path) -> dict[str, str]:
+    """The ``key value`` lines of a properties file this module wrote, but the secret only if the file
+    is this user's and nobody else may read it (an older, world-readable one gets a new secret)."""
+    try:
+        info = path.lstat()
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    pairs = (line.split(None, 1) for line in lines if line.strip() and not line.lstrip().startswith("#"))
+    conf = {pair[0]: pair[1].strip() if len(pair) > 1 else "" for pair in pairs}
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        conf.pop(SECRET_KEY, None)
+    return conf
 
 
 def master_state(web_ui: str, timeout: float = 2.0) -> dict | None:

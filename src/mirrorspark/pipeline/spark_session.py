@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from mirrorspark import paths
+from mirrorspark.config import redaction
 from mirrorspark.errors import OperationalError
+from mirrorspark.local.spark_cluster import driver_auth
 
 # Defaults sized for one 2-core machine; any spark.* key in mm2.properties overrides them.
 SPARK_DEFAULTS: dict[str, str] = {
@@ -62,17 +64,19 @@ def check_master(master: str, timeout: float = 5.0) -> None:
 
 
 def spark_conf(user: Mapping[str, str], files: Sequence[Path] = ()) -> dict[str, str]:
-    """Defaults, then the user's ``spark.*`` keys; our jars are always appended to ``spark.jars`` (in a
-    wheel install the connector goes to ``spark.jars.packages`` instead, see paths) and the client files
-    executors need (``executors.files_to_ship``) to ``spark.files``."""
+    """Defaults, the secret of a ``mirrorspark local spark`` cluster if that is the master, then the
+    user's ``spark.*`` keys; our jars are always appended to ``spark.jars`` (in a wheel install the
+    connector goes to ``spark.jars.packages`` instead, see paths) and the client files executors need
+    (``executors.files_to_ship``) to ``spark.files``."""
     log_config = Path(__file__).with_name("spark-log4j2.properties")
     # ParallelGC: the producer's 512 KiB batches and fetch buffers are G1 "humongous" objects at a
     # 1 GiB heap, which kept G1 in back-to-back concurrent cycles (JFR); measured in ADR 0003.
     # C1 only: on the machines measured, C2 compiling Spark's planning code cost more CPU than the
     # compiled code saved (idle 6.4 -> 3.2 s per minute at 3,000 partitions, backlog no slower); ADR 0017.
     java_opts = f"-XX:+UseParallelGC -XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={log_config.as_uri()}"
+    master = user.get("spark.master", SPARK_DEFAULTS["spark.master"])
     conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts,
-            "spark.executor.extraJavaOptions": java_opts, **user}
+            "spark.executor.extraJavaOptions": java_opts, **driver_auth(master), **user}
     deps = paths.spark_dependencies()
     _append(conf, "spark.jars", [str(p) for p in deps.jars])
     _append(conf, "spark.jars.packages", deps.packages)
@@ -146,14 +150,26 @@ def _new_session(conf: Mapping[str, str]):  # -> pyspark.sql.SparkSession
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    spark_conf_ = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    on_command_line, secret = split_secrets(conf)
     read_end, write_end = os.pipe()
     threading.Thread(target=_forward_stderr, args=(read_end,), name="spark-jvm-stderr", daemon=True).start()
     try:
-        gateway = launch_gateway(spark_conf_, popen_kwargs={"stderr": write_end})
+        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(on_command_line.items())),
+                                 popen_kwargs={"stderr": write_end})
     finally:
         os.close(write_end)  # the JVM holds its own copy; the reader ends when the JVM does
-    return SparkSession(SparkContext(conf=spark_conf_, gateway=gateway))
+    # The secrets go to the JVM's SparkConf through py4j, before the SparkContext reads it.
+    everything = SparkConf(loadDefaults=False).setAll([*on_command_line.items(), *secret.items()])
+    return SparkSession(SparkContext(conf=everything, gateway=gateway))
+
+
+def split_secrets(conf: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``conf`` as (settings for the launcher, secret settings). pyspark's launcher passes each
+    setting as ``--conf key=value`` to spark-submit, where any local user reads it (``ps``); the
+    settings the redactor calls secret are handed to the running JVM instead. None of them is one
+    the launcher itself reads (master, memory, class path, jars), so nothing is lost by it."""
+    secret = {key: value for key, value in conf.items() if redaction.is_secret(key)}
+    return {key: value for key, value in conf.items() if key not in secret}, secret
 
 
 def _forward_stderr(read_end: int) -> None:

@@ -20,7 +20,7 @@ from mirrorspark.integrity.spark_offsets import Positions, SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, remote_topics_option
 from mirrorspark.policy.topic_selection import TopicSelection
-from mirrorspark.sink_report import BatchReport, WrittenRun, drain_figures, drain_written
+from mirrorspark.sink_report import BatchReport, WrittenRun, drain_figures, drain_written, topic_ids_option
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,8 @@ class BatchWriter:
                 self.restart_for = str(exc)  # a fenced flow is stopped by its seat before the restart
                 raise
             options = dict(self.sink_options_for(plan))
+            if self.flow.exactly_once:  # progress committed for other topic ids (re-created since) skips nothing
+                options["topicIds"] = topic_ids_option(self.guard.sink_topic_ids(plan.remote))
             # Exactly-once: the progress committed with the records says what is on the target; a
             # comparison with the target's records would also see those of aborted transactions.
             if resume and not self.flow.exactly_once:
@@ -149,6 +151,13 @@ class BatchWriter:
         Returns when the offsets were handed over (the phases' clock)."""
         report = drain_written(jvm, self.flow.name)
         self.executors |= report.executors
+        if self.guard.writing is not None and not self.guard.writing():
+            # Lost while the batch wrote (executors in other JVMs are not fenced, ADR 0011): its offset
+            # pairs and marks would interleave with the new writer's; it starts from the target instead.
+            raise Fenced(f"flow {self.flow.name}: batch {batch_id} finished after this process lost the flow's "
+                         f"lease; its {sum(r.count for r in report.runs if r.written)} record(s) are not recorded "
+                         "here (no offset syncs, no marks): the instance writing the flow now resumes from what "
+                         "the target holds")
         starts, ends = positions(report)
         self.guard.after_write(starts, ends, plan.remote, report.first_written())
         if self.on_written is not None:

@@ -10,7 +10,9 @@ fields separated by TAB; every topic is a remote (target) topic:
 ``OffsetRuns.drain``
     ``topic partition upstream downstream count``: source offsets ``upstream..upstream+count-1``
     were written, in order, at target offsets ``downstream..``; in source order per partition.
-    A run of count 0 marks a failed write: the next run does not continue the previous one.
+    A run of count 0 is a break: a failed write, or records on the target whose offsets the writer
+    does not know (an exactly-once re-run skipping rows its progress holds no pair for); the next
+    run does not continue the previous one.
 ``FlowStats.drain``
     ``topic partition`` and nine integers: records, bytes (key + value), record age min/max/sum
     and replication latency min/max/sum (ms), and how many records those six figures cover.
@@ -20,9 +22,11 @@ fields separated by TAB; every topic is a remote (target) topic:
 ``WrittenBatches.drainExecutors``
     the ids of the executors that wrote, comma separated (not a TAB line).
 
-One text goes the other way: the sink's ``resume`` option (``WriteSettings.java``), lines
+Two texts go the other way (``WriteSettings.java``): the sink's ``resume`` option, lines
 ``topic partition from to`` naming the target records an interrupted attempt of the batch wrote,
-made by :func:`resume_option`.
+made by :func:`resume_option`; and its ``topicIds`` option, lines ``source topic, source topic id,
+remote topic id`` (an id not known yet is empty), made by :func:`topic_ids_option`: exactly-once
+progress committed for other ids (a topic deleted and re-created since) is not used to skip a row.
 
 This module is the only reader and writer of those texts: the offset mapping and its syncs, the
 write marks and loss checks, and the metrics all receive the typed rows of :class:`BatchReport`,
@@ -104,6 +108,16 @@ class ResumeRange:
 
 
 @dataclass(frozen=True)
+class TopicIds:
+    """One line of the sink's ``topicIds`` option: a planned source topic's id and its remote topic's
+    ('' while not seen yet), which the sink's exactly-once progress must have been committed for."""
+
+    topic: str
+    source_id: str
+    remote_id: str
+
+
+@dataclass(frozen=True)
 class BatchReport:
     """Everything the sink reported for one flow since the previous drain (one batch)."""
 
@@ -168,3 +182,7 @@ def resume_option(ranges: Iterable[ResumeRange]) -> str:
     """The sink's ``resume`` option for ``ranges`` ('' when there is nothing to resume)."""
     return "\n".join(f"{r.topic}\t{r.partition}\t{r.begin}\t{r.end}" for r in ranges)
 
+
+def topic_ids_option(ids: Iterable[TopicIds]) -> str:
+    """The sink's ``topicIds`` option for ``ids`` ('' when there are none)."""
+    return "\n".join(f"{i.topic}\t{i.source_id}\t{i.remote_id}" for i in ids)

@@ -320,3 +320,44 @@ def test_a_backlog_larger_than_one_transaction_can_carry_reaches_a_slow_target_e
     assert not lost and duplicated == 0 and in_source_order(records, 1)
     assert "aborted by the target" not in output and "old epoch" not in output
     assert progress(clusters["backup"], "primary->backup", remote) == {0: 30_000}
+
+
+def test_a_source_topic_recreated_while_running_is_copied_whole_exactly_once(clusters, unique, tmp_path):
+    """Issue 42, finding 2, the measured drill: 10,000 records copied exactly once, the source topic deleted
+    and re-created while the flow runs, 5,000 new records produced. Before the fix none of the 5,000 were
+    copied (the sink skipped them below the old topic's committed progress) and the old topic's copied
+    records were reported lost ("the partition went back"). Now every new record lands once, in order
+    after the old ones, and nothing is reported lost: every record of the old topic had been copied."""
+    from test_integrity_drills import recreate
+    from test_spark_cluster import flow_detail
+
+    from mirrorspark.control.admin import topic_partitions
+
+    topic, remote = f"eosrec-{unique}", f"primary.eosrec-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, numbered(0, 10_000, 2))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"refresh.topics.interval.seconds = 2\n{EOS}")
+    state = tmp_path / "state"
+    admin = admin_client({"bootstrap.servers": clusters["primary"]})
+    with running_mirrorspark(config, state) as mirror:
+        wait_committed(clusters["backup"], remote, 10_000)
+        time.sleep(3)  # the topic's id seen by a refresh
+        admin.delete_topics([topic])[topic].result(30)
+        wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)
+        wait_until(lambda: recreate(admin, topic, 2), "source topic re-creation", 60)
+        produce(clusters["primary"], topic, numbered(10_000, 15_000, 2))
+        wait_committed(clusters["backup"], remote, 15_000, timeout=240)
+        time.sleep(5)  # a record copied twice would land meanwhile
+        detail = flow_detail(state, "primary->backup")
+        output = mirror.output()
+    records = committed_records(clusters["backup"], remote)
+    seqs = [s for _, _, s in records]
+    lost, duplicated = lost_and_duplicated(range(15_000), seqs)
+    print(f"source re-created while running, exactly-once: {len(seqs)} committed on the target, lost {len(lost)}, "
+          f"duplicated {duplicated}, reported lost {detail['records_lost']}")
+    assert not lost and duplicated == 0
+    assert in_source_order(records, 2)
+    assert detail["records_lost"] == 0 and "DATA LOSS" not in output
+    assert "was re-created" in output

@@ -5,18 +5,20 @@ resume marks), with ``mirrorspark.data.loss = fail`` the source is checked for a
 batch a crash interrupted is told which target records an earlier attempt wrote. After it wrote:
 a partition whose first record read is past the batch's planned start while the source's log start
 is too has lost the records in between (retention, ``deleteRecords``) and is reported; a partition
-whose end went back before its planned start was truncated.
+whose end went back before its planned start was truncated. A partition that went back or appears
+has its topic's id checked before the write: a re-created topic is read again from its start.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import Positions
 from mirrorspark.integrity.write_marks import WriteMarks
-from mirrorspark.sink_report import ResumeRange, resume_option
+from mirrorspark.sink_report import ResumeRange, TopicIds, resume_option
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +40,21 @@ class Fenced(OperationalError):
     """This process no longer holds the flow's lease: another instance writes it. Nothing is written."""
 
 
+class TopicCheck(Protocol):
+    """The flow's topic identity as a batch needs it (``TopicIdentity``)."""
+
+    def check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool = True) -> bool: ...
+
+    def sink_ids(self, remote: Mapping[str, str]) -> list[TopicIds]: ...
+
+
 class BatchGuard:
     def __init__(self, flow_name: str, marks: WriteMarks, loss: LossLog, source_starts: OffsetsOf,
                  target_ends: OffsetsOf, fail_on_loss: bool,
-                 rewinds_pending: Callable[[], set[str]] = set, writing: Callable[[], bool] | None = None) -> None:
+                 rewinds_pending: Callable[[], set[str]] = set, writing: Callable[[], bool] | None = None,
+                 *, identity: TopicCheck | None = None) -> None:
         self.flow_name = flow_name
+        self.identity = identity  # asked first when a source partition went back or appears (None: not asked)
         self.writing = writing  # the flow's lease is held and confirmed (None: no lease)
         self.rewinds_pending = rewinds_pending  # source topics to be read again from their start at the restart
         self.marks = marks
@@ -86,7 +98,19 @@ class BatchGuard:
 
     def _check_targets(self, starts: Positions, ends: Positions, remote: Mapping[str, str]) -> None:
         """Refuse to write newer records into a remote partition that went back: the refill of a
-        re-created remote topic must come first, in order."""
+        re-created remote topic must come first, in order; the same for a source topic found re-created
+        when one of its partitions went back or appeared."""
+        changed = {t for (t, p), end in ends.items() if t in remote and ((t, p) not in starts or end < starts[(t, p)])}
+        if changed and self.identity is not None:
+            # A partition that went back (truncated, or its topic deleted and re-created) or that the
+            # source lists anew (after a deletion, or new): a re-created topic must be read again from
+            # its start, with the sink told its new id, and the old one's copies are not lost; so the
+            # ids are read before anything is written, not at the next round of the topic check.
+            counts: dict[str, int] = {}
+            for topic, partition in ends:
+                if topic in changed:
+                    counts[topic] = max(counts.get(topic, 0), partition + 1)
+            self.identity.check({t: remote[t] for t in changed}, counts, full=False)
         pending = sorted(self.rewinds_pending() & {t for t, _ in ends})
         if pending:
             raise RemoteTopicGone(f"flow {self.flow_name}: {', '.join(pending)} must be read again from the start "
@@ -104,6 +128,10 @@ class BatchGuard:
             raise RemoteTopicGone(f"flow {self.flow_name}: remote partition(s) went back on the target: {shown}"
                                   f"{f' and {len(back) - 3} more' if len(back) > 3 else ''}; the flow restarts to "
                                   "re-create and refill them before it copies anything newer")
+
+    def sink_topic_ids(self, remote: Mapping[str, str]) -> list[TopicIds]:
+        """The planned topics' ids for the sink's ``topicIds`` option (none without an identity check)."""
+        return self.identity.sink_ids(remote) if self.identity is not None else []
 
     def retry_from(self, batch_id: int, planned: str, starts: Positions, ends: Positions,
                    remote: Mapping[str, str]) -> str:

@@ -14,6 +14,13 @@ reported lost. A remote partition whose end went back below what the flow wrote 
 unclean leader election) is reported and its mapping cut at the new end. Losses are counted by
 offsets (Span), so a check that fails half-way and runs again, or a truncation seen before the
 re-creation, never counts one record twice.
+
+Exactly-once: the sink skips rows its committed progress says are on the target, and that progress
+is kept per remote partition, on the target and in the producers the executors keep. Each batch
+tells the sink the ids seen here (``sink_ids``, its ``topicIds`` option) and the sink commits its
+progress with them; progress committed for other ids, read from the target or kept in memory, is not
+used, so a rewind for a re-created topic makes every executor forget it at the next batch (a call
+from here could reach only the driver's JVM).
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from mirrorspark.control.admin import partition_offsets, topic_ids, topic_layout
 from mirrorspark.integrity.loss import LossLog, Span
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.sink_report import TopicIds
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -93,11 +101,20 @@ class TopicIdentity:
 
     def note_source_ends(self, ends: Mapping[tuple[str, int], int]) -> None:
         """The source's end offsets as the lag probe just read them: what a re-created source
-        topic's loss is counted up to, between full checks."""
+        topic's loss is counted up to, between full checks. Only a higher end is taken: the probe
+        does not know the topic's id, and may already read the new topic's (lower) ends."""
         with self._lock:
             for (topic, partition), end in ends.items():
                 if topic in self.source_ids:
-                    self.source_ends.setdefault(topic, {})[str(partition)] = end
+                    seen = self.source_ends.setdefault(topic, {})
+                    seen[str(partition)] = max(end, seen.get(str(partition), end))
+
+    def sink_ids(self, remote: Mapping[str, str]) -> list[TopicIds]:
+        """Each planned source topic's id and its remote topic's as last seen ('' when not seen yet),
+        for the sink's ``topicIds`` option (see the module's docstring)."""
+        with self._lock:
+            return [TopicIds(source, self.source_ids.get(source, ""), self.remote_ids.get(name, ""))
+                    for source, name in sorted(remote.items())]
 
     def _check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool) -> bool:
         sources = sorted(remote)
@@ -118,9 +135,12 @@ class TopicIdentity:
 
     def _source_recreated(self, topic: str, old: str, new: str, count: int) -> None:
         position = self.spark_log.committed_positions()
+        # What the flow wrote of the old topic: a batch that read the new topic before this check
+        # (Spark saw its partitions as new, or its ends went back) moved Spark's position below it.
+        written = self.marks.source_marks(topic)
         seen = self.source_ends.pop(topic, {})
         for partition, end in sorted((int(p), e) for p, e in seen.items()):
-            copied = position.get((topic, partition), 0)
+            copied = max(position.get((topic, partition), 0), written.get(partition, 0))
             if end > copied:
                 self.loss.report(topic, partition, copied, end - 1,
                                  f"the source topic was deleted and re-created (topic id {old} -> {new}) before "

@@ -5,8 +5,10 @@ written, in order, at target offsets ``downstream .. downstream+count-1`` of the
 A contiguous partition is one run however long it grows, so the mapping stays small; gaps
 (compaction, transaction markers, re-writes after a restart) start new runs. Each stored run knows
 whether the gap after it is *exact* (those source offsets hold no records) or unknown (history
-thinned to bound memory): translation is exact in the first case and falls back to MM2's
-"one past the last known record" in the second, so it is never ahead and never skips a record.
+thinned to bound memory, or records the writer could not pair: a break): translation is exact in
+the first case and falls back to MM2's "one past the last known record" in the second, so it is
+never ahead and never skips a record. The last run's flag says whether the gap after it, to a run a
+later batch reports, is still exact (False once a break ended its batch).
 
 A partition's runs are bound to the remote topic they were written to (its name and topic id).
 When the remote topic changes (deleted and re-created, renamed by ``topic.map`` or the policy),
@@ -79,11 +81,19 @@ class _PartitionRanges:
             if (contiguous_with_previous and last.upstream_end == run.upstream
                     and last.downstream + last.count == run.downstream):
                 last.count += run.count
+                last.exact_gap_after = True  # a new tail: nothing is known after it yet
                 return
-            last.exact_gap_after = contiguous_with_previous
+            # The last run's gap may be known inexact already (a break ended the batch that wrote it).
+            last.exact_gap_after = last.exact_gap_after and contiguous_with_previous
         entries.append(_Entry(run.upstream, run.downstream, run.count))
         if len(entries) > self.max_runs:
             self._thin()
+
+    def break_after_last(self) -> None:
+        """Records the writer could not pair follow the last run: whatever run comes next, the gap
+        before it holds records on the target, so translation in it stays behind them."""
+        if self.entries:
+            self.entries[-1].exact_gap_after = False
 
     def _thin(self) -> None:
         """Drop every second run of the older half; their predecessors' gaps become unknown."""
@@ -220,6 +230,14 @@ class OffsetRanges:
             ranges = self._partitions.get((topic, partition))
             if ranges is not None:
                 ranges.binding.reset_checkpoints = False
+
+    def break_after_last(self, topic: str, partition: int) -> None:
+        """The partition's last run is followed by records written where the writer does not know (a
+        break that ended a batch): the next run, in a later batch, does not continue it exactly."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            if ranges is not None:
+                ranges.break_after_last()
 
     def add(self, topic: str, partition: int, runs: Iterable[Run], contiguous_with_previous: bool = True) -> None:
         """Runs of one partition in source-offset order; the first may or may not follow what is stored."""

@@ -5,7 +5,9 @@ docs/adr/0004-cluster-writer.md and ``mirrorspark.sink_report``). They extend th
 ``OffsetRanges`` (kept on disk, so translation survives restarts) and become MM2-format offset
 syncs: one where a run starts that does not continue the previous one (gaps: compaction,
 transaction markers, re-writes) and one for the last record of each partition in the batch, so MM2
-tooling sees the latest position.
+tooling sees the latest position. A break (records on the target the writer could not pair: an
+exactly-once re-run skipping rows its progress holds no pair for) makes the gap around it inexact,
+also when it ends the batch: translation in it stays behind the records, as MM2's does.
 """
 from __future__ import annotations
 
@@ -85,6 +87,8 @@ class OffsetSyncWriter:
                     syncs.append(OffsetSync(topic, partition, run.upstream, run.downstream))
                 contiguous = True
                 last = run
+            if not contiguous:  # a break ended the batch: the next batch's first run does not continue this one
+                self.ranges.break_after_last(topic, partition)
             if last is not None and last.count > 1:
                 syncs.append(OffsetSync(topic, partition, last.upstream + last.count - 1,
                                         last.downstream + last.count - 1))

@@ -139,7 +139,7 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
     guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
                        lambda parts: partition_offsets(target, parts), flow.fails_on_data_loss,
-                       identity.rewinds_pending, writing)
+                       identity.rewinds_pending, writing, identity=identity)
 
     def before_start() -> None:
         plan = remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created

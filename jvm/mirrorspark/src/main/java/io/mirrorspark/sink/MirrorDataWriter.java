@@ -64,7 +64,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         this.resume = compare ? settings.resume : Map.of();
         this.fence = Fences.of(settings.flow);
         this.transactions = settings.exactlyOnce ? new TaskTransactions(settings) : null;
-        this.producer = settings.exactlyOnce ? null : Producers.acquire(settings.producer);
+        this.producer = settings.exactlyOnce ? null : Producers.acquire(settings.flow, settings.producer);
         TaskContext task = TaskContext.get();
         this.retried = task != null && task.attemptNumber() > 0;
     }

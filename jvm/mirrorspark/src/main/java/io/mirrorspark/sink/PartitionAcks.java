@@ -8,7 +8,11 @@ import io.mirrorspark.kafka.FlowStats;
 /**
  * The acknowledged records of one target partition in one task: offset runs
  * {@code (upstream, downstream, count)} and MM2's per-partition figures ({@link FlowStats} layout).
- * Filled by the producer's I/O thread, read by the task thread after {@code flush()}.
+ * A record whose target offset is not known (a row a re-run skips as committed whose pair the
+ * progress no longer holds, an acknowledgement without an offset) is a break {@code (upstream, -1, 0)}:
+ * the records around it are on the target, but where is not known, so the runs on either side must
+ * not be taken for contiguous. Filled by the producer's I/O thread, read by the task thread after
+ * {@code flush()}.
  */
 final class PartitionAcks implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -43,15 +47,18 @@ final class PartitionAcks implements Serializable {
         return lastValid;
     }
 
-    /** Pairs a source offset with the target offset holding it, without counting a write. */
+    /**
+     * Pairs a source offset with the target offset holding it, without counting a write; a negative
+     * {@code downstream} (not known) is a break, one for consecutive unknown records.
+     */
     synchronized void pair(long upstream, long downstream) {
-        if (downstream < 0) {
-            return;
-        }
         if (count > 0) {
             int last = (count - 1) * 3;
             long n = runs[last + 2];
-            if (runs[last] + n == upstream && runs[last + 1] + n == downstream) {
+            if (downstream < 0 && n == 0) {
+                return;  // the break already there covers this record too
+            }
+            if (n > 0 && downstream >= 0 && runs[last] + n == upstream && runs[last + 1] + n == downstream) {
                 runs[last + 2] = n + 1;
                 return;
             }
@@ -61,12 +68,12 @@ final class PartitionAcks implements Serializable {
         }
         int at = count * 3;
         runs[at] = upstream;
-        runs[at + 1] = downstream;
-        runs[at + 2] = 1;
+        runs[at + 1] = downstream < 0 ? -1L : downstream;
+        runs[at + 2] = downstream < 0 ? 0L : 1L;
         count++;
     }
 
-    /** The runs as {@code upstream, downstream, count} triples. */
+    /** The runs as {@code upstream, downstream, count} triples; a break has count 0. */
     synchronized long[] runs() {
         return Arrays.copyOf(runs, count * 3);
     }

@@ -3,8 +3,14 @@ package io.mirrorspark.sink;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
+import java.util.function.Function;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -14,27 +20,21 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Kafka sink pools them): creating one per task would pay a metadata round trip and a new
  * connection every batch. A producer that failed a send is retired: new tasks get a fresh one,
  * and it is closed once the last task using it is done, so tasks of other flows sharing it are
- * not cut off mid-write.
+ * not cut off mid-write. A producer is retired the same way when every flow that used it asked for
+ * other settings since (a topic's {@code max.message.bytes} grew: a larger {@code max.request.size}),
+ * and closed once no task has used it for {@link #IDLE_MS} (its flow stopped or moved elsewhere).
  */
 final class Producers {
-    private static final Map<Map<String, String>, Lease> POOL = new HashMap<>();
-
-    private static final class Lease {
-        final KafkaProducer<byte[], byte[]> producer;
-        int users;
-        boolean retired;
-
-        Lease(KafkaProducer<byte[], byte[]> producer) {
-            this.producer = producer;
-        }
-    }
+    /** A producer no task used this long is closed. */
+    static final long IDLE_MS = 10 * 60_000L;
+    static final long SWEEP_EVERY_MS = 30_000L;
+    private static final Pool<KafkaProducer<byte[], byte[]>> POOL =
+        new Pool<>(Producers::create, p -> p.close(Duration.ofSeconds(10)));
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            synchronized (POOL) {
-                for (Lease lease : POOL.values()) {
-                    lease.producer.close(Duration.ofSeconds(5));
-                }
+            for (KafkaProducer<byte[], byte[]> producer : POOL.all()) {
+                producer.close(Duration.ofSeconds(5));
             }
         }, "mirrorspark-producers-close"));
     }
@@ -42,58 +42,19 @@ final class Producers {
     private Producers() {
     }
 
-    /** The shared producer for {@code settings}; every acquire is paired with a release. */
-    static KafkaProducer<byte[], byte[]> acquire(Map<String, String> settings) {
-        synchronized (POOL) {
-            Lease lease = POOL.computeIfAbsent(settings, s -> new Lease(create(s)));
-            lease.users++;
-            return lease.producer;
-        }
+    /** The shared producer of {@code flow} for {@code settings}; every acquire is paired with a release. */
+    static KafkaProducer<byte[], byte[]> acquire(String flow, Map<String, String> settings) {
+        return POOL.acquire(flow, settings, System.currentTimeMillis());
     }
 
     /** A task is done with {@code producer}; {@code failed}: it saw a send fail, retire it. */
     static void release(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer, boolean failed) {
-        Lease closing = null;
-        synchronized (POOL) {
-            Lease lease = POOL.get(settings);
-            if (lease != null && lease.producer == producer) {
-                if (failed) {
-                    lease.retired = true;
-                    POOL.remove(settings);
-                }
-            } else {
-                lease = RETIRED.get(producer);
-            }
-            if (lease == null) {
-                return;
-            }
-            lease.users--;
-            if (lease.retired) {
-                if (lease.users <= 0) {
-                    RETIRED.remove(producer);
-                    closing = lease;
-                } else {
-                    RETIRED.put(producer, lease);
-                }
-            }
-        }
-        if (closing != null) {
-            closing.producer.close(Duration.ofSeconds(10));
-        }
+        POOL.release(settings, producer, failed, System.currentTimeMillis());
     }
-
-    private static final Map<KafkaProducer<byte[], byte[]>, Lease> RETIRED = new HashMap<>();
 
     /** Waits until every pooled producer has sent what it holds (acknowledged or failed). */
     static void flushAll() {
-        List<KafkaProducer<byte[], byte[]>> all = new ArrayList<>();
-        synchronized (POOL) {
-            for (Lease lease : POOL.values()) {
-                all.add(lease.producer);
-            }
-            all.addAll(RETIRED.keySet());
-        }
-        for (KafkaProducer<byte[], byte[]> producer : all) {
+        for (KafkaProducer<byte[], byte[]> producer : POOL.all()) {
             try {
                 producer.flush();
             } catch (RuntimeException e) {
@@ -107,5 +68,117 @@ final class Producers {
         config.put("key.serializer", ByteArraySerializer.class.getName());
         config.put("value.serializer", ByteArraySerializer.class.getName());
         return new KafkaProducer<>(config);
+    }
+
+    /** The pool's bookkeeping, apart from Kafka: {@code P} is the producer, made and closed by the functions given. */
+    static final class Pool<P> {
+        private final Function<Map<String, String>, P> create;
+        private final Consumer<P> close;
+        private final Map<Map<String, String>, Lease<P>> leases = new HashMap<>();
+        /** Retired producers still used by a task: closed at their last release. */
+        private final Map<P, Lease<P>> retired = new IdentityHashMap<>();
+        /** Per flow and target cluster, the settings it asked for last. */
+        private final Map<String, Map<String, String>> current = new HashMap<>();
+        private long sweptAt;
+
+        private static final class Lease<P> {
+            final P producer;
+            final Set<String> flows = new HashSet<>();
+            int users;
+            long usedAt;
+
+            Lease(P producer) {
+                this.producer = producer;
+            }
+        }
+
+        Pool(Function<Map<String, String>, P> create, Consumer<P> close) {
+            this.create = create;
+            this.close = close;
+        }
+
+        P acquire(String flow, Map<String, String> settings, long now) {
+            List<P> closing = new ArrayList<>();
+            P producer;
+            synchronized (this) {
+                sweep(now, closing);
+                String who = flow + '\u0000' + settings.get("bootstrap.servers");
+                Map<String, String> before = current.put(who, settings);
+                if (before != null && !before.equals(settings)) {
+                    Lease<P> old = leases.get(before);
+                    if (old != null) {
+                        old.flows.remove(who);
+                        if (old.flows.isEmpty()) {  // no flow asks for these settings any more
+                            leases.remove(before);
+                            retire(old, closing);
+                        }
+                    }
+                }
+                Lease<P> lease = leases.computeIfAbsent(settings, s -> new Lease<>(create.apply(s)));
+                lease.flows.add(who);
+                lease.users++;
+                lease.usedAt = now;
+                producer = lease.producer;
+            }
+            closing.forEach(close);
+            return producer;
+        }
+
+        void release(Map<String, String> settings, P producer, boolean failed, long now) {
+            List<P> closing = new ArrayList<>();
+            synchronized (this) {
+                Lease<P> lease = leases.get(settings);
+                boolean pooled = lease != null && lease.producer == producer;
+                if (!pooled) {
+                    lease = retired.get(producer);
+                    if (lease == null) {
+                        return;
+                    }
+                }
+                lease.users--;
+                lease.usedAt = now;
+                if (pooled && failed) {
+                    leases.remove(settings);
+                    retire(lease, closing);
+                } else if (!pooled && lease.users <= 0) {
+                    retired.remove(producer);
+                    closing.add(producer);
+                }
+            }
+            closing.forEach(close);
+        }
+
+        /** Out of the pool: closed now when no task uses it, else at its last release. */
+        private void retire(Lease<P> lease, List<P> closing) {
+            if (lease.users <= 0) {
+                closing.add(lease.producer);
+            } else {
+                retired.put(lease.producer, lease);
+            }
+        }
+
+        private void sweep(long now, List<P> closing) {
+            if (now - sweptAt < SWEEP_EVERY_MS) {
+                return;
+            }
+            sweptAt = now;
+            for (Iterator<Lease<P>> it = leases.values().iterator(); it.hasNext();) {
+                Lease<P> lease = it.next();
+                if (lease.users <= 0 && now - lease.usedAt >= IDLE_MS) {
+                    it.remove();
+                    closing.add(lease.producer);
+                }
+            }
+        }
+
+        /** Every producer still open: pooled, and retired ones a task still uses. */
+        synchronized List<P> all() {
+            List<P> out = new ArrayList<>();
+            for (Lease<P> lease : leases.values()) {
+                out.add(lease.producer);
+            }
+            out.addAll(retired.keySet());
+            return out;
+        }
     }
 }

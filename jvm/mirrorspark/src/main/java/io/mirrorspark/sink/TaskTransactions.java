@@ -118,7 +118,12 @@ final class TaskTransactions {
         return txn;
     }
 
-    /** True when the row at {@code upstream} is committed already; it is then paired, not sent. */
+    /**
+     * True when the row at {@code upstream} is committed already; it is then paired from the progress,
+     * not sent. A row whose pair the progress does not hold (older than the pairs that fit its metadata,
+     * or sent by an earlier mid-batch transaction) is reported as a break: the driver must not take the
+     * runs around it for contiguous, or translation would run ahead of the records it stands for.
+     */
     static boolean committed(Open txn, long upstream) {
         txn.next = Math.max(txn.next, upstream + 1);
         Progress progress = txn.entry.progress;
@@ -163,7 +168,8 @@ final class TaskTransactions {
             failure.check();
             FaultPoints.reached(FaultPoints.SENT, SENT.get(), txn.sent);
             long[] runs = txn.target.runs();
-            OffsetAndMetadata progress = new OffsetAndMetadata(txn.next, Progress.encode(runs));
+            String topics = settings.topicsOf(txn.target.topic);
+            OffsetAndMetadata progress = new OffsetAndMetadata(txn.next, Progress.encode(topics, runs));
             txn.entry.producer.sendOffsetsToTransaction(
                 Collections.singletonMap(txn.entry.target, progress), new ConsumerGroupMetadata(settings.progressGroup));
             FaultPoints.reached(FaultPoints.BEFORE_COMMIT, SENT.get(), txn.sent);
@@ -171,7 +177,7 @@ final class TaskTransactions {
             txn.begun = false;
             txn.entry.rate = txn.bytes / (double) Math.max(1L, System.currentTimeMillis() - txn.begunAt);
             txn.entry.bytes = txn.bytes;
-            txn.entry.progress = new Progress(txn.next, runs, false);
+            txn.entry.progress = new Progress(txn.next, runs, false, topics);
             FaultPoints.reached(FaultPoints.AFTER_COMMIT, SENT.get(), txn.sent);
         } catch (ProducerFencedException e) {
             txn.broken = true;

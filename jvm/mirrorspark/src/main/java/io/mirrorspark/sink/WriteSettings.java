@@ -46,6 +46,10 @@ final class WriteSettings implements Serializable {
     final boolean exactlyOnce;
     final String transactionalIdPrefix;
     final String progressGroup;
+    /** Per target topic: {@code <source topic id>|<remote topic id>} as the driver last saw them (option
+     *  {@code topicIds}, lines source topic TAB source id TAB remote id, an id not known yet empty).
+     *  Exactly-once progress committed for other ids (a topic re-created since) is not used ({@link Progress#heldFor}). */
+    final HashMap<String, String> topicIds;
     /** Real-time mode (option {@code resumeEpoch}): the only epoch whose writers compare with {@code resume};
      *  the query's later epochs start where the first one ended (-1: every writer compares). */
     final long resumeEpoch;
@@ -53,8 +57,10 @@ final class WriteSettings implements Serializable {
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
-                          String progressGroup, long resumeEpoch, HashMap<String, String> remoteTopics) {
+                          String progressGroup, long resumeEpoch, HashMap<String, String> remoteTopics,
+                          HashMap<String, String> topicIds) {
         this.flow = flow;
+        this.topicIds = topicIds;
         this.remoteTopics = remoteTopics;
         this.resumeEpoch = resumeEpoch;
         this.exactlyOnce = transactionalIdPrefix != null;
@@ -105,9 +111,40 @@ final class WriteSettings implements Serializable {
                     + "'transactionalIdPrefix' and 'progressGroup'");
             }
         }
+        HashMap<String, String> remotes = remoteTopics(options.get("remoteTopics"));
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
             retryFrom(options.get("retryFrom")), source, target, prefix, group,
-            Long.parseLong(options.getOrDefault("resumeEpoch", "-1")), remoteTopics(options.get("remoteTopics")));
+            Long.parseLong(options.getOrDefault("resumeEpoch", "-1")), remotes,
+            topicIds(options.get("topicIds"), remotes));
+    }
+
+    /** The ids a target topic's exactly-once progress must have been committed for; null: not told. */
+    String topicsOf(String target) {
+        return topicIds.get(target);
+    }
+
+    /** Option {@code topicIds} per target topic (each source topic's remote topic, or itself without {@code remoteTopics}). */
+    static HashMap<String, String> topicIds(String option, Map<String, String> remoteTopics) {
+        HashMap<String, String> out = new HashMap<>();
+        if (option == null || option.isEmpty()) {
+            return out;
+        }
+        for (String line : option.split("\n")) {
+            String[] f = line.split("\t", -1);
+            if (f.length != 3 || f[0].isEmpty() || !id(f[1]) || !id(f[2])) {
+                throw new IllegalArgumentException("the mirrorspark sink's 'topicIds' option has a bad line: " + line);
+            }
+            String target = remoteTopics == null ? f[0] : remoteTopics.get(f[0]);
+            if (target != null) {
+                out.put(target, f[1] + "|" + f[2]);
+            }
+        }
+        return out;
+    }
+
+    /** A topic id as a Kafka client writes it (base64, standard as librdkafka's or URL-safe as Java's), or empty. */
+    private static boolean id(String text) {
+        return text.matches("[A-Za-z0-9+/_=-]*");
     }
 
     static HashMap<String, String> remoteTopics(String option) {

@@ -49,7 +49,8 @@ public final class WrittenBatches {
             }
         }
         // Each source partition is read by one task (mirrorspark never sets minPartitions); the runs
-        // are still handed over in source order, as the offset mapping expects them.
+        // are still handed over in source order, as the offset mapping expects them. A break keeps
+        // its place: it carries the source offset of the first record it stands for.
         for (Map.Entry<String, List<long[]>> entry : runs.entrySet()) {
             int split = entry.getKey().lastIndexOf('\u0000');
             String topic = entry.getKey().substring(0, split);
@@ -57,7 +58,11 @@ public final class WrittenBatches {
             List<long[]> list = entry.getValue();
             list.sort(Comparator.comparingLong(r -> r[0]));
             for (long[] r : list) {
-                OffsetRuns.add(flow, topic, partition, r[0], r[1], r[2]);
+                if (r[2] == 0) {  // records on the target whose offsets are not known: not contiguous
+                    OffsetRuns.broken(flow, topic, partition);
+                } else {
+                    OffsetRuns.add(flow, topic, partition, r[0], r[1], r[2]);
+                }
             }
         }
     }

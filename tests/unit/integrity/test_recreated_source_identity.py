@@ -1,0 +1,156 @@
+"""A source topic deleted and re-created while the flow runs (issue 42, finding 2), without a broker.
+
+Exactly-once skipped the new topic's records: the sink's progress was kept per remote partition with no
+word of which source topic it was committed for. Each batch now tells the sink the topics' ids (option
+``topicIds``), so progress committed for the old topic, on the target or in a producer kept in memory,
+is never used to skip a row of the new one. A batch that sees a source partition go back asks for the
+topics' ids first: a re-created topic is read again from its start instead of the old topic's copied
+records being reported lost, and what was copied of the old topic counts as copied whatever position a
+batch of the new topic left in Spark's checkpoint."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mirrorspark.integrity import topic_identity
+from mirrorspark.integrity.batch_guard import BatchGuard, RemoteTopicGone
+from mirrorspark.integrity.loss import LossLog
+from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.integrity.topic_identity import TopicIdentity
+from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.sink_report import TopicIds, WrittenRun, topic_ids_option
+from mirrorspark.state.files import LocalFiles
+
+
+class Mapping:
+    def forget_topic(self, topic: str) -> None: ...
+
+    def bind_remote(self, topic, remote, partitions, starts) -> None: ...
+
+    def truncate_remote(self, topic, partition, end) -> None: ...
+
+    def first_upstream(self, topic, partition) -> int | None:
+        return None
+
+
+def counted(log: LossLog) -> Counter:
+    seen: Counter = Counter()
+    log.listeners.append(lambda r: seen.update({(r.topic, r.partition): r.records}))
+    return seen
+
+
+def identity(tmp_path: Path, monkeypatch, source_id: list[str], copied: int) -> tuple[TopicIdentity, LossLog]:
+    """Source topic ``t`` (2 partitions, ``copied`` records each, all copied) into ``a.t``; its id is read
+    from ``source_id``; the new topic's log starts at 0."""
+    files = LocalFiles(tmp_path)
+    files.write("topic-ids.json", json.dumps({"source": {"t": "S1"}, "remote": {"a.t": "R1"},
+                                              "source_ends": {"t": {"0": copied, "1": copied}}}))
+    marks = WriteMarks(files)
+    marks.batch_written(0, "p", [WrittenRun("a.t", p, 0, 0, copied) for p in (0, 1)], {"a.t": "t"})
+    loss = LossLog(files, "a->b")
+    (tmp_path / "checkpoint").mkdir()
+    ident = TopicIdentity(files, "a->b", "source", "target", loss, marks,  # type: ignore[arg-type]
+                          SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")), Mapping())
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": source_id[0]})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("R1", {0: 1, 1: 1})})
+    monkeypatch.setattr(topic_identity, "partition_offsets",
+                        lambda admin, parts, earliest=False, **_: {p: 0 if earliest else copied for p in parts})
+    return ident, loss
+
+
+def test_the_sink_is_told_each_topics_ids_and_a_recreated_source_gets_a_new_one(tmp_path, monkeypatch):
+    source_id = ["S1"]
+    ident, _ = identity(tmp_path, monkeypatch, source_id, 5_000)
+    ident.check({"t": "a.t"}, {"t": 2})
+    assert ident.sink_ids({"t": "a.t"}) == [TopicIds("t", "S1", "R1")]
+    source_id[0] = "S2"
+    assert ident.check({"t": "a.t"}, {"t": 2})  # re-created: read again from its start
+    assert ident.sink_ids({"t": "a.t"}) == [TopicIds("t", "S2", "R1")]  # the old progress no longer applies
+    assert ident.sink_ids({"u": "a.u"}) == [TopicIds("u", "", "")]  # not seen yet: nothing to compare
+    assert topic_ids_option([TopicIds("t", "S2", "R1"), TopicIds("u", "", "")]) == "t\tS2\tR1\nu\t\t"
+
+
+def test_copied_records_of_the_old_topic_are_not_lost_when_a_batch_of_the_new_one_moved_the_position(
+        tmp_path, monkeypatch):
+    """The measured drill: 5,000 per partition copied, the topic re-created, a batch read the new topic
+    from its start (Spark saw new partitions) and left position 2,500 before the check saw the new id."""
+    source_id = ["S1"]
+    ident, loss = identity(tmp_path, monkeypatch, source_id, 5_000)
+    seen = counted(loss)
+    monkeypatch.setattr(ident.spark_log, "committed_positions", lambda: {("t", 0): 2_500, ("t", 1): 2_500})
+    source_id[0] = "S2"
+    assert ident.check({"t": "a.t"}, {"t": 2})
+    assert seen == {} and loss.total() == 0
+
+
+def test_records_of_the_old_topic_not_copied_are_still_lost(tmp_path, monkeypatch):
+    source_id = ["S1"]
+    ident, loss = identity(tmp_path, monkeypatch, source_id, 5_000)
+    ident.marks.forget_source("t")
+    ident.marks.batch_written(1, "q", [WrittenRun("a.t", p, 0, 0, 4_000) for p in (0, 1)], {"a.t": "t"})
+    ident.note_source_ends({("t", 0): 100, ("t", 1): 100})  # the probe read the new topic already
+    seen = counted(loss)
+    source_id[0] = "S2"
+    assert ident.check({"t": "a.t"}, {"t": 2}, full=False)
+    assert seen == {("t", 0): 1_000, ("t", 1): 1_000}  # 4,000..4,999 of the old topic, up to its last end seen
+
+
+def test_a_partition_that_went_back_is_checked_for_a_new_topic_before_anything_is_written_or_reported_lost(
+        tmp_path, monkeypatch):
+    source_id = ["S1"]
+    ident, loss = identity(tmp_path, monkeypatch, source_id, 5_000)
+    ident.check({"t": "a.t"}, {"t": 2})
+    seen = counted(loss)
+    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
+                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    source_id[0] = "S2"
+    starts, ends = {("t", 0): 5_000, ("t", 1): 5_000}, {("t", 0): 2_500, ("t", 1): 2_500}
+    with pytest.raises(RemoteTopicGone, match="read again from the start"):
+        guard.before_write(7, "line", starts, ends, {"t": "a.t"}, rerun=False)
+    assert seen == {} and ident.rewinds == {"t": {0: 0, 1: 0}}
+    assert guard.sink_topic_ids({"t": "a.t"}) == [TopicIds("t", "S2", "R1")]
+
+
+def test_a_truncated_source_partition_is_still_reported(tmp_path, monkeypatch):
+    """Same id, end gone back (an unclean leader election on the source): the guard's report as before."""
+    ident, loss = identity(tmp_path, monkeypatch, ["S1"], 5_000)
+    ident.check({"t": "a.t"}, {"t": 2})
+    seen = counted(loss)
+    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
+                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    starts, ends = {("t", 0): 5_000}, {("t", 0): 4_000}
+    guard.before_write(7, "line", starts, ends, {"t": "a.t"}, rerun=False)
+    guard.after_write(starts, ends, {"t": "a.t"}, {})
+    assert seen == {("t", 0): 1_000}
+
+
+def test_partitions_listed_anew_after_a_deletion_are_checked_before_the_new_topic_is_written(tmp_path, monkeypatch):
+    """The other way the drill goes: a batch ran while the topic was gone (its partitions left out), the
+    next one lists them again from their earliest offset. With the old ids the sink would skip them all
+    (its progress says 5,000 are committed); the check before the write sees the new id instead."""
+    source_id = ["S1"]
+    ident, loss = identity(tmp_path, monkeypatch, source_id, 5_000)
+    ident.check({"t": "a.t"}, {"t": 2})
+    seen = counted(loss)
+    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
+                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    source_id[0] = "S2"
+    with pytest.raises(RemoteTopicGone):
+        guard.before_write(8, "line", {}, {("t", 0): 2_500, ("t", 1): 2_500}, {"t": "a.t"}, rerun=False)
+    assert seen == {} and ident.rewinds == {"t": {0: 0, 1: 0}}
+
+
+def test_a_new_topic_is_written_with_its_ids_known(tmp_path, monkeypatch):
+    ident, loss = identity(tmp_path, monkeypatch, ["S1"], 5_000)
+    ident.check({"t": "a.t"}, {"t": 2})
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S1", "u": "U1"})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {
+        "a.t": ("R1", {0: 1, 1: 1}), "a.u": ("RU", {0: 1})})
+    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
+                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    starts = {("t", 0): 5_000, ("t", 1): 5_000}
+    assert guard.before_write(9, "line", starts, {**starts, ("u", 0): 10}, {"t": "a.t", "u": "a.u"}, rerun=False) == ""
+    assert guard.sink_topic_ids({"t": "a.t", "u": "a.u"}) == [TopicIds("t", "S1", "R1"), TopicIds("u", "U1", "RU")]

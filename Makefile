@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo lint test test-unit bench bench-partitions bench-realtime dist clean
+.PHONY: setup demo lint test test-unit soak bench bench-partitions bench-realtime dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -22,6 +22,14 @@ test: lint
 # The unit tests only (tests/unit): no broker, no Spark, no network; under a minute.
 test-unit: setup
 	.venv/bin/pytest tests/unit
+
+# The randomized fault soak, long form (make test runs a 4-minute form): SOAK_MINUTES (default 60) and
+# SOAK_SEED (default random) are printed with the fault schedule; the report goes to build/soak-report.txt.
+SOAK_MINUTES ?= 60
+SOAK_SEED ?= $(shell date +%s)
+soak: setup
+	MIRRORSPARK_SOAK_MINUTES=$(SOAK_MINUTES) MIRRORSPARK_SOAK_SEED=$(SOAK_SEED) \
+	MIRRORSPARK_SOAK_REPORT=build/soak-report.txt .venv/bin/pytest -s -p no:cacheprovider tests/soak
 
 # Real MirrorMaker 2 vs mirrorspark on the same local brokers (about 22 minutes on 2 cores).
 bench: setup

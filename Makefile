@@ -23,7 +23,7 @@ test: lint
 test-unit: setup
 	.venv/bin/pytest tests/unit
 
-# The randomized fault soak, long form (make test runs a 4-minute form): SOAK_MINUTES (default 60) and
+# The randomized fault soak, long form (make test runs a 3-minute form): SOAK_MINUTES (default 60) and
 # SOAK_SEED (default random) are printed with the fault schedule; the report goes to build/soak-report.txt.
 SOAK_MINUTES ?= 60
 SOAK_SEED ?= $(shell date +%s)

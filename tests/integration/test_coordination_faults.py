@@ -14,12 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from conftest import write_config
 from kafka_tools import create_topic, lost_and_duplicated, produce, wait_for_count
 from test_spark_cluster import seqs
-from test_standby_drills import java_of, recopied, start, wait_role, writer_and_standby
+from test_standby_drills import java_of, produce_backlog, recopied, start, wait_role, writer_and_standby
 
 from mirrorspark.control.admin import admin_client
 
@@ -108,17 +107,7 @@ def test_a_writer_stopped_mid_backlog_on_a_log_append_time_target_counts_each_co
         resource = ConfigResource("TOPIC", remote, incremental_configs=[ConfigEntry(
             "message.timestamp.type", "LogAppendTime", incremental_operation=AlterConfigOpType.SET)])
         target.incremental_alter_configs([resource])[resource].result(30)  # never synced from the source
-        producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 50, "batch.size": 1_000_000,
-                             "enable.idempotence": True})
-        for seq in range(total):
-            while True:
-                try:
-                    producer.produce(topic, key=str(seq).encode(), value=b"v" * 100, partition=seq % 2,
-                                     headers=[("seq", str(seq).encode())])
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        assert producer.flush(60) == 0
+        produce_backlog(clusters["primary"], topic, total, partitions=2)
         wait_for_count(clusters["backup"], remote, total // 10, timeout=120)
         jvm = java_of(a.pid)
         os.kill(jvm, signal.SIGSTOP)  # mid-copy: records handed to the producer, not yet sent

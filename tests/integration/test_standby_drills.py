@@ -120,6 +120,21 @@ def writer_and_standby(config: Path, first: Path, second: Path, flow: str) -> It
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
+def produce_backlog(bootstrap: str, topic: str, total: int, partitions: int) -> None:
+    """``total`` numbered records (header ``seq``) as fast as the source takes them, round robin over partitions."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "enable.idempotence": True})
+    for seq in range(total):
+        while True:
+            try:
+                producer.produce(topic, key=str(seq).encode(), value=b"v" * 100, partition=seq % partitions,
+                                 headers=[("seq", str(seq).encode())])
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+
+
 class Feed:
     """About 150 numbered records a second into ``topic``, each acknowledged one remembered."""
 
@@ -227,17 +242,7 @@ def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_ea
     config = drill_config(clusters, tmp_path, topic, f"standby-backlog-{unique}")
     first, second = tmp_path / "first", tmp_path / "second"
     with writer_and_standby(config, first, second, flow) as (a, _):
-        producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 50, "batch.size": 1_000_000,
-                             "enable.idempotence": True})
-        for seq in range(total):
-            while True:
-                try:
-                    producer.produce(topic, key=str(seq).encode(), value=b"v" * 100, partition=seq % 2,
-                                     headers=[("seq", str(seq).encode())])
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        assert producer.flush(60) == 0
+        produce_backlog(clusters["primary"], topic, total, partitions=2)
         wait_for_count(clusters["backup"], remote, total // 10, timeout=120)
         jvm = java_of(a.pid)
         os.kill(jvm, signal.SIGSTOP)  # mid-copy: records handed to the producer, not yet sent

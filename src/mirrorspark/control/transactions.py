@@ -6,6 +6,8 @@ brokers, and a producer with the flow's ``transactional.id`` prefix can start (t
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -63,11 +65,26 @@ def _int(entry) -> int | None:
         return None
 
 
-def committed_progress(target: AdminClient, flow: FlowConfig,
-                       partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[tuple[str, int]],
+                       ids: Mapping[str, tuple[str, str]] | None = None) -> dict[tuple[str, int], int]:
     """The flow's committed progress (next source offset) per remote partition that has one: what a
-    read_committed consumer of the target holds of the flow, whatever was left open or aborted."""
+    read_committed consumer of the target holds of the flow, whatever was left open or aborted.
+    With ``ids`` (remote topic -> the source and remote topic ids now), progress the sink committed
+    for other ids (a topic deleted and re-created since: its offsets are another topic's) is left out."""
     request = ConsumerGroupTopicPartitions(flow.progress_group, [TopicPartition(t, p) for t, p in partitions])
     found = next(iter(target.list_consumer_group_offsets([request], require_stable=True).values()))
     result = found.result(TIMEOUT_S)
-    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or () if tp.offset >= 0}
+    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or ()
+            if tp.offset >= 0 and (ids is None or progress_holds(tp.metadata, ids.get(tp.topic)))}
+
+
+def progress_holds(metadata: str | None, now: tuple[str, str] | None) -> bool:
+    """The progress metadata (``ms2[p];<source id>|<remote id>;...``, the sink's ``Progress``) was
+    committed for the topics that exist now; older formats and unknown ids say nothing against it."""
+    if not metadata or not metadata.startswith("ms2") or now is None:
+        return True
+    parts = metadata.split(";", 2)
+    if len(parts) < 2 or "|" not in parts[1]:
+        return True
+    source_id, remote_id = parts[1].split("|", 1)
+    return (not source_id or not now[0] or source_id == now[0]) and (not remote_id or not now[1] or remote_id == now[1])

@@ -68,7 +68,8 @@ class FlowLease:
     def stop(self) -> None:
         """Leave the group (a standby takes over at once, without waiting for the session timeout)."""
         self._stop.set()
-        self._thread.join(timeout=self.timeout + 5)
+        if self._thread.is_alive():  # a lease handed over and not joined again was never started
+            self._thread.join(timeout=self.timeout + 5)
 
     def bind_jvm(self, fences: Any) -> None:
         """From now on each confirmation renews the write fence of this JVM (local executors)."""
@@ -190,7 +191,14 @@ class FlowLease:
             error = exc.args[0]
             if error.code() in (KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
                                 KafkaError.REBALANCE_IN_PROGRESS, KafkaError.FENCED_INSTANCE_ID):
-                self._drop(f"the coordinator refused its confirmation ({error.name()})")
+                # Nothing is written until a confirmation succeeds; whether the partition stays here is
+                # the group's to say (on_revoke / on_lost drop it), not this refusal's: a rebalance that
+                # keeps it here (cooperative-sticky) calls no on_assign to give it back.
+                if self._valid_until:
+                    log.info("flow %s: the coordinator refused a confirmation (%s): nothing is written until "
+                             "the next one succeeds", self.flow, error.name())
+                self._valid_until = 0.0
+                self._renew_fence(0)
             else:  # the coordinator unreachable: the lease runs out unless a later round confirms it
                 log.debug("flow %s: lease confirmation failed: %s", self.flow, error.str())
             return

@@ -130,22 +130,28 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     else:
         parsed = json.loads(starting) if starting else {}
         positions = {(t, int(p)): int(o) for t, parts in parsed.items() for p, o in parts.items()}
+    copied = dict(positions)  # an interrupted epoch may have copied past Spark's commit: not lost
+    for topic in {t for t, _ in positions}:
+        for partition, mark in guard.marks.source_marks(topic).items():
+            if copied.get((topic, partition), -1) >= 0:
+                copied[(topic, partition)] = max(copied[(topic, partition)], mark)
     known = sorted(k for k, o in positions.items() if o >= 0)  # -2/-1: earliest/latest, nothing to skip
     starts = guard.source_starts(known) if known else {}
-    behind = {k: (positions[k], starts[k]) for k in known if k in starts and positions[k] < starts[k]}
-    if not behind:
+    behind = {k: (copied[k], starts[k]) for k in known if k in starts and positions[k] < starts[k]}
+    moved = {k: max(o, starts[k]) if k in behind else o for k, o in positions.items()}
+    behind = {k: gap for k, gap in behind.items() if gap[0] < gap[1]}  # what is left to report
+    if moved == positions:
         return starting
     lost = sum(start - at for at, start in behind.values())
-    if guard.fail_on_loss:
+    if guard.fail_on_loss and behind:
         gaps = ", ".join(f"{t}[{p}] {at}..{start - 1}" for (t, p), (at, start) in sorted(behind.items()))
         raise DataLossStop(f"flow {guard.flow_name}: {lost} source record(s) are gone before they were copied "
                            f"({gaps}) and mirrorspark.data.loss = fail; the flow is stopped before it copies past "
                            "the gap")
     for (topic, partition), (at, start) in sorted(behind.items()):
         guard.loss.report(topic, partition, at, start - 1, GONE)
-    moved = {k: max(o, starts.get(k, o)) if o >= 0 else o for k, o in positions.items()}
     if committed is not None:
-        for topic in sorted({t for t, _ in behind}):
+        for topic in sorted({t for (t, p), o in moved.items() if o != positions[(t, p)]}):
             spark_log.rewind(topic, {p: o for (t, p), o in moved.items() if t == topic})
         return starting
     out: dict[str, dict[str, int]] = {}

@@ -26,7 +26,13 @@ _RETRIABLE = re.compile("|".join([
     r"\bNOT_LEADER_(FOR_PARTITION|OR_FOLLOWER)\b", r"\bNOT_COORDINATOR\b", r"\bCOORDINATOR_NOT_AVAILABLE\b",
     r"\bNETWORK_EXCEPTION\b", r"\bNOT_ENOUGH_REPLICAS\b",
     r"cannot reach cluster", r"SourceStalledException",
+    # The lease moved while a batch ran: the flow leaves or waits as a standby; never a failure of its own.
+    r"no longer holds the flow's lease", r"after this process lost the flow's lease",
 ]))
+
+# A transaction the broker aborted when transaction.timeout.ms ran out (a source stalled mid-transaction):
+# retried, although the exception behind it (InvalidProducerEpoch) otherwise means a newer writer.
+_TRANSACTION_TIMED_OUT = re.compile(r"was aborted by the target after \d+ ms")
 
 # What a retry cannot fix even when a timeout is mentioned next to it.
 _PERMANENT = re.compile("|".join([
@@ -39,4 +45,6 @@ _PERMANENT = re.compile("|".join([
 
 def retriable(error: str) -> bool:
     """A failure that passes when the cluster answers again (the whole error text, causes included)."""
+    if _TRANSACTION_TIMED_OUT.search(error) and not re.search(r"Authori[sz]ation|Authentication", error):
+        return True
     return bool(_RETRIABLE.search(error)) and not _PERMANENT.search(error)

@@ -168,7 +168,8 @@ class Replicator:
             supervisor = self.supervisors.get(seat.flow.name)
             if seat.rejoin_due():
                 seat.rejoin()
-            elif supervisor is not None and supervisor.failed and seat.another_member():
+            elif supervisor is not None and supervisor.failed and supervisor.query.loss_stop is None \
+                    and seat.another_member():  # data.loss = fail: the gap needs a person, not another instance
                 log.warning("flow %s: failed here (%s); another instance waits in lease group %s: the flow is handed "
                             "to it, this one joins again as a standby later", seat.flow.name, supervisor.last_error,
                             seat.lease.group if seat.lease else "")
@@ -194,6 +195,10 @@ class Replicator:
         except StateLost as exc:  # this flow cannot resume here; the process's other flows go on
             self._leave(seat)
             seat.take_failed(exc)
+            if seat.another_member():  # another instance may hold the state this one lacks
+                log.warning("flow %s: cannot resume here without state; handed to another instance of lease group "
+                            "%s", seat.flow.name, seat.lease.group if seat.lease else "")
+                seat.hand_over()
             return
         except ConfigError:
             raise

@@ -24,10 +24,11 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.control.admin import partition_offsets
+from mirrorspark.control.admin import partition_offsets, topic_ids
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.control.transactions import committed_progress
 from mirrorspark.errors import ConfigError
+from mirrorspark.integrity.batch_guard import DataLossStop
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.policy.topic_selection import TopicSelection
@@ -119,13 +120,18 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
     if unanchored:
         _refuse(flow, where, unanchored, f"no offset sync in {sync_topic} anchors their last records (or the records "
                                          "after it differ from the source's)")
-    execute(flow, takeover, folder)
+    gone = [row for row in takeover.partitions if row.lost]
+    if gone and flow.fails_on_data_loss:
+        where = ", ".join(f"{r.topic}[{r.partition}]" for r in gone)
+        raise DataLossStop(f"flow {flow.name}: {sum(r.lost for r in gone)} source record(s) were removed (retention) "
+                           "while no instance wrote the flow, before they were copied, and mirrorspark.data.loss = "
+                           f"fail: the flow is not started past them ({where})")
     loss = LossLog(folder, flow.name)
-    for row in takeover.partitions:
-        if row.lost:  # retention removed them while no instance wrote the flow: counted once, by offsets
-            loss.report(row.topic, row.partition, row.resume - row.lost, row.resume - 1,
-                        "removed from the source (retention) while no instance wrote the flow, before they were "
-                        "copied (at most this many: fewer when the source's offsets have gaps)")
+    for row in gone:  # reported before the positions are written: a kill -9 between cannot hide it
+        loss.report(row.topic, row.partition, row.resume - row.lost, row.resume - 1,
+                    "removed from the source (retention) while no instance wrote the flow, before they were "
+                    "copied (at most this many: fewer when the source's offsets have gaps)")
+    execute(flow, takeover, folder)
     log.warning("flow %s: no state in %s, but its remote topics hold %d record(s): it resumes after the last record "
                 "already on the target in each of %d partition(s) (an offset sync, or both logs' starts, or the "
                 "source's start where retention ran past the copy, and a record-by-record comparison), copying none "
@@ -138,7 +144,11 @@ def _exactly_once_start(flow: FlowConfig, held: dict[tuple[str, int], tuple[int,
     (records of open or aborted transactions are not copies). False when a partition holding records has
     none (copied before exactly-once was turned on): the offset syncs decide then."""
     remote = {(plan.remote[t], p): (t, p) for t, p in held}
-    committed = committed_progress(clients.target, flow, sorted(remote))
+    sources = sorted({t for t, _ in held})
+    source_ids = topic_ids(clients.source, sources)
+    remote_ids = topic_ids(clients.target, sorted({plan.remote[t] for t in sources}))
+    ids = {plan.remote[t]: (source_ids.get(t, ""), remote_ids.get(plan.remote[t], "")) for t in sources}
+    committed = committed_progress(clients.target, flow, sorted(remote), ids)
     missing = sorted(set(remote) - set(committed))
     if missing:  # no progress: only records of transactions never committed, or copies made before exactly-once
         stable = partition_offsets(clients.target, missing, read_committed=True)

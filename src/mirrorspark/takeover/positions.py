@@ -190,17 +190,21 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
     if len(copied) != written:
         return None
     first = still[0] if still else None
-    for at in range(len(copied)):  # the earliest match: the longest suffix of the copy that the source still has
-        if first is None or not same(first, copied[at]):
-            continue
-        suffix = copied[at:]
-        if len(suffix) <= len(still) and all(same(a, b) for a, b in zip(still, suffix, strict=False)):
-            offsets = [r[0] for r in still[:len(suffix)]]
-            return PartitionTakeover(topic, partition, remote, None, target_end, offsets[-1] + 1,
-                                     f"{PAST_LOG_START}: its last {len(suffix)} record(s) found from source offset "
-                                     f"{source_start}", copied_twice=0,
-                                     runs=[(run, i > 0) for i, run in enumerate(runs_of(offsets, tail_from + at))])
+    matches = [at for at in range(len(copied)) if first is not None and same(first, copied[at])
+               and len(copied) - at <= len(still)
+               and all(same(a, b) for a, b in zip(still, copied[at:], strict=False))]
+    if len(matches) > 1:
+        return None  # repeating records: which suffix is the copy's cannot be told, so nothing is guessed
+    if matches:
+        at = matches[0]
+        offsets = [r[0] for r in still[:len(copied) - at]]
+        return PartitionTakeover(topic, partition, remote, None, target_end, offsets[-1] + 1,
+                                 f"{PAST_LOG_START}: its last {len(offsets)} record(s) found from source offset "
+                                 f"{source_start}", copied_twice=0,
+                                 runs=[(run, i > 0) for i, run in enumerate(runs_of(offsets, tail_from + at))])
     floor = newest[1] + written
+    if floor > source_start:
+        return None  # the copy may reach past the source's start: resuming there could copy records again
     return PartitionTakeover(topic, partition, remote, None, target_end, source_start,
                              f"{PAST_LOG_START}: none of its records is on the source any more",
                              lost=max(0, source_start - floor), copied_twice=0)

@@ -25,20 +25,28 @@ def _lease() -> FlowLease:
     return FlowLease("a->b", "g", {"bootstrap.servers": "unused:9092"}, 10.0, "instance")
 
 
-def test_a_lease_dropped_on_a_new_generation_is_held_again_while_the_group_keeps_it_here():
+def test_a_refused_confirmation_stops_writes_but_the_group_decides_whether_the_lease_stays():
+    """A rebalance that keeps the partition here (cooperative-sticky) calls no on_assign: dropping the
+    lease on the refusal left a flow nobody wrote (found by the fault soak)."""
     lease = _lease()
     lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
-    lease._confirm(Member(assigned=True, refuse=True))  # ILLEGAL_GENERATION: dropped, nothing written
-    assert not lease.held() and not lease.active()
-    member = Member(assigned=True, refuse=False)  # the sticky rejoin kept the partition, no on_assign
-    lease._reclaim(member)
-    lease._confirm(member)
+    lease._confirm(Member(assigned=True, refuse=False))
+    assert lease.active()
+    lease._confirm(Member(assigned=True, refuse=True))  # ILLEGAL_GENERATION: nothing written until confirmed
+    assert lease.held() and not lease.active()
+    lease._confirm(Member(assigned=True, refuse=False))  # the next confirmation in the new generation
     assert lease.held() and lease.active()
 
 
-def test_a_lease_the_group_gave_to_another_member_is_not_taken_back():
+def test_a_lease_the_group_takes_away_is_dropped():
     lease = _lease()
     lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
     lease._confirm(Member(assigned=True, refuse=True))
+    lease._revoked(None, [TopicPartition(LEASE_TOPIC, 0)])
     lease._reclaim(Member(assigned=False, refuse=False))
-    assert not lease.held()
+    assert not lease.held() and not lease.active()
+
+
+def test_a_lease_never_started_stops_without_error():
+    """A flow handed over leaves its lease unstarted until it joins again; a stop meanwhile must not raise."""
+    _lease().stop()

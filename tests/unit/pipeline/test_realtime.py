@@ -68,10 +68,15 @@ def test_assignment_lists_the_planned_partitions_only():
 class _Guard:
     """What ``skip_removed`` reads of a BatchGuard: the source's log starts and the loss log."""
 
-    def __init__(self, starts: dict, fail: bool = False) -> None:
+    def __init__(self, starts: dict, fail: bool = False, marks: dict | None = None) -> None:
         self.flow_name, self.fail_on_loss, self._starts = "a->b", fail, starts
         self.reported: list[tuple] = []
         self.loss = self
+        self.marks = self
+        self._marks = marks or {}
+
+    def source_marks(self, topic):
+        return {p: o for (t, p), o in self._marks.items() if t == topic}
 
     def source_starts(self, keys):
         return {k: self._starts[k] for k in keys if k in self._starts}
@@ -118,3 +123,14 @@ def test_with_data_loss_fail_a_removed_position_stops_the_flow(tmp_path):
     _checkpoint(tmp_path, {"t": {"0": 5}})
     with pytest.raises(DataLossStop, match=r"mirrorspark\.data\.loss = fail"):
         realtime.skip_removed(_Guard({("t", 0): 9}, fail=True), SparkOffsetLog(LocalFiles(tmp_path)), None)  # type: ignore[arg-type]
+
+
+def test_what_an_interrupted_epoch_copied_past_sparks_commit_is_not_reported_lost(tmp_path):
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    _checkpoint(tmp_path, {"t": {"0": 100}})
+    guard = _Guard({("t", 0): 500}, marks={("t", 0): 300})  # the marks: copied up to 299
+    spark_log = SparkOffsetLog(LocalFiles(tmp_path))
+    realtime.skip_removed(guard, spark_log, None)  # type: ignore[arg-type]
+    assert guard.reported == [("t", 0, 300, 499)] and spark_log.committed_positions() == {("t", 0): 500}

@@ -14,7 +14,7 @@ from mirrorspark.pipeline.runner import FlowsFailed, Replicator
 class Supervisor:
     def __init__(self, name: str, failed: bool) -> None:
         self.failed, self.last_error = failed, "TopicAuthorizationException" if failed else None
-        self.query = SimpleNamespace(flow=SimpleNamespace(name=name))
+        self.query = SimpleNamespace(flow=SimpleNamespace(name=name), loss_stop=None)
 
     def poll(self, spark) -> None:
         pass
@@ -147,3 +147,14 @@ def test_a_flow_failed_here_is_handed_to_a_waiting_standby_and_joined_again_late
     assert (seat.handed, left) == ((1, ["a->b"]) if others else (0, []))
     replicator.steer()
     assert seat.rejoined == (1 if others else 0) and seat.handed == (1 if others else 0)
+
+
+def test_a_flow_stopped_by_data_loss_fail_is_not_handed_over():
+    """The gap needs a person: another instance would only copy past it."""
+    supervisor = Supervisor("a->b", failed=True)
+    supervisor.query.loss_stop = "source records are gone before they were copied"
+    replicator = bare([supervisor])
+    seat = Seat("a->b", others=True)
+    replicator.seats = {"a->b": seat}
+    replicator.steer()
+    assert seat.handed == 0

@@ -108,3 +108,21 @@ def test_a_sync_whose_record_the_source_still_has_but_differs_gives_no_anchor(mo
     _logs(monkeypatch, source, target)
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 7, 20)
     assert not found.method.startswith(("offset sync", "log starts", positions.PAST_LOG_START))
+
+
+def test_repeating_records_past_the_log_start_give_no_resume_point(monkeypatch):
+    # the copy's last records repeat (same key and value): which of them the source still has is a guess
+    source = {o: b"same" for o in range(25, 40)}
+    target = {5 + i: b"same" for i in range(8)}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 25)
+    assert not found.method.startswith(positions.PAST_LOG_START)
+
+
+def test_a_copy_that_may_reach_past_the_log_start_without_a_match_gives_no_resume_point(monkeypatch):
+    # synced 20->5 and 8 copies after it: they may hold source offsets up to 27 or more, past the start 25
+    source = {o: b"new%d" % o for o in range(25, 40)}
+    target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 25)
+    assert not found.method.startswith(positions.PAST_LOG_START)

@@ -54,6 +54,8 @@ final class GroupReader implements PartitionReader<InternalRow> {
     private boolean failed = true;
     private long lastProgress = System.currentTimeMillis();
     private long lastCheck = System.currentTimeMillis();
+    /** Topics the source's metadata did not list at the last check (deleted, if still missing at the next). */
+    private Set<String> missingBefore = new HashSet<>();
 
     GroupReader(SourceSettings settings, List<OffsetRange> ranges) {
         this(settings, ranges, ConsumerPool.acquire(settings.consumer));
@@ -200,12 +202,15 @@ final class GroupReader implements PartitionReader<InternalRow> {
             return;
         }
         Set<String> gone = topicsGone(stalled);
+        Set<String> confirmed = new HashSet<>(gone);
+        confirmed.retainAll(missingBefore);  // missing twice in a row: a cache still filling is no deletion
+        missingBefore = gone;
         StringBuilder due = new StringBuilder();
         for (TopicPartition tp : stalled) {
-            if (gone.contains(tp.topic())) {
+            if (confirmed.contains(tp.topic())) {
                 giveUp(tp, tp + ": its topic is gone from the source (deleted); offsets " + consumer.position(tp)
                     + " to " + (until.get(tp) - 1) + " of this batch's range cannot be read");
-            } else {
+            } else if (!gone.contains(tp.topic())) {  // a topic missing once is looked at again at the next check
                 due.append(due.length() == 0 ? "" : ", ").append(tp).append(" at ").append(consumer.position(tp))
                     .append(" (batch end ").append(until.get(tp)).append(')');
             }

@@ -51,6 +51,8 @@ def test_deployments_in_separate_lease_groups_restart_without_setting_each_other
                               f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\n"
                               f"{FLOW}.emit.offset-syncs.enabled = false\n"
                               f"mirrorspark.flow.lease.group = mirrorspark.{name}-{unique}\n")
+        # no offset syncs: their topic's replication factor would contradict that (refused at start)
+        config.write_text(config.read_text().replace("offset-syncs.topic.replication.factor = 1\n", ""))
         deployments[name] = (topic, f"primary.{topic}", config, tmp_path / name)
     running: dict[str, subprocess.Popen] = {}
     try:

@@ -6,13 +6,18 @@ brokers, and a producer with the flow's ``transactional.id`` prefix can start (t
 """
 from __future__ import annotations
 
+import logging
+import re
+import time
 from collections.abc import Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.errors import ConfigError
+from mirrorspark.errors import ConfigError, OperationalError
+
+log = logging.getLogger(__name__)
 
 TRANSACTION_LOG = "__transaction_state"
 TIMEOUT_S = 30.0
@@ -66,25 +71,84 @@ def _int(entry) -> int | None:
 
 
 def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[tuple[str, int]],
-                       ids: Mapping[str, tuple[str, str]] | None = None) -> dict[tuple[str, int], int]:
+                       ids: Mapping[str, tuple[str, str]] | None = None,
+                       target_conf: Mapping[str, str] | None = None) -> dict[tuple[str, int], int]:
     """The flow's committed progress (next source offset) per remote partition that has one: what a
     read_committed consumer of the target holds of the flow, whatever was left open or aborted.
     With ``ids`` (remote topic -> the source and remote topic ids now), progress the sink committed
-    for other ids (a topic deleted and re-created since: its offsets are another topic's) is left out."""
-    request = ConsumerGroupTopicPartitions(flow.progress_group, [TopicPartition(t, p) for t, p in partitions])
-    found = next(iter(target.list_consumer_group_offsets([request], require_stable=True).values()))
-    result = found.result(TIMEOUT_S)
-    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or ()
-            if tp.offset >= 0 and (ids is None or progress_holds(tp.metadata, ids.get(tp.topic)))}
+    for other ids (a topic deleted and re-created since: its offsets are another topic's) is left out.
+
+    A partition whose progress sits in a transaction still open (the previous writer stopped mid-batch)
+    has none to read yet: with ``target_conf`` its transactional id is fenced first, as the sink's own
+    producer would fence it, which aborts that transaction; still open after that is an
+    OperationalError (retried), never taken for "no progress"."""
+    wanted = [TopicPartition(t, p) for t, p in partitions]
+    fenced: set[tuple[str, int]] = set()
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        request = ConsumerGroupTopicPartitions(flow.progress_group, wanted)
+        found = next(iter(target.list_consumer_group_offsets([request], require_stable=True).values()))
+        result = found.result(TIMEOUT_S).topic_partitions or []
+        open_ = sorted((tp.topic, tp.partition) for tp in result
+                       if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT)
+        failed = [tp for tp in result if tp.error is not None and tp.error.code() != KafkaError.UNSTABLE_OFFSET_COMMIT]
+        if failed:
+            raise OperationalError(f"flow {flow.name}: reading its committed progress (group {flow.progress_group}) "
+                                   f"failed for {failed[0].topic}[{failed[0].partition}]: {failed[0].error.str()}")
+        if not open_:
+            break
+        if target_conf is not None and set(open_) - fenced:
+            _fence(flow, target_conf, [key for key in open_ if key not in fenced])
+            fenced.update(open_)
+            continue
+        if time.monotonic() >= deadline:
+            shown = ", ".join(f"{t}[{p}]" for t, p in open_[:5])
+            raise OperationalError(f"flow {flow.name}: a transaction of the flow is still open on the target for "
+                                   f"{shown} (the previous writer's): its progress is read once it ends")
+        time.sleep(1.0)
+    return {(tp.topic, tp.partition): tp.offset for tp in result
+            if tp.offset >= 0 and (ids is None or progress_holds(_metadata(tp), ids.get(tp.topic)))}
+
+
+def _fence(flow: FlowConfig, target_conf: Mapping[str, str], partitions: list[tuple[str, int]]) -> None:
+    """Start a producer with each partition's transactional id (the sink's ``<prefix><topic>-<partition>``):
+    the broker aborts what the previous holder of the id left open, and refuses that holder from now on."""
+    for topic, partition in partitions:
+        producer = Producer({**target_conf, "transactional.id": f"{flow.transactional_id_prefix}{topic}-{partition}"})
+        try:
+            producer.init_transactions(TIMEOUT_S)
+        except KafkaException as exc:
+            raise OperationalError(f"flow {flow.name}: fencing the previous writer of {topic}[{partition}] failed: "
+                                   f"{exc.args[0].str()}") from None
+        finally:
+            producer.flush(0)
+    log.info("flow %s: %d partition(s) had a transaction of the previous writer open on the target; their "
+             "transactional ids are fenced (the broker aborted those transactions)", flow.name, len(partitions))
+
+
+def _metadata(tp: TopicPartition) -> str:
+    """The offset's metadata, or the part of it read before bytes that are not text. confluent-kafka's
+    copy of a fetched offset's metadata may lack its terminating NUL, so what it returns can run on past
+    the real end; only the part up to the ids' closing ';' (inside the real bytes) is used."""
+    try:
+        return tp.metadata or ""
+    except UnicodeDecodeError as exc:
+        return bytes(exc.object[:exc.start]).decode("utf-8", errors="replace")
+
+
+_TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}|")
 
 
 def progress_holds(metadata: str | None, now: tuple[str, str] | None) -> bool:
     """The progress metadata (``ms2[p];<source id>|<remote id>;...``, the sink's ``Progress``) was
-    committed for the topics that exist now; older formats and unknown ids say nothing against it."""
+    committed for the topics that exist now; older formats, unknown ids and ids not closed by ';'
+    (damaged, or not all read: see ``_metadata``) say nothing against it."""
     if not metadata or not metadata.startswith("ms2") or now is None:
         return True
     parts = metadata.split(";", 2)
-    if len(parts) < 2 or "|" not in parts[1]:
+    if len(parts) < 3 or "|" not in parts[1]:
         return True
     source_id, remote_id = parts[1].split("|", 1)
+    if not _TOPIC_ID.fullmatch(source_id) or not _TOPIC_ID.fullmatch(remote_id):
+        return True
     return (not source_id or not now[0] or source_id == now[0]) and (not remote_id or not now[1] or remote_id == now[1])

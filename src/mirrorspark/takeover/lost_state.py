@@ -148,7 +148,7 @@ def _exactly_once_start(flow: FlowConfig, held: dict[tuple[str, int], tuple[int,
     source_ids = topic_ids(clients.source, sources)
     remote_ids = topic_ids(clients.target, sorted({plan.remote[t] for t in sources}))
     ids = {plan.remote[t]: (source_ids.get(t, ""), remote_ids.get(plan.remote[t], "")) for t in sources}
-    committed = committed_progress(clients.target, flow, sorted(remote), ids)
+    committed = committed_progress(clients.target, flow, sorted(remote), ids, clients.target_conf)
     missing = sorted(set(remote) - set(committed))
     if missing:  # no progress: only records of transactions never committed, or copies made before exactly-once
         stable = partition_offsets(clients.target, missing, read_committed=True)

@@ -14,13 +14,19 @@ lint: setup
 	.venv/bin/python scripts/import_cycles.py
 	.venv/bin/python scripts/import_cycles.py --packages
 
-# Everything: lint, then every test (unit and against real local brokers and Spark), two at a time
-# (each pytest worker starts its own session clusters); the 15 slowest are listed at the end.
+# The JVM code's unit tests (JUnit 5, jvm/mirrorspark/src/test): no broker, no Spark running.
+JVM_TESTS = mvn -B -q -Dstyle.color=never -f jvm/mirrorspark/pom.xml test
+
+# Everything: lint, the JVM unit tests, then every Python test (unit and against real local brokers
+# and Spark), two at a time (each pytest worker starts its own session clusters); the 15 slowest are
+# listed at the end.
 test: lint
+	$(JVM_TESTS)
 	.venv/bin/pytest -n 2 --dist worksteal --durations=15
 
-# The unit tests only (tests/unit): no broker, no Spark, no network; under a minute.
+# The unit tests only (the JVM's, then tests/unit): no broker, no Spark, no network; under a minute.
 test-unit: setup
+	$(JVM_TESTS)
 	.venv/bin/pytest tests/unit
 
 # The randomized fault soak, long form (make test runs a 3-minute form): SOAK_MINUTES (default 60) and

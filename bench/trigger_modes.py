@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from interceptor_path import interceptor_sink_options, target_headers
+from interceptor_path import bench_jar, interceptor_sink_options, target_headers
 from mm2_vs_mirrorspark import (
     BROKER_JVM,
     PRODUCER,
@@ -134,7 +134,7 @@ def main() -> None:
     local.down(purge=True)
     shutil.rmtree(work, ignore_errors=True)
     clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
-    spark = build_session({"spark.master": f"local[{args.slots}]"})
+    spark = build_session({"spark.master": f"local[{args.slots}]", "spark.jars": str(bench_jar())})
     result: dict = {"settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
     try:
         for mode in args.modes.split(","):

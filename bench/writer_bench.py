@@ -20,14 +20,12 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from interceptor_path import interceptor_rows, interceptor_sink_options
+from interceptor_path import bench_jar, interceptor_rows, interceptor_sink_options
 
-from mirrorspark import paths
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, remote_topics_option
@@ -73,21 +71,6 @@ def fill(bootstrap: str, topic: str, records: int, size: int, partitions: int) -
             except BufferError:
                 p.poll(0.05)
     p.flush(120)
-
-
-def bench_jar() -> Path:
-    """Compile bench/jvm (candidate (b)'s second interceptor) against the product's jars."""
-    out = ROOT / "build" / "bench-jvm"
-    classes = out / "classes"
-    classes.mkdir(parents=True, exist_ok=True)
-    import pyspark
-    spark_jars = Path(pyspark.__file__).parent / "jars"
-    cp = ":".join([*map(str, paths.spark_jars()), f"{spark_jars}/*"])
-    subprocess.run(["javac", "--release", "17", "-nowarn", "-cp", cp, "-d", str(classes),
-                    *map(str, (ROOT / "bench" / "jvm").glob("*.java"))], check=True)
-    jar = out / "mirrorspark-bench.jar"
-    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
-    return jar
 
 
 class Writers:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent, cached set-up: .venv with mirrorspark installed, Kafka and Spark-connector jars from
-# Maven Central, and mirrorspark's own jar (jvm/mirrorspark). Each step is skipped when its inputs have not
-# changed since it last ran (a stamp file records the hash of those inputs).
+# Maven Central, and mirrorspark's own jar (the Maven module jvm/mirrorspark). Each step is skipped
+# when its inputs have not changed since it last ran (a stamp file records the hash of those inputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -14,7 +14,7 @@ need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' is required but 
 need python3 "Python >= 3.11"
 need java "Java 17+"
 need javac "a JDK 17+, not only a JRE"
-need mvn "Maven, to resolve jars from Maven Central"
+need mvn "Maven, to build mirrorspark's jar and resolve jars from Maven Central"
 
 # step NAME INPUT_FILES... -- COMMAND...: run COMMAND unless the inputs' hash matches the stamp.
 step() {
@@ -56,15 +56,13 @@ spark_kafka_jars() {
 }
 
 jvm_jar() {
-  # mirrorspark's own JVM code (sink, state files, interceptor), compiled against the installed
-  # pyspark's jars and the connector's Kafka client.
-  local out=$BUILD/jvm-classes
-  rm -rf "$out" "$BUILD/mirrorspark-jvm" && mkdir -p "$out" "$BUILD/mirrorspark-jvm"
-  local clients; clients=$(ls "$BUILD"/spark-kafka-jars/kafka-clients-*.jar)
-  local spark; spark=$(.venv/bin/python -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
-  # Warnings on, and fatal: the JVM code is product code too.
-  javac --release 17 -Xlint:all,-path,-serial,-processing -Werror -cp "$clients:$spark/*" -d "$out" $(find jvm/mirrorspark/src -name '*.java')
-  jar cf "$BUILD/mirrorspark-jvm/mirrorspark.jar" -C "$out" .
+  # mirrorspark's own JVM code (source, sink, state files) as a Maven module, compiled with warnings
+  # fatal against the Spark and Kafka client versions it runs with (jvm/mirrorspark/pom.xml). Its unit
+  # tests run in `make test`, not here (not even compiled). Compiled afresh each time, so that no class
+  # of a removed source stays in the jar.
+  rm -rf "$BUILD/mirrorspark-jvm" "$BUILD/mirrorspark-maven/classes" && mkdir -p "$BUILD/mirrorspark-jvm"
+  mvn -B -q -Dstyle.color=never -f jvm/mirrorspark/pom.xml -Dmaven.test.skip=true package
+  cp "$BUILD/mirrorspark-maven/mirrorspark.jar" "$BUILD/mirrorspark-jvm/mirrorspark.jar"
 }
 
 browser() {
@@ -96,4 +94,5 @@ step venv pyproject.toml -- venv
 browser
 step kafka-libs jvm/kafka-libs.pom.xml -- kafka_libs
 step spark-kafka-jars jvm/spark-kafka.pom.xml -- spark_kafka_jars
-step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml $(find jvm/mirrorspark/src -name '*.java' | sort) -- jvm_jar
+step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml jvm/mirrorspark/pom.xml jvm/mirrorspark/.mvn/maven.config \
+  $(find jvm/mirrorspark/src/main -type f | sort) -- jvm_jar

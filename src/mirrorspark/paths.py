@@ -94,7 +94,7 @@ def kafka_libs() -> Path:
 
 
 def spark_jars() -> list[Path]:
-    """Local jars only (checkout): the connector, its Kafka client, and our interceptor; for tools that
+    """Local jars only (checkout): the connector, its Kafka client, and mirrorspark's jar; for tools that
     build a plain JVM classpath (bench/)."""
     return [*sorted(_jar_folder("spark-kafka-jars").glob("*.jar")), mirrorspark_jar()]
 

@@ -9,8 +9,8 @@ up in generated code (ADR 0019).
 
 Spark's built-in Kafka sink cannot set a timestamp nor report offsets; with it the Java
 ``SourceTimestampInterceptor`` does both from private headers. That path is the one Spark's
-real-time trigger would use (ADR 0004); its projection lives with the benchmarks that measure it
-(``bench/interceptor_path.py``).
+real-time trigger would use (ADR 0004); its projection and the interceptor live with the benchmarks
+that measure it (``bench/interceptor_path.py``, ``bench/jvm``).
 """
 from __future__ import annotations
 

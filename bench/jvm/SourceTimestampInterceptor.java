@@ -1,10 +1,12 @@
-package io.mirrorspark.kafka;
+package io.mirrorspark.bench;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
 
+import io.mirrorspark.kafka.FlowStats;
+import io.mirrorspark.kafka.OffsetRuns;
 import org.apache.kafka.clients.producer.ProducerInterceptor;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -26,6 +28,10 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * idempotent producer, acknowledgements of one partition arrive in send order. The pairs become
  * {@link OffsetRuns}, which the driver drains after each batch for exact offset syncs. Every
  * acknowledgement also feeds {@link FlowStats} (count, bytes, record age, replication latency).
+ *
+ * For the benchmarks only (bench/interceptor_path.py): the product writes through its own sink
+ * (docs/adr/0004-cluster-writer.md), so this class is not in mirrorspark's jar but in the benchmarks'
+ * (build/bench-jvm/mirrorspark-bench.jar, compiled by bench/interceptor_path.py against it).
  */
 public final class SourceTimestampInterceptor implements ProducerInterceptor<byte[], byte[]> {
 

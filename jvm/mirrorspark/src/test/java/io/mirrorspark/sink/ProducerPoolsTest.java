@@ -1,25 +1,26 @@
 package io.mirrorspark.sink;
 
-import static io.mirrorspark.UnitChecks.check;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import io.mirrorspark.UnitChecks;
 import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
 
 /**
  * Producers kept by an executor JVM are closed when no longer used, without Kafka (issue 42, finding 9):
  * at least once, a flow asking for other settings (a larger max.request.size) moves to a new producer
  * and the old one is closed once no flow uses it, and one no task used for a while is closed; exactly
  * once, a kept transactional producer serves only tasks with its own settings and is closed when idle.
- * Run by tests/unit/test_jvm_units.py.
  */
-public final class ProducerPoolsUnitTests {
-    private ProducerPoolsUnitTests() {
-    }
+final class ProducerPoolsTest {
 
     /** A producer standing in for Kafka's: made from its settings, closed once. */
     private static final class Fake {
@@ -38,7 +39,8 @@ public final class ProducerPoolsUnitTests {
         return s;
     }
 
-    public static void main(String[] args) {
+    @Test
+    void aPooledProducerIsClosedOnceNoFlowOrTaskUsesIt() {
         List<Fake> made = new ArrayList<>();
         Producers.Pool<Fake> pool = new Producers.Pool<>(s -> {
             Fake f = new Fake(s);
@@ -49,54 +51,64 @@ public final class ProducerPoolsUnitTests {
 
         // One flow, its max.request.size grown between batches: one producer open, the old one closed.
         Fake small = pool.acquire("a->b", settings("1048576"), t);
-        check(pool.acquire("a->b", settings("1048576"), t) == small, "the same settings share one producer");
+        assertSame(small, pool.acquire("a->b", settings("1048576"), t), "the same settings share one producer");
         pool.release(settings("1048576"), small, false, t);
         pool.release(settings("1048576"), small, false, t);
         Fake large = pool.acquire("a->b", settings("4210688"), t + 1);
-        check(large != small && small.closed == 1 && pool.all().size() == 1, "the old size's producer is closed");
+        assertNotSame(small, large, "the old size's producer is closed");
+        assertEquals(1, small.closed, "the old size's producer is closed");
+        assertEquals(1, pool.all().size(), "the old size's producer is closed");
 
         // Two flows sharing a producer: it stays while one of them still asks for its settings.
         Fake shared = pool.acquire("c->b", settings("4210688"), t + 2);
-        check(shared == large, "flows with the same settings share it");
+        assertSame(large, shared, "flows with the same settings share it");
         pool.release(settings("4210688"), large, false, t + 2);
         pool.release(settings("4210688"), shared, false, t + 2);
         Fake bigger = pool.acquire("a->b", settings("8388608"), t + 3);
-        check(large.closed == 0, "still asked for by the other flow");
+        assertEquals(0, large.closed, "still asked for by the other flow");
         Fake again = pool.acquire("c->b", settings("8388608"), t + 3);
-        check(again == bigger && large.closed == 1, "closed once no flow asks for its settings");
+        assertSame(bigger, again, "closed once no flow asks for its settings");
+        assertEquals(1, large.closed, "closed once no flow asks for its settings");
 
         // Moved on while a task still writes with it: closed at that task's release, not before.
         Fake busy = pool.acquire("e->b", settings("1"), t + 4);
         Fake moved = pool.acquire("e->b", settings("2"), t + 4);
-        check(busy.closed == 0 && moved != busy, "in use: not closed yet");
+        assertEquals(0, busy.closed, "in use: not closed yet");
+        assertNotSame(busy, moved, "in use: not closed yet");
         pool.release(settings("1"), busy, false, t + 5);
-        check(busy.closed == 1, "closed at its last release");
+        assertEquals(1, busy.closed, "closed at its last release");
 
         // A failed send retires it as before.
         pool.release(settings("2"), moved, true, t + 5);
-        check(moved.closed == 1, "a failed producer nobody else uses is closed");
+        assertEquals(1, moved.closed, "a failed producer nobody else uses is closed");
 
         // Idle: nothing used it for IDLE_MS (its flows stopped); checked at a later acquire.
         pool.release(settings("8388608"), bigger, false, t + 6);
         pool.release(settings("8388608"), again, false, t + 6);
         Fake other = pool.acquire("x->y", settings("9"), t + 6 + Producers.IDLE_MS - 1);
-        check(bigger.closed == 0, "not idle long enough");
+        assertEquals(0, bigger.closed, "not idle long enough");
         pool.acquire("x->y", settings("9"), t + 6 + Producers.IDLE_MS + Producers.SWEEP_EVERY_MS);
-        check(bigger.closed == 1 && other.closed == 0, "idle: closed; one in use: kept");
+        assertEquals(1, bigger.closed, "idle: closed");
+        assertEquals(0, other.closed, "one in use: kept");
         int open = 0;
         for (Fake f : made) {
             open += f.closed == 0 ? 1 : 0;
-            check(f.closed <= 1, "closed once");
+            assertTrue(f.closed <= 1, "closed once");
         }
-        check(open == pool.all().size() && open == 1, "only the producer in use is open: " + open);
+        assertEquals(1, open, "only the producer in use is open: " + open);
+        assertEquals(open, pool.all().size(), "only the producer in use is open: " + open);
+    }
 
-        // Exactly once: a kept producer serves only its own settings, and idle ones are taken out.
+    /** Exactly once: a kept producer serves only its own settings, and idle ones are taken out. */
+    @Test
+    void aKeptTransactionalProducerServesItsOwnSettingsUntilIdle() {
+        long t = 1_000_000L;
         Transactions.Entry kept = new Transactions.Entry("p-t-0", null, new TopicPartition("t", 0), Progress.NONE,
             settings("1048576"));
-        check(Transactions.reusable(kept, settings("1048576")), "the same settings: reused");
-        check(!Transactions.reusable(kept, settings("4210688")), "a larger max.request.size: replaced");
+        assertTrue(Transactions.reusable(kept, settings("1048576")), "the same settings: reused");
+        assertFalse(Transactions.reusable(kept, settings("4210688")), "a larger max.request.size: replaced");
         kept.inUse = true;
-        check(!Transactions.reusable(kept, settings("1048576")), "held by another task: not reused");
+        assertFalse(Transactions.reusable(kept, settings("1048576")), "held by another task: not reused");
         Map<String, Transactions.Entry> entries = new HashMap<>();
         Transactions.Entry quiet = new Transactions.Entry("p-t-1", null, new TopicPartition("t", 1), Progress.NONE);
         quiet.usedAt = t;
@@ -107,8 +119,10 @@ public final class ProducerPoolsUnitTests {
         entries.put("1", quiet);
         entries.put("2", recent);
         List<Transactions.Entry> idle = Transactions.takeIdle(entries, t + Transactions.IDLE_MS, Transactions.IDLE_MS);
-        check(idle.size() == 1 && idle.get(0) == quiet && entries.size() == 2 && !entries.containsValue(quiet),
-            "a partition not written for IDLE_MS gives its producer up; one in use or recent is kept");
-        UnitChecks.done();
+        String what = "a partition not written for IDLE_MS gives its producer up; one in use or recent is kept";
+        assertEquals(1, idle.size(), what);
+        assertSame(quiet, idle.get(0), what);
+        assertEquals(2, entries.size(), what);
+        assertFalse(entries.containsValue(quiet), what);
     }
 }

@@ -342,12 +342,14 @@ def test_failing_flow_is_restarted_then_failed_while_the_other_goes_on(clusters,
     assert "1 of 2 flows failed: primary->backup" in mirror.output()
 
 
-def test_source_down_75s_then_target_down_20s_under_load_the_flow_outlives_both_losing_and_repeating_nothing(
+def test_source_down_75s_restarted_during_it_then_target_down_20s_the_flow_outlives_all_losing_and_repeating_nothing(
         tmp_path, unique):
-    """A regional outage: the source's only broker stopped for 75 s, longer than the stall timeout (a
-    task waiting for due records fails rather than skip them) and than restart.attempts = 1 could
-    absorb, then the target's for 20 s. The flow stays up, degraded while retrying, and resumes where
-    it was. Own clusters (their only broker is stopped, so the session's clusters stay up for others)."""
+    """A regional outage: the source's only broker stopped for about 75 s, longer than the stall timeout
+    (a task waiting for due records fails rather than skip them) and than restart.attempts = 1 could
+    absorb; the instance is restarted in the middle of it; then the target's broker stopped for 20 s.
+    The flow stays up, degraded while retrying (the restarted instance too: it waits for the source
+    instead of exiting), and resumes where it was. Own clusters (their only broker is stopped, so the
+    session's clusters stay up for others)."""
     from mirrorspark.local import ClusterSpec, LocalClusters
 
     local = LocalClusters(tmp_path / "clusters")
@@ -393,39 +395,58 @@ def test_source_down_75s_then_target_down_20s_under_load_the_flow_outlives_both_
 
         state = tmp_path / "state"
         feeder = threading.Thread(target=feed, daemon=True)
+        seen: dict[str, list[str]] = {"src": [], "restarted": [], "dst": []}
+
+        def watch(mirror, name: str, seconds: float, until_seen: str | None = None) -> None:
+            until = time.monotonic() + seconds
+            while time.monotonic() < until:
+                now = detail(state, "src->dst")
+                seen[name].append(f"{now.get('state')}: {now.get('error')}")
+                assert mirror.proc.poll() is None, mirror.output()[-3000:]
+                if until_seen is not None and seen[name][-1].startswith(until_seen):
+                    return
+                time.sleep(2)
+
         with running_mirrorspark(config, state) as mirror:
             feeder.start()
             wait_until(lambda: settled_count(started["dst"], remote) > 10_000, "replication under load", 120)
-            seen: dict[str, list[str]] = {"src": [], "dst": []}
-            for name, outage in (("src", 75), ("dst", 20)):
-                local.down([name])
-                until = time.monotonic() + outage
-                while time.monotonic() < until:
-                    now = detail(state, "src->dst")
-                    seen[name].append(f"{now.get('state')}: {now.get('error')}")
-                    assert mirror.proc.poll() is None, mirror.output()[-3000:]
-                    time.sleep(2)
-                local.up([ClusterSpec(name)])
-                time.sleep(10)
+            local.down(["src"])
+            watch(mirror, "src", 50)
+            first_output = mirror.output()
+        # The instance restarted in the middle of the outage (a pod moved, a host rebooted): it must
+        # come up and wait for the source, not exit on it.
+        with running_mirrorspark(config, state) as mirror:
+            watch(mirror, "restarted", 90, until_seen="degraded: retrying since")  # its REST up, the flow waiting
+            local.up([ClusterSpec("src")])
+            time.sleep(10)
+            local.down(["dst"])
+            watch(mirror, "dst", 20)
+            local.up([ClusterSpec("dst")])
+            time.sleep(10)
             stop_feeding.set()
             feeder.join(180)
             assert fed, "the feeder ended early"
             wait_for_count(started["dst"], remote, len(acked), timeout=240)
             time.sleep(3)
             flow = flow_detail(state, "src->dst")
+            second_output = mirror.output()
         landed = seqs(started["dst"], remote)
         lost, duplicates = lost_and_duplicated(acked, landed)
         degraded = [line for line in seen["src"] if line.startswith("degraded: retrying since")]
+        waiting = [line for line in seen["restarted"] if line.startswith("degraded: retrying since")]
         print(f"broker-down drill: {fed[0]} records sent, {len(acked)} acknowledged by the source, lost {len(lost)}, "
               f"duplicated {duplicates}, flow restarts {flow['restarts']}, state {flow['state']}; during the source "
-              f"outage: {degraded[-1:] or seen['src'][-1:]}")
+              f"outage: {degraded[-1:] or seen['src'][-1:]}; restarted during it: "
+              f"{waiting[-1:] or seen['restarted'][-1:]}")
         assert not lost and duplicates == 0
         assert flow["state"] == "running"
         assert degraded, seen["src"]
-        retries = re.findall(r"degraded, retrying in [\d.]+ s \(retry (\d+)", mirror.output())
+        assert waiting, seen["restarted"]
+        retries = re.findall(r"degraded, retrying in [\d.]+ s \(retry (\d+)", first_output)
         assert retries and max(map(int, retries)) > 1, retries  # more than restart.attempts = 1 allows
-        assert "FAILED" not in mirror.output()
-        assert "the rest of this batch's range is skipped" not in mirror.output()
+        for output in (first_output, second_output):
+            assert "FAILED" not in output
+            assert "the rest of this batch's range is skipped" not in output
     finally:
         stop_feeding.set()
         local.down(purge=True)

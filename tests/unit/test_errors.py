@@ -125,6 +125,21 @@ def test_rest_shows_a_standby_flow_and_refuses_to_steer_it():
     assert answer.status_code == 409 and "is a standby in this process" in answer.json()["detail"]
 
 
+def test_rest_shows_a_flow_whose_start_is_retried_as_degraded():
+    from mirrorspark.pipeline.flow_seat import Standby
+
+    flow = SimpleNamespace(name="b->a", source=SimpleNamespace(alias="b"), target=SimpleNamespace(alias="a"))
+    waiting = Standby(flow, "", 1000.0, failure="cannot reach cluster 'b'", failing_since=0.0,  # type: ignore[arg-type]
+                      attempts=3)
+    api = _rest([], standbys=[waiting])
+    shown = api.get("/flows/b->a").json()
+    assert (shown["role"], shown["state"]) == ("writer", "degraded")
+    assert shown["error"] == ("retrying since 1970-01-01T00:00:00Z (3 attempts to start it; nothing is skipped): "
+                              "cannot reach cluster 'b'")
+    answer = api.post("/flows/b->a/pause")
+    assert answer.status_code == 409 and "starting it failed and is retried" in answer.json()["detail"]
+
+
 def test_rest_conflicts_are_409():
     api = _rest([_Flow("a->b")])
     answer = api.post("/flows/a->b/resume")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.acl_sync import AclSync
 from mirrorspark.control.admin import check_replication_factor, partition_offsets
-from mirrorspark.control.clusters import Clusters
+from mirrorspark.control.clusters import Clusters, ClusterUnreachable
 from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, GatedScheduler, Scheduler, flow_lane
@@ -165,11 +165,14 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
 
 
 def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPolicy], shared: Shared,
-                        writing: Callable[[str], bool] = lambda _flow: True) -> list[HeartbeatEmitter]:
+                        writing: Callable[[str], bool] = lambda _flow: True,
+                        restart: bool = False) -> list[HeartbeatEmitter]:
     """MM2's herder pairs: every pair with its flow or its heartbeats enabled beats into its target,
     on a scheduler lane of its target's own (slow admin tasks, or a target cluster out of reach, never
     delay the other targets' beats). A pair whose flow another
-    instance writes beats there, not here (``writing``), as one MM2 worker of a group does."""
+    instance writes beats there, not here (``writing``), as one MM2 worker of a group does.
+    At a ``restart`` (a flow of the process has state), a target that does not answer is an outage,
+    not a wrong address: its pair starts beating when it answers, and the process starts."""
     emitters = []
     for flow in config.flows:
         if not flow.heartbeats.emit:
@@ -177,16 +180,47 @@ def assemble_heartbeats(config: MirrorConfig, policies: dict[str, ReplicationPol
         if not (flow.source.settings.get("bootstrap.servers") and flow.target.settings.get("bootstrap.servers")):
             log.warning("pair %s: no heartbeats, a cluster of the pair has no bootstrap.servers", flow.name)
             continue
-        target, target_conf = shared.clusters.admin(flow.target)
-        rf_key = "heartbeats.topic.replication.factor"
-        rf = flow.heartbeats.replication_factor
-        check_replication_factor(target, rf, flow.where(rf_key), f"cluster {flow.target.alias!r}")
-        emitter = HeartbeatEmitter(flow, policies[flow.name], target, target_conf, rf)
-        emitter.start()
+        lane = f"{HEARTBEATS} {flow.target.alias}"
+        try:
+            emitter = _heartbeat_emitter(flow, policies[flow.name], shared)
+        except ClusterUnreachable as exc:
+            if not restart:
+                raise
+            log.warning("pair %s: no heartbeats until cluster %r answers (a restart during an outage): %s", flow.name,
+                        flow.target.alias, exc)
+            shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.heartbeats.interval,
+                                   _beat_once_reached(flow, policies[flow.name], shared, writing), lane=lane)
+            continue
         emitters.append(emitter)
         shared.scheduler.every(f"pair {flow.name}: heartbeats", flow.heartbeats.interval,
-                               _beat_while(emitter, flow.name, writing), lane=f"{HEARTBEATS} {flow.target.alias}")
+                               _beat_while(emitter, flow.name, writing), lane=lane)
     return emitters
+
+
+def _heartbeat_emitter(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared) -> HeartbeatEmitter:
+    """The pair's emitter, its heartbeats topic created; raises ClusterUnreachable, or ConfigError."""
+    target, target_conf = shared.clusters.admin(flow.target)
+    rf_key = "heartbeats.topic.replication.factor"
+    rf = flow.heartbeats.replication_factor
+    check_replication_factor(target, rf, flow.where(rf_key), f"cluster {flow.target.alias!r}")
+    emitter = HeartbeatEmitter(flow, policy, target, target_conf, rf)
+    emitter.start()
+    return emitter
+
+
+def _beat_once_reached(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
+                       writing: Callable[[str], bool]) -> Callable[[], None]:
+    """A pair whose target did not answer at start: each beat first tries to make its emitter (a
+    failure is the scheduler's to log and retry at the next interval)."""
+    made: list[HeartbeatEmitter] = []
+
+    def beat() -> None:
+        if not made:
+            made.append(_heartbeat_emitter(flow, policy, shared))
+            log.info("pair %s: cluster %r answers: heartbeats start", flow.name, flow.target.alias)
+        if writing(flow.name):
+            made[0].beat()
+    return beat
 
 
 def _beat_while(emitter: HeartbeatEmitter, flow: str, writing: Callable[[str], bool]) -> Callable[[], None]:

@@ -50,11 +50,15 @@ def set_aside_if_stale(folder: StateFiles, flow: str, previous: Claim | None, in
 
 @dataclass
 class Standby:
-    """What REST and ``status`` show for a flow another instance writes."""
+    """What REST and ``status`` show for a flow this process does not write now: another instance
+    writes it, or (``failure`` set) starting it here failed for a reason that may pass, retried."""
 
     flow: FlowConfig
     group: str
     since: float
+    failure: str | None = None
+    failing_since: float | None = None
+    attempts: int = 0
 
 
 HAND_OVER_CHECK = 30.0  # seconds between looks for a standby to hand a failed flow to
@@ -74,6 +78,8 @@ class FlowSeat:
         self.standby_since = time.time()
         self.takeovers = 0
         self.failed_takes = 0  # in a row
+        self.last_failure: str | None = None  # why the last attempt to take the flow failed
+        self.failing_since: float | None = None  # epoch seconds of the first failed attempt in a row
         self.retry_at = 0.0  # monotonic: no new attempt to take the flow before
         self.rejoin_at: float | None = None  # monotonic: a flow handed over after failing here joins again then
         self.hand_over_checked = 0.0  # monotonic: when the lease group was last asked for another member
@@ -158,6 +164,10 @@ class FlowSeat:
         """Taking the flow over failed for a reason that may pass (a cluster unreachable): undo, retry later."""
         self.shared.scheduler.cancel(flow_lanes(self.flow))
         self.failed_takes += 1
+        self.last_failure = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+        if self.failing_since is None:
+            self.failing_since = time.time()
+        publish_state(self.shared.metrics, self.flow.source.alias, self.flow.target.alias, "degraded")
         delay = min(60.0, 5.0 * 2 ** (self.failed_takes - 1))
         self.retry_at = time.monotonic() + delay
         log.warning("flow %s: taking the flow over failed (attempt %d), retried in %.0f s: %s", self.flow.name,
@@ -174,6 +184,7 @@ class FlowSeat:
         self.assembled = assemble_flow(self.flow, self.policy, self.shared, writing)
         self.takeovers += 1
         self.failed_takes = 0
+        self.last_failure = self.failing_since = None
         return self.assembled
 
     def deactivate(self) -> None:
@@ -219,9 +230,14 @@ class FlowSeat:
         publish_state(self.shared.metrics, self.flow.source.alias, self.flow.target.alias, "standby")
 
     def standby(self) -> Standby | None:
-        if self.assembled is not None or self.lease is None:
+        if self.assembled is not None or (self.lease is None and self.last_failure is None):
             return None
-        return Standby(self.flow, self.lease.group, self.standby_since)
+        return Standby(self.flow, self.lease.group if self.lease is not None else "", self.standby_since,
+                       self.last_failure, self.failing_since, self.failed_takes)
+
+    def ran_before(self) -> bool:
+        """This state folder says where the flow stopped: it has copied before, from these clusters."""
+        return not has_no_state(self.folder)
 
     def close(self) -> None:
         if self._late is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mirrorspark.config.redaction import Redactor, current
@@ -80,6 +81,9 @@ class ReplicatorController:
             if flow.flow.name == name:
                 return flow
         for standby in self.replicator.standbys():
+            if standby.flow.name == name and standby.failure is not None:
+                raise Conflict(f"flow {name!r} is not running in this process yet: starting it failed and is retried "
+                               f"({standby.failure})")
             if standby.flow.name == name:
                 raise Conflict(f"flow {name!r} is a standby in this process: another instance writes it (lease group "
                                f"{standby.group}); ask that instance, or stop it and this one takes over")
@@ -122,9 +126,17 @@ class ReplicatorController:
 
     @staticmethod
     def _standby_summary(standby: Standby) -> dict[str, Any]:
+        role, state = "standby", "standby"
+        error = "another instance writes this flow; this one takes over when it stops or stops answering"
+        if standby.failure is not None:  # this process should write it: starting it failed, retried
+            first = time.time() if standby.failing_since is None else standby.failing_since
+            since = datetime.fromtimestamp(first, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            role, state = "writer", "degraded"
+            error = f"retrying since {since} ({standby.attempts} attempts to start it; nothing is skipped): " \
+                    f"{standby.failure}"
         return {"name": standby.flow.name, "source": standby.flow.source.alias, "target": standby.flow.target.alias,
-                "role": "standby", "state": "standby", "standby_since": standby.since, "lease_group": standby.group,
-                "error": "another instance writes this flow; this one takes over when it stops or stops answering",
+                "role": role, "state": state, "standby_since": standby.since, "lease_group": standby.group,
+                "error": error,
                 "restart_attempts": 0, "restarts": 0, "records_lost": 0, "records_replicated": 0,
                 "bytes_replicated": 0, "records_recopied": 0, "batches_written": 0, "last_batch_time": None,
                 "lag_offsets": 0, "lag_seconds": 0.0, "lag_measured_at": None, "topics": 0}

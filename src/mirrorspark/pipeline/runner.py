@@ -29,13 +29,14 @@ from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.flow_seat import FlowSeat, Standby
 from mirrorspark.pipeline.preflight import heartbeat_flows, preflight
 from mirrorspark.pipeline.rest_controller import ReplicatorController
+from mirrorspark.pipeline.retriable import retriable
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
 from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
-from mirrorspark.takeover.lost_state import StateLost
+from mirrorspark.takeover.lost_state import StateLost, has_no_state
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,8 @@ class Replicator:
         # Heartbeats topics first: a flow then creates their remote topics with its others. Created
         # later, one waited ~10 s behind a broker still creating thousands of remote partitions, and
         # held back the flow's start (beats begin with the scheduler, once the flows started).
-        self.heartbeats = assemble_heartbeats(self.config, self._policies, shared, self._writes)
+        restart = any(not has_no_state(self.state.child(f.source.alias).child(f.target.alias)) for f in flows)
+        self.heartbeats = assemble_heartbeats(self.config, self._policies, shared, self._writes, restart)
         for flow in flows:
             self.seats[flow.name] = FlowSeat(flow, self._policies[flow.name], shared, instance)
         _warn_reverse_elsewhere(flows)
@@ -121,13 +123,30 @@ class Replicator:
         for seat in self.seats.values():
             seat.wait(limit=seat.flow.options.lease_timeout + 5)
             if seat.may_write():
-                self._take(seat)
+                self._take_at_start(seat)
             else:
                 seat.publish_standby()
                 log.warning("flow %s: standby: another instance writes it (lease group %s on cluster %r); this one "
                             "takes over when that one stops or stops answering", seat.flow.name,
                             seat.lease.group if seat.lease else "", seat.flow.target.alias)
         self._start_rest()
+
+    def _take_at_start(self, seat: FlowSeat) -> None:
+        """Assemble a flow at start. A cluster out of reach at a first start is most likely a wrong
+        address: refused, the process exits. A flow that has copied before (its state says where it
+        stopped) is being restarted during an outage: it waits, ``degraded``, and is retried with the
+        takeovers' backoff, as MM2's tasks retry until the cluster answers; the other flows start."""
+        try:
+            self._take(seat)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            if not (retriable(f"{type(exc).__name__}: {exc}") and seat.ran_before()):
+                raise
+            seat.take_failed(exc)
+            log.warning("flow %s: it has copied before, so this process stays up and starts it when the cluster "
+                        "answers (a restart during an outage, not a wrong address): %s", seat.flow.name,
+                        str(exc).splitlines()[0][:300])
 
     def _writes(self, flow_name: str) -> bool:
         """This process writes the flow of that pair (or runs no flow of it: heartbeats only)."""

@@ -33,7 +33,11 @@ public final class Mm2ConfigCheck {
     static String check(String file) {
         try {
             Properties props = Utils.loadProps(file);
-            MirrorMakerConfig config = new MirrorMakerConfig(Utils.propsToStringMap(props));
+            Map<String, String> settings = Utils.propsToStringMap(props);
+            // Plugins found through their ServiceLoader manifests, not by scanning every class of the
+            // classpath for each file (seconds each): what is checked here loads classes by name.
+            settings.putIfAbsent("plugin.discovery", "service_load");
+            MirrorMakerConfig config = new MirrorMakerConfig(settings);
             StringBuilder notes = new StringBuilder();
             for (SourceAndTarget pair : config.clusterPairs()) {
                 new DistributedConfig(config.workerConfig(pair));

@@ -18,18 +18,19 @@ lint: setup
 JVM_TESTS = mvn -B -q -Dstyle.color=never -f jvm/mirrorspark/pom.xml test
 
 # Everything: lint, the JVM unit tests, then every Python test (unit and against real local brokers
-# and Spark), two at a time (each pytest worker starts its own session clusters); the 15 slowest are
+# and Spark), three at a time on the two cores (most of a drill's time is spent waiting on brokers,
+# Spark and fault timings; each pytest worker starts its own session clusters); the 15 slowest are
 # listed at the end.
 test: lint
 	$(JVM_TESTS)
-	.venv/bin/pytest -n 2 --dist worksteal --durations=15
+	.venv/bin/pytest -n 3 --dist worksteal --durations=15
 
 # The unit tests only (the JVM's, then tests/unit): no broker, no Spark, no network; under a minute.
 test-unit: setup
 	$(JVM_TESTS)
 	.venv/bin/pytest tests/unit
 
-# The randomized fault soak, long form (make test runs a 3-minute form): SOAK_MINUTES (default 60) and
+# The randomized fault soak, long form (make test runs a 2-minute form): SOAK_MINUTES (default 60) and
 # SOAK_SEED (default random) are printed with the fault schedule; the report goes to build/soak-report.txt.
 SOAK_MINUTES ?= 60
 SOAK_SEED ?= $(shell date +%s)

@@ -81,6 +81,26 @@ def read_all(bootstrap: str | dict, topic: str) -> list[Rec]:
         consumer.close()
 
 
+def seqs(bootstrap: str | dict, topic: str) -> list[int]:
+    """The ``seq`` header of every record of ``topic``, as drills stamp them."""
+    return [int(dict(r.headers)["seq"]) for r in read_all(bootstrap, topic)]
+
+
+def wait_for_every_seq(bootstrap: str | dict, topic: str, total: int, timeout: float = 180.0) -> list[int]:
+    """Wait until every sequence number below ``total`` is on ``topic``; return what landed.
+
+    A record count alone is not enough after a fault: copies made twice make up the count while the
+    last records are still on their way, and they would then read as lost."""
+    deadline = time.monotonic() + timeout
+    wait_for_count(bootstrap, topic, total, timeout)
+    while True:
+        landed = seqs(bootstrap, topic)
+        missing = set(range(total)) - set(landed)
+        if not missing or time.monotonic() >= deadline:
+            return landed
+        time.sleep(2)
+
+
 def lost_and_duplicated(expected, landed: list[int]) -> tuple[set[int], int]:
     """Sequence numbers expected but absent, and how many landed more than once."""
     return set(expected) - set(landed), len(landed) - len(set(landed))

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from conftest import write_config
-from kafka_tools import create_topic, lost_and_duplicated, produce, wait_for_count
-from test_spark_cluster import seqs
+from kafka_tools import create_topic, lost_and_duplicated, produce, seqs, wait_for_count, wait_for_every_seq
 from test_standby_drills import java_of, produce_backlog, recopied, start, wait_role, writer_and_standby
 
 from mirrorspark.control.admin import admin_client
@@ -116,8 +115,7 @@ def test_a_writer_stopped_mid_backlog_on_a_log_append_time_target_counts_each_co
         wait_role(second, FLOW, "active", 90)
         os.kill(jvm, signal.SIGCONT)  # at once: the standby has not copied the backlog yet
         wait_role(first, FLOW, "standby", 60)
-        wait_for_count(clusters["backup"], remote, total, timeout=240)
-        landed = seqs(clusters["backup"], remote)
+        landed = wait_for_every_seq(clusters["backup"], remote, total, timeout=240)
         lost, duplicated = lost_and_duplicated(list(range(total)), landed)
         deadline = time.monotonic() + 90  # the window (50 s) and a search
         while recopied(first, remote) < duplicated and time.monotonic() < deadline:

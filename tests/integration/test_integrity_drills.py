@@ -25,10 +25,10 @@ import pytest
 from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 from conftest import MIRRORSPARK, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, lost_and_duplicated, produce, wait_for_count
+from kafka_tools import count, create_topic, lost_and_duplicated, produce, seqs, wait_for_count, wait_for_every_seq
 from test_offsets_e2e import commit_on
 from test_operations import metric
-from test_spark_cluster import committed_records, flow_detail, latest, seqs
+from test_spark_cluster import committed_records, flow_detail, latest
 from test_topologies_and_topics import wait_until
 
 from mirrorspark.control.admin import admin_client, topic_partitions
@@ -146,11 +146,11 @@ def test_kill9_mid_batch_loses_nothing_and_resumes_from_the_target(clusters, uni
     assert 0 < interrupted <= bound
 
     with running_mirrorspark(config, first) as second:
-        wait_for_count(clusters["backup"], remote, total, timeout=180)
+        wait_for_every_seq(clusters["backup"], remote, total, timeout=180)
         time.sleep(3)
         detail = flow_detail(first, "primary->backup")
         text = rest(first, "/metrics")
-    landed = seqs(clusters["backup"], remote)
+        landed = seqs(clusters["backup"], remote)
     lost, duplicates = lost_and_duplicated(range(total), landed)
     print(f"kill -9 drill: {total} records, {at_kill} on target at the kill, {committed} committed by Spark, "
           f"{interrupted} written by the interrupted batch; lost {len(lost)}, re-copied {duplicates}, "

@@ -9,8 +9,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 from conftest import MIRRORSPARK, running_mirrorspark, write_config
-from kafka_tools import count, lost_and_duplicated, wait_for_count
-from test_spark_cluster import seqs
+from kafka_tools import count, lost_and_duplicated, seqs, wait_for_count
 
 from mirrorspark.control.admin import admin_client, client_conf
 

@@ -9,10 +9,10 @@ import time
 import pytest
 from confluent_kafka import Producer
 from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, wait_for_count
+from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
 from test_integrity_drills import kill9_when, numbered
 from test_replication_e2e import sample_records
-from test_spark_cluster import committed_records, flow_detail, latest, seqs
+from test_spark_cluster import committed_records, flow_detail, latest
 
 pytestmark = pytest.mark.broker
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, wait_for_count
+from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
 from test_offsets_e2e import checkpoints, consume, read_from
 from test_replication_e2e import sample_records
 from test_topologies_and_topics import records, wait_until
@@ -107,10 +107,6 @@ def committed_records(checkpoint: Path, topic: str) -> int:
     lines = (checkpoint / "offsets" / str(max(batches))).read_text().splitlines()
     ends = json.loads(lines[2]).get(topic, {})
     return sum(int(offset) for offset in ends.values())
-
-
-def seqs(bootstrap: str, topic: str) -> list[int]:
-    return [int(dict(r.headers)["seq"]) for r in read_all(bootstrap, topic)]
 
 
 def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over_exactly(

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from conftest import MIRRORSPARK, write_config
-from kafka_tools import create_topic, lost_and_duplicated, wait_for_count
-from test_spark_cluster import seqs
+from kafka_tools import create_topic, lost_and_duplicated, seqs, wait_for_count, wait_for_every_seq
 
 pytestmark = pytest.mark.broker
 
@@ -247,7 +246,7 @@ def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_ea
         jvm = java_of(a.pid)
         os.kill(jvm, signal.SIGSTOP)  # mid-copy: records handed to the producer, not yet sent
         wait_role(second, flow, "active", 90)
-        wait_for_count(clusters["backup"], remote, total, timeout=180)  # the new writer copied the rest
+        wait_for_every_seq(clusters["backup"], remote, total, timeout=180)  # the new writer copied the rest
         os.kill(jvm, signal.SIGCONT)
         wait_role(first, flow, "standby", 60)
         deadline = time.monotonic() + 60

@@ -19,11 +19,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from conftest import run_cli, running_mirrorspark
-from kafka_tools import create_topic, lost_and_duplicated, wait_for_count
+from kafka_tools import create_topic, lost_and_duplicated, seqs, wait_for_count
 from test_integrity_drills import numbered
 from test_mm2_interop import QUIET_LOG4J, classpath
 from test_offsets_e2e import commit_on
-from test_spark_cluster import seqs
 from test_topologies_and_topics import wait_until
 
 from mirrorspark.control.admin import admin_client

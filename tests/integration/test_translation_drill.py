@@ -15,11 +15,10 @@ from typing import ClassVar
 import pytest
 from confluent_kafka import Producer
 from conftest import run_cli, running_mirrorspark
-from kafka_tools import create_topic, lost_and_duplicated, produce, wait_for_count
+from kafka_tools import create_topic, lost_and_duplicated, produce, seqs, wait_for_count
 from test_integrity_drills import detail, numbered, rest
 from test_offsets_e2e import commit_on, read_from
 from test_operations import metric
-from test_spark_cluster import seqs
 from test_topologies_and_topics import wait_until
 
 from mirrorspark.client.failover import CheckpointAhead, FailoverPlan, PartitionPlan, execute_failover

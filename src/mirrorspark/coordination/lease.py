@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -43,8 +44,11 @@ def default_group(source: str, target: str) -> str:
 class FlowLease:
     """Whether this process may write one flow now; run by a thread of its own."""
 
-    def __init__(self, flow: str, group: str, target_conf: dict[str, Any], timeout: float, instance: str) -> None:
+    def __init__(self, *, flow: str, group: str, target_conf: dict[str, Any], timeout: float, instance: str,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        """``clock`` (monotonic seconds) bounds the lease, ``wall`` (epoch seconds) the JVM's fence."""
         self.flow = flow
+        self._clock, self._wall = clock, wall
         self.group = group
         self.timeout = timeout
         session_ms = int(timeout * 1000)
@@ -89,7 +93,7 @@ class FlowLease:
 
     def active(self) -> bool:
         """This process holds the lease, confirmed by the coordinator less than half a session ago."""
-        return self._held and time.monotonic() < self._valid_until
+        return self._held and self._clock() < self._valid_until
 
     def held(self) -> bool:
         """Still a member owning the partition, confirmed or not (the coordinator may be unreachable):
@@ -102,19 +106,19 @@ class FlowLease:
         confirmation rather than fail the batch; false when it is lost. librdkafka gives the partition
         up by itself a session timeout after the coordinator last answered, so the wait is bounded;
         three session timeouts are the backstop."""
-        deadline = time.monotonic() + 3 * self.timeout
-        while not self.active() and self._held and time.monotonic() < deadline and not self._stop.is_set():
+        deadline = self._clock() + 3 * self.timeout
+        while not self.active() and self._held and self._clock() < deadline and not self._stop.is_set():
             time.sleep(0.1)
         return self.active()
 
     def decided(self, settle: float = 2.0) -> bool:
         """Joined for ``settle`` seconds (the assignment is known), holding, or refused."""
         return self.active() or self.refused is not None or \
-            (self._joined_at is not None and time.monotonic() - self._joined_at >= settle)
+            (self._joined_at is not None and self._clock() - self._joined_at >= settle)
 
     def wait_decided(self, limit: float) -> None:
-        deadline = time.monotonic() + limit
-        while not self.decided() and time.monotonic() < deadline:
+        deadline = self._clock() + limit
+        while not self.decided() and self._clock() < deadline:
             time.sleep(0.1)
 
     def _run(self) -> None:
@@ -127,7 +131,7 @@ class FlowLease:
                 if error is not None:
                     self._poll_error(error)
                 if self._joined_at is None and member.memberid():
-                    self._joined_at = time.monotonic()
+                    self._joined_at = self._clock()
                 self._reclaim(member)
                 if self._held:
                     self._confirm(member)
@@ -184,7 +188,7 @@ class FlowLease:
         self._renew_fence(0)
 
     def _confirm(self, member) -> None:
-        sent, wall = time.monotonic(), time.time()
+        sent, wall = self._clock(), self._wall()
         try:
             member.commit(offsets=[TopicPartition(LEASE_TOPIC, 0, 0)], asynchronous=False)
         except KafkaException as exc:

@@ -93,7 +93,8 @@ class FlowSeat:
             self.lease = self._new_lease(group)
 
     def _new_lease(self, group: str) -> FlowLease:
-        return FlowLease(self.flow.name, group, self._target_conf, self.flow.options.lease_timeout, self.instance)
+        return FlowLease(flow=self.flow.name, group=group, target_conf=self._target_conf,
+                         timeout=self.flow.options.lease_timeout, instance=self.instance)
 
     def another_member(self) -> bool:
         """Another instance waits in this flow's lease group (asked at most every half minute)."""

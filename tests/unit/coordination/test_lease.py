@@ -1,4 +1,5 @@
-"""A flow's lease after a refused confirmation: held again when the group kept the partition here."""
+"""A flow's lease without a broker: how long a confirmation lets the flow write, what the JVM's write
+fence is told, and a refused confirmation (held again when the group kept the partition here)."""
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -21,8 +22,91 @@ class Member:
             raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION))
 
 
-def _lease() -> FlowLease:
-    return FlowLease("a->b", "g", {"bootstrap.servers": "unused:9092"}, 10.0, "instance")
+class Clock:
+    """Monotonic and wall seconds that move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wall(self) -> float:
+        return 1_700_000_000.0 + self.now
+
+
+class Fences:
+    """``io.mirrorspark.sink.Fences`` as the lease calls it over py4j: each renewal's deadline, 0 for a revoke."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def renew(self, flow: str, until_ms: int) -> None:
+        self.calls.append((flow, until_ms))
+
+    def revoke(self, flow: str) -> None:
+        self.calls.append((flow, 0))
+
+
+def _lease(clock: Clock | None = None, timeout: float = 10.0) -> FlowLease:
+    clock = clock or Clock()
+    return FlowLease(flow="a->b", group="g", target_conf={"bootstrap.servers": "unused:9092"}, timeout=timeout,
+                     instance="instance", clock=clock.monotonic, wall=clock.wall)
+
+
+def test_a_confirmation_lets_the_flow_write_for_half_a_session_timeout_and_the_fence_says_the_same():
+    """The coordinator moves the partition a whole session timeout after the last heartbeat: a writer
+    that stops at half of it (and its JVM with it) has stopped before any standby starts."""
+    clock, fences = Clock(), Fences()
+    lease = _lease(clock, timeout=10.0)
+    lease.bind_jvm(fences)
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
+    assert lease.held() and not lease.active(), "held but not confirmed: nothing is written yet"
+    sent = clock.wall()
+    lease._confirm(Member(assigned=True, refuse=False))
+    assert fences.calls == [("a->b", int(sent * 1000 + 5_000))]
+    clock.now += 4.9
+    assert lease.active()
+    clock.now += 0.2
+    assert not lease.active() and lease.held(), "unconfirmed for half the session timeout: the flow stops writing"
+    lease._confirm(Member(assigned=True, refuse=False))
+    assert lease.active()
+
+
+def test_losing_the_lease_revokes_the_fence_at_once_and_counts_the_loss():
+    clock, fences = Clock(), Fences()
+    lease = _lease(clock)
+    lease.bind_jvm(fences)
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
+    lease._confirm(Member(assigned=True, refuse=False))
+    lease._revoked(None, [TopicPartition(LEASE_TOPIC, 0)])
+    assert fences.calls[-1] == ("a->b", 0) and lease.losses == 1
+    assert not lease.confirmed(), "a lost lease is not waited for"
+
+
+def test_a_refused_confirmation_revokes_the_fence_until_the_next_one_succeeds():
+    fences = Fences()
+    lease = _lease()
+    lease.bind_jvm(fences)
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
+    lease._confirm(Member(assigned=True, refuse=False))
+    lease._confirm(Member(assigned=True, refuse=True))
+    assert fences.calls[-1] == ("a->b", 0) and lease.losses == 0, "refused, not lost: the group decides"
+
+
+def test_other_partitions_of_an_assignment_are_not_the_lease():
+    lease = _lease()
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 1), TopicPartition("other", 0)])
+    assert not lease.held()
+
+
+def test_a_member_joined_long_enough_has_decided_even_without_the_lease():
+    clock = Clock()
+    lease = _lease(clock)
+    lease._joined_at = clock.now
+    assert not lease.decided(settle=2.0)
+    clock.now += 2.0
+    assert lease.decided(settle=2.0) and not lease.active()
 
 
 def test_a_refused_confirmation_stops_writes_but_the_group_decides_whether_the_lease_stays():

@@ -60,10 +60,16 @@ class RunningFlows(Protocol):
     """What the controller reads of the process (the runner's ``Replicator``)."""
 
     config: MirrorConfig
-    flows: list[FlowQuery]
-    supervisors: dict[str, FlowSupervisor]
-    lag_probes: dict[str, LagProbe]
     spark: Any
+
+    @property
+    def flows(self) -> list[FlowQuery]: ...
+
+    @property
+    def supervisors(self) -> dict[str, FlowSupervisor]: ...
+
+    @property
+    def lag_probes(self) -> dict[str, LagProbe]: ...
 
     def cluster_conf(self, alias: str) -> dict[str, str] | None: ...
 

@@ -53,23 +53,43 @@ class Replicator:
         self.state_dir = state_dir
         self.fresh_copy = fresh_copy  # a flow without state may copy again next to its remote topics
         use_state_dir(state_dir)  # converted key material under <state-dir>/private/, not /tmp
-        self.flows: list[FlowQuery] = []
-        self.supervisors: dict[str, FlowSupervisor] = {}
-        self.offsets: list[FlowOffsets] = []
         self.heartbeats: list[HeartbeatEmitter] = []
         self.clusters = Clusters()
         self.spark = None
         self._stop = threading.Event()
         self.scheduler = Scheduler()
         self.metrics = MirrorMetrics()
-        self.lag_probes: dict[str, LagProbe] = {}
         self.rest: RestServer | None = None
         self.location = StateLocation.parse(config.driver.state_location, state_dir)
         self.state: StateFiles | None = None
         self.ship_files = False  # executors in other JVMs: client files shipped, executors checked
         self.shipped: list[Path] = []
         self._policies: dict[str, ReplicationPolicy] = {}
-        self.seats: dict[str, FlowSeat] = {}  # every enabled flow, written here or by another instance
+        # Every enabled flow, written here or by another instance. A seat owns its flow's parts while
+        # this process writes it (``seat.assembled``); the views below are read from the seats, never
+        # kept beside them, so a flow taken or left cannot leave a part behind.
+        self.seats: dict[str, FlowSeat] = {}
+
+    @property
+    def running(self) -> list[AssembledFlow]:
+        """The flows this process writes now, in the configuration's order."""
+        return [seat.assembled for seat in self.seats.values() if seat.assembled is not None]
+
+    @property
+    def flows(self) -> list[FlowQuery]:
+        return [flow.query for flow in self.running]
+
+    @property
+    def supervisors(self) -> dict[str, FlowSupervisor]:
+        return {flow.query.flow.name: flow.supervisor for flow in self.running}
+
+    @property
+    def offsets(self) -> list[FlowOffsets]:
+        return [flow.offsets for flow in self.running]
+
+    @property
+    def lag_probes(self) -> dict[str, LagProbe]:
+        return {flow.query.flow.name: flow.probe for flow in self.running}
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before any data moves, then the control plane
@@ -154,12 +174,8 @@ class Replicator:
         return seat is None or (seat.assembled is not None and seat.may_write())
 
     def _take(self, seat: FlowSeat) -> AssembledFlow:
-        """Assemble a flow this process now writes and register it with the process."""
+        """Assemble a flow this process now writes; its offsets learn the reverse flow's."""
         assembled = seat.activate()
-        self.flows.append(assembled.query)
-        self.supervisors[seat.flow.name] = assembled.supervisor
-        self.offsets.append(assembled.offsets)
-        self.lag_probes[seat.flow.name] = assembled.probe
         self._link_reverse()
         return assembled
 
@@ -170,21 +186,15 @@ class Replicator:
                 offsets.link_reverse(by_pair[(target, source)])
 
 
-    def _leave(self, seat: FlowSeat) -> None:
-        assembled = seat.assembled
-        if assembled is None:
-            return
-        self.flows.remove(assembled.query)
-        self.supervisors.pop(seat.flow.name, None)
-        self.offsets.remove(assembled.offsets)
-        self.lag_probes.pop(seat.flow.name, None)
+    @staticmethod
+    def _leave(seat: FlowSeat) -> None:
         seat.deactivate()
 
     def steer(self) -> None:
         """Follow each flow's lease: stop writing a flow this process lost, take one it was given, hand
         a flow that failed here to a standby."""
         for seat in self.seats.values():
-            supervisor = self.supervisors.get(seat.flow.name)
+            supervisor = seat.assembled.supervisor if seat.assembled is not None else None
             if seat.rejoin_due():
                 seat.rejoin()
             elif supervisor is not None and supervisor.failed and supervisor.query.loss_stop is None \

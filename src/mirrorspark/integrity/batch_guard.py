@@ -49,10 +49,10 @@ class TopicCheck(Protocol):
 
 
 class BatchGuard:
-    def __init__(self, flow_name: str, marks: WriteMarks, loss: LossLog, source_starts: OffsetsOf,
+    def __init__(self, *, flow_name: str, marks: WriteMarks, loss: LossLog, source_starts: OffsetsOf,
                  target_ends: OffsetsOf, fail_on_loss: bool,
                  rewinds_pending: Callable[[], set[str]] = set, writing: Callable[[], bool] | None = None,
-                 *, identity: TopicCheck | None = None) -> None:
+                 identity: TopicCheck | None = None) -> None:
         self.flow_name = flow_name
         self.identity = identity  # asked first when a source partition went back or appears (None: not asked)
         self.writing = writing  # the flow's lease is held and confirmed (None: no lease)

@@ -45,7 +45,7 @@ class PartitionLag:
 class LagProbe:
     """Lag of one flow's planned source topics."""
 
-    def __init__(self, metrics: MirrorMetrics, flow_name: str, source: str, target: str, admin: AdminClient,
+    def __init__(self, *, metrics: MirrorMetrics, flow_name: str, source: str, target: str, admin: AdminClient,
                  source_conf: dict[str, Any], read_committed: bool,
                  planned_topics: Callable[[], list[str]], positions: Callable[[], dict[tuple[str, int], int]],
                  on_ends: Callable[[dict[tuple[str, int], int]], None] | None = None,

@@ -137,9 +137,11 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     offsets.start()
     offsets.schedule(scheduler, check_identity)
     loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
-    guard = BatchGuard(flow.name, marks, loss, lambda parts: partition_offsets(source, parts, earliest=True),
-                       lambda parts: partition_offsets(target, parts), flow.fails_on_data_loss,
-                       identity.rewinds_pending, writing, identity=identity)
+    guard = BatchGuard(flow_name=flow.name, marks=marks, loss=loss,
+                       source_starts=lambda parts: partition_offsets(source, parts, earliest=True),
+                       target_ends=lambda parts: partition_offsets(target, parts),
+                       fail_on_loss=flow.fails_on_data_loss, rewinds_pending=identity.rewinds_pending,
+                       writing=writing, identity=identity)
 
     def before_start() -> None:
         plan = remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created
@@ -150,11 +152,12 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     query = FlowQuery(flow, start, checkpoint, guard, offsets.on_written if offsets.enabled else None, figures,
                       shared.ship_files, before_start)
     supervisor = FlowSupervisor(query, loss, shared.metrics)
-    probe = LagProbe(shared.metrics, flow.name, flow.source.alias, flow.target.alias, source, source_conf,
-                     flow.reads_committed, lambda: list(remote.plan.remote), query.committed_positions,
-                     identity.note_source_ends,
-                     selection.heartbeats_pattern() if flow.options.heartbeats_hold > 0 else None,
-                     IDLE_ROUNDS * shared.lag_interval)
+    probe = LagProbe(metrics=shared.metrics, flow_name=flow.name, source=flow.source.alias, target=flow.target.alias,
+                     admin=source, source_conf=source_conf, read_committed=flow.reads_committed,
+                     planned_topics=lambda: list(remote.plan.remote), positions=query.committed_positions,
+                     on_ends=identity.note_source_ends,
+                     held=selection.heartbeats_pattern() if flow.options.heartbeats_hold > 0 else None,
+                     idle_interval=IDLE_ROUNDS * shared.lag_interval)
 
     def measure() -> None:
         probe.safe_run()

@@ -99,8 +99,9 @@ def test_the_batch_check_and_a_source_recreation_on_overlapping_ranges_count_eac
     files = LocalFiles(tmp_path)
     loss = LossLog(files, "a->b")
     seen = counted(loss)
-    guard = BatchGuard("a->b", WriteMarks(files), loss, lambda parts: {p: 40 for p in parts},
-                       lambda parts: {p: 0 for p in parts}, fail_on_loss=False)
+    guard = BatchGuard(flow_name="a->b", marks=WriteMarks(files), loss=loss,
+                       source_starts=lambda parts: {p: 40 for p in parts},
+                       target_ends=lambda parts: {p: 0 for p in parts}, fail_on_loss=False)
     guard.after_write({("t", 0): 10}, {("t", 0): 100}, {"t": "r"}, {("r", 0): 40})  # 10..39 gone
     loss.report("t", 0, 10, 59, "the source topic was deleted and re-created")   # 10..59 not copied
     loss.report("t", 0, 20, 29, "seen again by a re-run batch")

@@ -104,8 +104,10 @@ def test_a_partition_that_went_back_is_checked_for_a_new_topic_before_anything_i
     ident, loss = identity(tmp_path, monkeypatch, source_id, 5_000)
     ident.check({"t": "a.t"}, {"t": 2})
     seen = counted(loss)
-    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
-                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    guard = BatchGuard(flow_name="a->b", marks=ident.marks, loss=loss,
+                       source_starts=lambda parts: {p: 0 for p in parts},
+                       target_ends=lambda parts: {p: 5_000 for p in parts}, fail_on_loss=False,
+                       rewinds_pending=ident.rewinds_pending, identity=ident)
     source_id[0] = "S2"
     starts, ends = {("t", 0): 5_000, ("t", 1): 5_000}, {("t", 0): 2_500, ("t", 1): 2_500}
     with pytest.raises(RemoteTopicGone, match="read again from the start"):
@@ -119,8 +121,10 @@ def test_a_truncated_source_partition_is_still_reported(tmp_path, monkeypatch):
     ident, loss = identity(tmp_path, monkeypatch, ["S1"], 5_000)
     ident.check({"t": "a.t"}, {"t": 2})
     seen = counted(loss)
-    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
-                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    guard = BatchGuard(flow_name="a->b", marks=ident.marks, loss=loss,
+                       source_starts=lambda parts: {p: 0 for p in parts},
+                       target_ends=lambda parts: {p: 5_000 for p in parts}, fail_on_loss=False,
+                       rewinds_pending=ident.rewinds_pending, identity=ident)
     starts, ends = {("t", 0): 5_000}, {("t", 0): 4_000}
     guard.before_write(7, "line", starts, ends, {"t": "a.t"}, rerun=False)
     guard.after_write(starts, ends, {"t": "a.t"}, {})
@@ -135,8 +139,10 @@ def test_partitions_listed_anew_after_a_deletion_are_checked_before_the_new_topi
     ident, loss = identity(tmp_path, monkeypatch, source_id, 5_000)
     ident.check({"t": "a.t"}, {"t": 2})
     seen = counted(loss)
-    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
-                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    guard = BatchGuard(flow_name="a->b", marks=ident.marks, loss=loss,
+                       source_starts=lambda parts: {p: 0 for p in parts},
+                       target_ends=lambda parts: {p: 5_000 for p in parts}, fail_on_loss=False,
+                       rewinds_pending=ident.rewinds_pending, identity=ident)
     source_id[0] = "S2"
     with pytest.raises(RemoteTopicGone):
         guard.before_write(8, "line", {}, {("t", 0): 2_500, ("t", 1): 2_500}, {"t": "a.t"}, rerun=False)
@@ -149,8 +155,10 @@ def test_a_new_topic_is_written_with_its_ids_known(tmp_path, monkeypatch):
     monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S1", "u": "U1"})
     monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {
         "a.t": ("R1", {0: 1, 1: 1}), "a.u": ("RU", {0: 1})})
-    guard = BatchGuard("a->b", ident.marks, loss, lambda parts: {p: 0 for p in parts},
-                       lambda parts: {p: 5_000 for p in parts}, False, ident.rewinds_pending, identity=ident)
+    guard = BatchGuard(flow_name="a->b", marks=ident.marks, loss=loss,
+                       source_starts=lambda parts: {p: 0 for p in parts},
+                       target_ends=lambda parts: {p: 5_000 for p in parts}, fail_on_loss=False,
+                       rewinds_pending=ident.rewinds_pending, identity=ident)
     starts = {("t", 0): 5_000, ("t", 1): 5_000}
     assert guard.before_write(9, "line", starts, {**starts, ("u", 0): 10}, {"t": "a.t", "u": "a.u"}, rerun=False) == ""
     assert guard.sink_topic_ids({"t": "a.t", "u": "a.u"}) == [TopicIds("t", "S1", "R1"), TopicIds("u", "U1", "RU")]

@@ -98,8 +98,9 @@ def test_an_interrupted_batch_tells_the_sink_what_the_earlier_attempt_wrote(tmp_
     marks = WriteMarks(LocalFiles(tmp_path))
     marks.learn_targets({("r", 0): 7, ("r", 1): 5})
     now = {("r", 0): 25, ("r", 1): 5}  # the attempt wrote 18 records to partition 0, none to 1
-    guard = BatchGuard("a->b", marks, LossLog(LocalFiles(tmp_path), "a->b"), lambda parts: {},
-                       lambda parts: {p: now[p] for p in parts}, fail_on_loss=False)
+    guard = BatchGuard(flow_name="a->b", marks=marks, loss=LossLog(LocalFiles(tmp_path), "a->b"),
+                       source_starts=lambda parts: {}, target_ends=lambda parts: {p: now[p] for p in parts},
+                       fail_on_loss=False)
     ends = {("t", 0): 30, ("t", 1): 9}
     assert guard.before_write(0, "line", {}, ends, {"t": "r"}, rerun=True) == "r\t0\t7\t25"
     assert "18 target record(s) an earlier attempt wrote" in caplog.text
@@ -109,8 +110,9 @@ def test_an_interrupted_batch_tells_the_sink_what_the_earlier_attempt_wrote(tmp_
 def test_gaps_are_loss_only_below_the_source_log_start(tmp_path):
     loss = LossLog(LocalFiles(tmp_path), "a->b")
     log_starts = {("t", 0): 40, ("t", 1): 0}
-    guard = BatchGuard("a->b", WriteMarks(LocalFiles(tmp_path)), loss, lambda parts: {p: log_starts[p] for p in parts},
-                       lambda parts: {p: 0 for p in parts}, fail_on_loss=False)
+    guard = BatchGuard(flow_name="a->b", marks=WriteMarks(LocalFiles(tmp_path)), loss=loss,
+                       source_starts=lambda parts: {p: log_starts[p] for p in parts},
+                       target_ends=lambda parts: {p: 0 for p in parts}, fail_on_loss=False)
     starts, ends = {("t", 0): 10, ("t", 1): 10, ("t", 2): 50}, {("t", 0): 100, ("t", 1): 100, ("t", 2): 20}
     # partition 0 read from 40 (retention), partition 1 from 12 (a compacted or marker gap, log start 0)
     guard.after_write(starts, ends, {"t": "r"}, {("r", 0): 40, ("r", 1): 12, ("r", 2): 20})
@@ -122,8 +124,9 @@ def test_gaps_are_loss_only_below_the_source_log_start(tmp_path):
 
 def test_fail_mode_stops_before_writing_past_a_gap(tmp_path):
     loss = LossLog(LocalFiles(tmp_path), "a->b")
-    guard = BatchGuard("a->b", WriteMarks(LocalFiles(tmp_path)), loss, lambda parts: {p: 15 for p in parts},
-                       lambda parts: {p: 0 for p in parts}, fail_on_loss=True)
+    guard = BatchGuard(flow_name="a->b", marks=WriteMarks(LocalFiles(tmp_path)), loss=loss,
+                       source_starts=lambda parts: {p: 15 for p in parts},
+                       target_ends=lambda parts: {p: 0 for p in parts}, fail_on_loss=True)
     with pytest.raises(DataLossStop, match="5 record"):
         guard.before_write(1, "line", {("t", 0): 10}, {("t", 0): 30}, {"t": "r"}, rerun=False)
     assert loss.total() == 5
@@ -144,8 +147,8 @@ def test_a_batch_never_writes_into_a_remote_partition_that_went_back(tmp_path):
         asked.append(sorted(parts))
         return {p: now[p] for p in parts if p in now}
 
-    guard = BatchGuard("a->b", marks, LossLog(LocalFiles(tmp_path), "a->b"), lambda parts: {}, target_ends,
-                       fail_on_loss=False)
+    guard = BatchGuard(flow_name="a->b", marks=marks, loss=LossLog(LocalFiles(tmp_path), "a->b"),
+                       source_starts=lambda parts: {}, target_ends=target_ends, fail_on_loss=False)
     starts = {("t", 0): 1500, ("t", 1): 1500}
     assert guard.before_write(1, "line-1", starts, {("t", 0): 1600, ("t", 1): 1500}, {"t": "r"}, rerun=False) == ""
     assert asked == [[("r", 0)]]  # only the partition the batch writes to, one request
@@ -164,9 +167,10 @@ def test_a_batch_is_not_written_once_the_flow_lease_is_gone(tmp_path):
 
     holding = [True]
     asked: list[list] = []
-    guard = BatchGuard("a->b", WriteMarks(LocalFiles(tmp_path)), LossLog(LocalFiles(tmp_path), "a->b"),
-                       lambda parts: {}, lambda parts: asked.append(parts) or {p: 0 for p in parts},
-                       fail_on_loss=False, writing=lambda: holding[0])
+    guard = BatchGuard(flow_name="a->b", marks=WriteMarks(LocalFiles(tmp_path)),
+                       loss=LossLog(LocalFiles(tmp_path), "a->b"), source_starts=lambda parts: {},
+                       target_ends=lambda parts: asked.append(parts) or {p: 0 for p in parts}, fail_on_loss=False,
+                       writing=lambda: holding[0])
     assert guard.before_write(1, "line", {("t", 0): 0}, {("t", 0): 5}, {"t": "r"}, rerun=False) == ""
     holding[0] = False
     asked.clear()

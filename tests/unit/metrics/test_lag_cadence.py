@@ -9,7 +9,8 @@ from mirrorspark.metrics.registry import MirrorMetrics
 
 
 def probe(rounds: list[list[PartitionLag]]) -> tuple[LagProbe, list[int]]:
-    made = LagProbe(MirrorMetrics(), "A->B", "A", "B", None, {}, False, list, dict,  # type: ignore[arg-type]
+    made = LagProbe(metrics=MirrorMetrics(), flow_name="A->B", source="A", target="B", admin=None,  # type: ignore[arg-type]
+                    source_conf={}, read_committed=False, planned_topics=list, positions=dict,
                     held=r"(?:.*\.)?heartbeats", idle_interval=30.0)
     ran: list[int] = []
 
@@ -55,6 +56,8 @@ def test_lag_in_a_topic_that_is_not_held_is_never_caught_up():
     assert not made.caught_up([PartitionLag("heartbeats-not", 0, 3, 2, 1, 0.0)])
     assert not made.caught_up([PartitionLag("orders", 1, 3, 2, 1, 0.0)])
     assert made.caught_up([PartitionLag("B.heartbeats", 0, 3, 2, 1, 0.0), PartitionLag("orders", 1, 3, 3, 0, 0.0)])
-    no_hold = LagProbe(MirrorMetrics(), "A->B", "A", "B", None, {}, False, list, dict)  # type: ignore[arg-type]
+    no_hold = LagProbe(metrics=MirrorMetrics(), flow_name="A->B", source="A", target="B",
+                       admin=None, source_conf={}, read_committed=False,  # type: ignore[arg-type]
+                       planned_topics=list, positions=dict)
     assert not no_hold.caught_up([PartitionLag("heartbeats", 0, 3, 2, 1, 0.0)])
     assert no_hold.due(0.0)

@@ -69,10 +69,10 @@ def audit(
     """Compare source and target record by record over the flow's replicated offset ranges (a Spark
     batch job): missing, duplicated and differing records per partition, checksums, and whether
     each consumer group with checkpoints is safe to fail over. Exit 1 when anything differs."""
+    from mirrorspark.audit.run import run_audit
     from mirrorspark.cli.logging_setup import scrub_secrets, setup_logging
     from mirrorspark.config import load_config
     from mirrorspark.paths import default_state_dir
-    from mirrorspark.pipeline.audit import run_audit
 
     setup_logging(verbose)
     mirror = load_config(config_file(config, config_option))

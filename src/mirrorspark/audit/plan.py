@@ -1,0 +1,79 @@
+"""What the audit compares: each source partition's runs from the range log, and the part of them
+each cluster still holds.
+
+Kept apart from the job so the offset arithmetic (spans, thinned gaps, windows clipped to the log)
+is checked without Spark: a wrong span here is a wrong count there.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+from mirrorspark.offsets.ranges import OffsetRanges
+from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.state.files import StateError
+
+Key = tuple[str, int]
+Bounds = dict[Key, tuple[int, int]]  # (log start, log end) per partition that exists
+RunRow = tuple[int, int, int, bool]  # (upstream, downstream, count, exact_gap_after), as the range log keeps it
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionRuns:
+    """One source partition's runs ``(upstream, downstream, count, exact_gap_after)``, in source order."""
+
+    source_topic: str
+    remote_topic: str
+    partition: int
+    runs: tuple[RunRow, ...]
+
+    @property
+    def source_span(self) -> tuple[int, int]:
+        """``[first, end)``: first run's upstream to last run's end."""
+        return self.runs[0][0], self.runs[-1][0] + self.runs[-1][2]
+
+    @property
+    def target_span(self) -> tuple[int, int]:
+        """``[first, end)`` over every run's target offsets (runs need not be in target order)."""
+        return min(d for _, d, _, _ in self.runs), max(d + n for _, d, n, _ in self.runs)
+
+    def unknown_gaps(self) -> list[tuple[int, int, int, int]]:
+        """``(source lo, source hi, target lo, target hi)`` between runs whose history was thinned:
+        what lies there was probably copied, but which record went where is no longer known."""
+        gaps = []
+        for (u, d, n, exact), (u2, d2, _, _) in itertools.pairwise(self.runs):
+            if not exact:
+                gaps.append((u + n, u2, d + n, max(d + n, d2)))
+        return gaps
+
+    def check_disjoint(self) -> None:
+        """Two runs claiming one target offset would make every count wrong: refuse."""
+        spans = sorted((d, d + n) for _, d, n, _ in self.runs)
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            if start < end:
+                raise StateError(f"offset ranges of {self.source_topic}[{self.partition}] map two source offsets "
+                                 f"to target offset {start}: the range log is damaged, the audit cannot trust it")
+
+
+def select_partitions(ranges: OffsetRanges, selection: TopicSelection,
+                      pattern: re.Pattern | None) -> list[PartitionRuns]:
+    """The range log's partitions (``pattern`` fully matching the source or the remote topic name)."""
+    out = []
+    for topic, partition in ranges.partitions():
+        rows = ranges.rows(topic, partition)
+        remote = selection.remote_name(topic)
+        if not rows or (pattern is not None and not (pattern.fullmatch(topic) or pattern.fullmatch(remote))):
+            continue
+        plan = PartitionRuns(source_topic=topic, remote_topic=remote, partition=partition, runs=tuple(rows))
+        plan.check_disjoint()
+        out.append(plan)
+    return out
+
+
+def read_window(span: tuple[int, int], bounds: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The part of ``span`` the log still holds (None: the partition does not exist)."""
+    if bounds is None:
+        return None
+    end = max(span[0], min(span[1], bounds[1]))
+    return min(max(span[0], bounds[0]), end), end

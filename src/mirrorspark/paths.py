@@ -121,9 +121,3 @@ def default_state_dir() -> Path:
         return Path(chosen).expanduser()
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base).expanduser() / "mirrorspark"
-
-
-def legacy_state_dir() -> Path | None:
-    """``./state`` of versions before the per-user default, when it holds flows' state."""
-    old = Path.cwd() / "state"
-    return old if (old / "flows").is_dir() and old.resolve() != default_state_dir().resolve() else None

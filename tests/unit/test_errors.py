@@ -205,8 +205,7 @@ def test_the_default_state_folder_does_not_depend_on_the_working_directory(tmp_p
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     assert paths.default_state_dir() == first == tmp_path / "xdg" / "mirrorspark"
-    assert paths.legacy_state_dir() is None
     (tmp_path / "elsewhere" / "state" / "flows").mkdir(parents=True)
-    assert paths.legacy_state_dir() == tmp_path / "elsewhere" / "state"  # named in a warning by run
+    assert paths.default_state_dir() == first  # a ./state folder in the working directory is not it
     monkeypatch.setenv("MIRRORSPARK_STATE_DIR", str(tmp_path / "chosen"))
     assert paths.default_state_dir() == tmp_path / "chosen"

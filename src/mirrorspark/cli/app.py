@@ -51,7 +51,7 @@ def run(
 ) -> None:
     """Replicate every enabled flow of CONFIG until SIGINT/SIGTERM."""
     from mirrorspark.config import load_config
-    from mirrorspark.paths import default_state_dir, legacy_state_dir
+    from mirrorspark.paths import default_state_dir
     from mirrorspark.pipeline.runner import Replicator
 
     if log_format not in ("plain", "json"):
@@ -62,10 +62,6 @@ def run(
     scrub_secrets(mirror.secret_values())
     for warning in mirror.warnings:
         logging.getLogger("mirrorspark.config").warning("%s", warning)
-    if state_dir is None and (old := legacy_state_dir()) is not None:
-        logging.getLogger("mirrorspark.state").warning(
-            "%s holds state of an earlier version (its default was ./state); this run uses %s. Pass --state-dir %s "
-            "(or set MIRRORSPARK_STATE_DIR) to go on from it", old, default_state_dir(), old)
     replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve(), fresh_copy)
     replicator.install_signal_handlers()
     replicator.launch()

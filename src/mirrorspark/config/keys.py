@@ -336,6 +336,3 @@ def unsupported(name: str, value: str) -> Unsupported | None:
 MM2_NAMESPACES = ("emit.", "sync.", "refresh.", "topics", "groups", "replication.", "offset-syncs",
                   "checkpoints.", "heartbeats.", "config.properties", "use.defaults", "offset.lag", "enabled",
                   "topic.map", "mirrorspark.")
-
-# Secret detection and hiding live in one place (redaction.py); re-exported for existing callers.
-from mirrorspark.config.redaction import HIDDEN, SECRET, is_secret, redact  # noqa: E402,F401

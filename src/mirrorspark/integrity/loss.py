@@ -71,11 +71,7 @@ class LossReport:
                 f"are lost: {self.reason}")
 
     def span(self) -> Span | None:
-        if self.log:
-            return Span(self.log, self.start, self.end)
-        if self.first >= 0:  # written by an earlier version: a source range
-            return Span.source(self.topic, self.first, self.last)
-        return None
+        return Span(self.log, self.start, self.end) if self.log else None
 
 
 def uncovered(span: Span, covered: Iterable[Span]) -> int:

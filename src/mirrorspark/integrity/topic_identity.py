@@ -185,8 +185,9 @@ class TopicIdentity:
         """Refill the new remote topic from the source's log start; report what the source lost meanwhile."""
         held_from = {p: self.mapping.first_upstream(source, p) for p in written}
         source_next = self.marks.source_marks(source)
-        # Runs kept by an earlier version carry no binding: they belong to the old topic, so that
-        # the binding below starts a new mapping instead of adopting them for the new one.
+        # Runs not bound yet (written before a check bound their partition, as a takeover's can be) belong
+        # to the old topic: bound to it here, the binding to the new topic starts a new mapping instead of
+        # adopting them.
         self.mapping.bind_remote(source, f"{name}@{old}", partition_count, dict)
         found = partition_offsets(self.source, [(source, p) for p in range(partition_count)], earliest=True)
         starts = {p: o for (_, p), o in found.items()}

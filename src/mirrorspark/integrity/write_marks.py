@@ -62,7 +62,6 @@ class WriteMarks:
     """Source and target marks of one flow; ``batch``/``planned`` name the batch they include."""
 
     FILE = "write-marks.json"
-    LEGACY = "written-high-water.json"  # source marks only, written by earlier versions
 
     def __init__(self, files: StateFiles) -> None:
         self.files = files
@@ -72,21 +71,17 @@ class WriteMarks:
         self.before: dict[str, int] = {}  # target ends before batch ``batch`` wrote
         self.batch: int | None = None
         self.planned: str | None = None
-        name, text = self.FILE, files.read(self.FILE)
-        if text is not None:
-            found = _parsed(text, files, name)
-        else:
-            name, text = self.LEGACY, files.read(self.LEGACY)
-            if text is None:
-                return  # a flow that has written nothing yet
-            found = {"source_next": _parsed(text, files, name)}
+        text = files.read(self.FILE)
+        if text is None:
+            return  # a flow that has written nothing yet
+        found = _parsed(text, files, self.FILE)
         try:
             self.source_next = {k: int(v) for k, v in found.get("source_next", {}).items()}
             self.target_end = {k: int(v) for k, v in found.get("target_end", {}).items()}
             self.before = {k: int(v) for k, v in found.get("before", {}).items()}
             self.batch, self.planned = found.get("batch"), found.get("planned")
         except (ValueError, AttributeError, TypeError) as exc:
-            raise _unreadable(files, name, str(exc)) from None
+            raise _unreadable(files, self.FILE, str(exc)) from None
 
     @_locked
     def save(self) -> None:

@@ -23,13 +23,13 @@ from mirrorspark.offsets import read_twice
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.offsets.group_sync import GroupOffsetSync
-from mirrorspark.offsets.range_log import RangeLog, import_sqlite
+from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter, make_sync_producer
 from mirrorspark.plugins.loading import java_filter
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import WrittenRun
-from mirrorspark.state.files import LocalFiles, StateFiles
+from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,6 @@ class FlowOffsets:
         self._state = state
         self.range_log = RangeLog(state.child("offset-ranges"))
         self.ranges: OffsetRanges = self.range_log.load() if self.enabled else OffsetRanges()
-        if self.enabled and not self.ranges.partitions():
-            self._import_legacy(state)
         self.writer: OffsetSyncWriter | None = None
         self.checkpoints: CheckpointTask | None = None
         self.group_sync: GroupOffsetSync | None = None
@@ -71,17 +69,6 @@ class FlowOffsets:
             if flow.options.sync_group_offsets:
                 self.group_sync = GroupOffsetSync(flow.name, target, self.checkpoints.store)
         self._target = target
-
-    def _import_legacy(self, state: StateFiles) -> None:
-        """A local flow folder of an earlier version kept its ranges in SQLite: carry them over once."""
-        legacy = state.path / "offset-ranges.sqlite" if isinstance(state, LocalFiles) else None
-        if legacy is None or not legacy.is_file():
-            return
-        self.ranges = import_sqlite(legacy)
-        self.range_log.save(self.ranges, self.ranges.partitions())
-        legacy.rename(legacy.with_suffix(".sqlite.imported"))
-        log.info("flow %s: imported offset ranges of %d partition(s) from %s", self.flow.name,
-                 len(self.ranges.partitions()), legacy)
 
     def translate_back(self, remote_topic: str, partition: int, committed: int) -> tuple[str, int] | None:
         """For the reverse flow's checkpoints: a committed offset on this flow's remote topic ->

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Iterable
-from contextlib import closing
-from pathlib import Path
 
 from mirrorspark.offsets.ranges import DEFAULT_MAX_RUNS, Binding, OffsetRanges
 from mirrorspark.state.files import StateFiles
@@ -34,8 +31,8 @@ def _parse(text: str | None) -> dict | None:
     try:
         body = json.loads(text or "")
         partitions = [(str(t), int(p), [(int(u), int(d), int(n), bool(x)) for u, d, n, x in rows],
-                       Binding.from_json(bound[0] if bound else None))
-                      for t, p, rows, *bound in body["partitions"]]
+                       Binding.from_json(bound))
+                      for t, p, rows, bound in body["partitions"]]
         return {"snapshot": bool(body.get("snapshot")), "partitions": partitions}
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -97,15 +94,3 @@ class RangeLog:
                 if stem.isdigit() and int(stem) < seq:
                     self.files.delete(name)
 
-
-def import_sqlite(path: Path, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> OffsetRanges:
-    """Ranges from the SQLite file earlier versions kept in a local flow folder (table ``runs``)."""
-    ranges = OffsetRanges(max_runs_per_partition)
-    grouped: dict[tuple[str, int], list[tuple[int, int, int, bool]]] = {}
-    with closing(sqlite3.connect(path)) as db:
-        for topic, partition, u, d, n, x in db.execute("SELECT topic, partition, upstream, downstream, count, "
-                                                       "exact_gap_after FROM runs ORDER BY topic, partition, upstream"):
-            grouped.setdefault((topic, int(partition)), []).append((u, d, n, bool(x)))
-    for (topic, partition), rows in grouped.items():
-        ranges.restore(topic, partition, rows)
-    return ranges

@@ -49,7 +49,7 @@ class _Entry:
 class Binding:
     """What a partition's runs point into, and what a re-binding left to do."""
 
-    remote: str | None = None          # "<remote topic>@<topic id>", None for runs of an older version
+    remote: str | None = None          # "<remote topic>@<topic id>", None until the first binding
     floor: int | None = None           # target offset for source offsets before the first run
     reset_checkpoints: bool = False    # checkpoints emitted under the old binding must be replaced
 
@@ -57,8 +57,7 @@ class Binding:
         return {"remote": self.remote, "floor": self.floor, "reset": self.reset_checkpoints}
 
     @classmethod
-    def from_json(cls, body: dict | None) -> Binding:
-        body = body or {}
+    def from_json(cls, body: dict) -> Binding:
         floor = body.get("floor")
         return cls(body.get("remote"), None if floor is None else int(floor), bool(body.get("reset")))
 
@@ -202,7 +201,7 @@ class OffsetRanges:
             old = ranges.binding.remote
             if old == remote:
                 return False
-            if old is None:  # first binding (or runs of an older version, taken as this topic's)
+            if old is None:  # first binding: runs written before it went into this topic
                 ranges.binding.remote = remote
                 return False
             ranges.entries = []

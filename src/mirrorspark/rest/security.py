@@ -30,8 +30,6 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from mirrorspark.private_files import write_private  # noqa: F401  (re-exported: the token file)
-
 TOKEN_FILE = "rest.token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain", "ip6-localhost"})
 WILDCARDS = frozenset({"", "0.0.0.0", "::", "*"})

@@ -21,8 +21,9 @@ from prometheus_client import CollectorRegistry
 from mirrorspark.config.settings import SettingsReader
 from mirrorspark.config.values import split_list
 from mirrorspark.errors import ConfigError
+from mirrorspark.private_files import write_private
 from mirrorspark.rest.controller import Controller
-from mirrorspark.rest.security import TOKEN_FILE, AllowedHosts, generate_token, is_loopback, write_private
+from mirrorspark.rest.security import TOKEN_FILE, AllowedHosts, generate_token, is_loopback
 
 log = logging.getLogger(__name__)
 STATE_FILE = "rest.json"

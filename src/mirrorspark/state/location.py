@@ -2,7 +2,7 @@
 
 Per flow ``<location>/<source>/<target>/`` holds Spark's checkpoint (``checkpoint/``), the exact
 offset ranges (``offset-ranges/``), the clusters the state belongs to (``clusters.json``) and the
-re-copy marks (``written-high-water.json``). A plain path is a folder of this machine; a URI with
+re-copy marks (``write-marks.json``). A plain path is a folder of this machine; a URI with
 a scheme (``file:///mnt/shared/...``, ``hdfs://...``, ``s3a://...``) goes through Hadoop's file
 systems in the driver JVM, so a driver started on another machine with the same configuration
 resumes from it.

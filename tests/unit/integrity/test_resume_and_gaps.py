@@ -75,22 +75,19 @@ def test_write_marks_resume_from_the_right_batch_and_count_recopies(tmp_path):
     assert marks.batch_written(1, "line-1", [WrittenRun("r", 0, 5, 17, 10)], {"r": "t"}) == {}
 
 
-@pytest.mark.parametrize("name", [WriteMarks.FILE, WriteMarks.LEGACY])
 @pytest.mark.parametrize("damage", ["", "  \n", '{"source_next": {"t\\t0": 1', "null",
                                     '{"source_next": {"t\\t0": "x"}}'])
-def test_empty_or_damaged_write_marks_stop_the_flow_naming_the_file(tmp_path, name, damage):
+def test_empty_or_damaged_write_marks_stop_the_flow_naming_the_file(tmp_path, damage):
     # A zero-length write-marks.json (a power loss) read as "no marks" would re-send an interrupted batch
     # whole, uncounted: refused instead, naming the file.
-    (tmp_path / name).write_text(damage)
-    with pytest.raises(StateError, match=re.escape(f"{tmp_path}/{name} is unreadable")):
+    (tmp_path / WriteMarks.FILE).write_text(damage)
+    with pytest.raises(StateError, match=re.escape(f"{tmp_path}/{WriteMarks.FILE} is unreadable")):
         WriteMarks(LocalFiles(tmp_path))
 
 
 def test_no_write_marks_yet_is_no_marks(tmp_path):
     marks = WriteMarks(LocalFiles(tmp_path))
     assert (marks.source_next, marks.target_end, marks.batch) == ({}, {}, None)
-    (tmp_path / WriteMarks.LEGACY).write_text('{"t\\t0": 4}')
-    assert WriteMarks(LocalFiles(tmp_path)).source_marks("t") == {0: 4}
 
 
 def test_an_interrupted_batch_tells_the_sink_what_the_earlier_attempt_wrote(tmp_path, caplog):

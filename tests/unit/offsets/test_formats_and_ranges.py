@@ -102,18 +102,6 @@ def test_range_log_round_trip(tmp_path):
     assert loaded.translate("t", 0, 11) == 10
 
 
-def test_sqlite_ranges_of_earlier_versions_import(tmp_path):
-    import sqlite3
-    db = sqlite3.connect(tmp_path / "offset-ranges.sqlite")
-    db.execute("CREATE TABLE runs (topic TEXT, partition INTEGER, upstream INTEGER, downstream INTEGER, "
-               "count INTEGER, exact_gap_after INTEGER)")
-    db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)", [("t", 0, 12, 10, 5, 1), ("t", 0, 0, 0, 10, 1)])
-    db.commit()
-    db.close()
-    ranges = range_log.import_sqlite(tmp_path / "offset-ranges.sqlite")
-    assert ranges.rows("t", 0) == [(0, 0, 10, True), (12, 10, 5, True)] and ranges.translate("t", 0, 11) == 10
-
-
 def test_range_log_replays_batches_and_snapshots_bound_the_files(tmp_path, monkeypatch):
     monkeypatch.setattr(range_log, "SNAPSHOT_EVERY", 5)
     files = LocalFiles(tmp_path / "offset-ranges")
@@ -223,12 +211,6 @@ def test_truncated_remote_partition_cuts_the_runs_at_its_new_end():
     assert ranges.translate("t", 0, 299, "A.t@id1") == 150  # never past the end that is left
     assert ranges.translate("t", 0, 220, "A.t@id1") == 120
     assert ranges.binding("t", 0).reset_checkpoints
-
-
-def test_range_log_reads_files_written_before_bindings(tmp_path):
-    (tmp_path / f"{0:020d}.json").write_text('{"snapshot":false,"partitions":[["t",0,[[0,0,10,true]]]]}')
-    loaded = RangeLog(LocalFiles(tmp_path)).load()
-    assert loaded.translate("t", 0, 5) == 5 and loaded.binding("t", 0).remote is None
 
 
 def test_invalid_utf8_in_an_internal_record_is_a_format_error_and_is_skipped_counted(caplog):

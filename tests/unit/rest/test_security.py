@@ -16,9 +16,10 @@ from prometheus_client import CollectorRegistry
 
 from mirrorspark.errors import ConfigError
 from mirrorspark.pipeline.rest_controller import TranslationCache
+from mirrorspark.private_files import write_private
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow
-from mirrorspark.rest.security import AllowedHosts, TokenBucket, write_private
+from mirrorspark.rest.security import AllowedHosts, TokenBucket
 from mirrorspark.rest.server import RestServer, RestSettings
 
 TOKEN = "s3cret-token-value"

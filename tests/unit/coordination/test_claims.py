@@ -12,7 +12,6 @@ from mirrorspark.pipeline.flow_seat import FlowSeat
 from mirrorspark.state.files import LocalFiles
 
 FLOW = "a->b"
-OLD_FIELDS = {"flow", "instance", "host", "pid", "state", "at"}  # a claim as instances before lease groups wrote it
 
 
 class ClaimsTopic:
@@ -29,11 +28,6 @@ class ClaimsTopic:
     def send_all(self, producer, topic, records, what, timeout=30.0, timestamp=None):
         assert topic == claims.LEASE_TOPIC
         self.records.extend(records)
-
-    def legacy(self, instance: str) -> None:
-        """A claim written by an instance that keyed claims by the flow's name only."""
-        value = {"flow": FLOW, "instance": instance, "host": "old-host", "pid": 7, "state": "/old", "at": 1.0}
-        self.records.append((FLOW.encode(), json.dumps(value).encode()))
 
 
 @pytest.fixture
@@ -96,32 +90,3 @@ def test_the_default_group_is_one_deployment_too(topic, tmp_path):
     first.activate()
     second.activate()
     assert _intact(first) and not _intact(second)
-
-
-def test_a_claim_in_the_older_format_is_understood_as_before(topic, tmp_path):
-    topic.legacy("someone-else")  # which deployment wrote it is not known: its state may be out of date
-    seat = _seat(_state_dir(tmp_path / "me"), "me", "g")
-    seat.activate()
-    assert not _intact(seat)
-    again = _seat(_state_dir(tmp_path / "me"), "me", "g")
-    again.activate()  # its own claim, newer than the old one, decides from now on
-    assert _intact(again)
-
-
-def test_an_older_claim_written_after_this_deployment_claimed_the_flow_is_heeded(topic, tmp_path):
-    # During a rolling upgrade an instance not yet upgraded takes the flow over after this one.
-    seat = _seat(_state_dir(tmp_path / "me"), "me", "g")
-    seat.activate()
-    topic.legacy("not-upgraded")
-    seat.activate()
-    assert not _intact(seat)
-
-
-def test_instances_not_yet_upgraded_still_read_every_claim(topic, tmp_path):
-    _seat(_state_dir(tmp_path / "me"), "me", "g").activate()
-    by_name = [json.loads(value) for key, value in topic.records if key == FLOW.encode()]
-    assert by_name and set(by_name[-1]) == OLD_FIELDS and by_name[-1]["instance"] == "me"
-    # ... and that copy under the flow's name does not stand for a claim of another deployment
-    other = _seat(_state_dir(tmp_path / "other"), "other", "h")
-    other.activate()
-    assert _intact(other)

@@ -19,7 +19,7 @@ def _folder_with_state(tmp_path) -> LocalFiles:
 
 
 def _claim(instance: str) -> Claim:
-    return Claim("a->b", instance, "host", 1, "/elsewhere", 0.0)
+    return Claim("a->b", instance, "host", 1, "/elsewhere", 0.0, "mirrorspark.a->b")
 
 
 def test_state_is_kept_when_this_instance_claimed_the_flow_last_or_nobody_did(tmp_path):

@@ -125,7 +125,7 @@ class Writers:
 
 
 def runs_total(drained: str) -> int:
-    return sum(run.count for run in parse_report(runs=drained).runs)
+    return sum(row.run.count for row in parse_report(runs=drained).runs)
 
 
 def timed(fn) -> tuple[float, int]:

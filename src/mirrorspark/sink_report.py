@@ -36,33 +36,36 @@ does not parse means the jar and this package disagree: :class:`BatchReportError
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from mirrorspark.errors import OperationalError
-
-Partition = tuple[str, int]
+from mirrorspark.partition import OffsetRun, Partition
 
 
 class BatchReportError(OperationalError):
     """A line drained from the JVM sink is not in the format this package reads."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WrittenRun:
-    """One line of ``OffsetRuns.drain``: a run of records written in order, or a break (count 0)."""
+    """One line of ``OffsetRuns.drain``: a run of records written in order into a remote partition,
+    or a break (count 0)."""
 
     topic: str
     partition: int
-    upstream: int
-    downstream: int
-    count: int
+    run: OffsetRun
+
+    @classmethod
+    def of(cls, topic: str, partition: int, upstream: int, downstream: int, count: int) -> WrittenRun:
+        """The row from the line's fields, in their order."""
+        return cls(topic, partition, OffsetRun(upstream, downstream, count))
 
     @property
     def written(self) -> bool:
         """False for the marker of a failed write (the next run does not continue the previous one)."""
-        return self.count > 0
+        return self.run.count > 0
 
 
 @dataclass(frozen=True)
@@ -129,19 +132,19 @@ class BatchReport:
     def first_written(self) -> dict[Partition, int]:
         """Per remote partition, the lowest source offset written in this batch."""
         first: dict[Partition, int] = {}
-        for run in self.runs:
-            key = (run.topic, run.partition)
-            if run.written and run.upstream < first.get(key, run.upstream + 1):
-                first[key] = run.upstream
+        for row in self.runs:
+            key = (row.topic, row.partition)
+            upstream = row.run.upstream
+            if row.written and upstream < first.get(key, upstream + 1):
+                first[key] = upstream
         return first
 
 
 Row = TypeVar("Row", WrittenRun, PartitionStats, ResumedPartition)
 
 
-def _rows(text: str, row: type[Row], store: str) -> tuple[Row, ...]:
-    """TAB lines of ``store``: a topic, then integers, one per remaining field of ``row``."""
-    width = len(fields(row))
+def _rows(text: str, row: Callable[..., Row], width: int, store: str) -> tuple[Row, ...]:
+    """TAB lines of ``store``: ``width`` fields, a topic then integers, given to ``row`` in their order."""
     out = []
     for line in text.splitlines():
         topic, *numbers = line.split("\t")
@@ -158,9 +161,9 @@ def _rows(text: str, row: type[Row], store: str) -> tuple[Row, ...]:
 def parse_report(runs: str = "", stats: str = "", resumed: str = "", executors: str = "") -> BatchReport:
     """The typed report from the texts of ``OffsetRuns.drain``, ``FlowStats.drain``,
     ``WrittenBatches.drainResumed`` and ``WrittenBatches.drainExecutors``."""
-    return BatchReport(_rows(runs, WrittenRun, "OffsetRuns.drain"),
-                       _rows(stats, PartitionStats, "FlowStats.drain"),
-                       _rows(resumed, ResumedPartition, "WrittenBatches.drainResumed"),
+    return BatchReport(_rows(runs, WrittenRun.of, 2 + len(fields(OffsetRun)), "OffsetRuns.drain"),
+                       _rows(stats, PartitionStats, len(fields(PartitionStats)), "FlowStats.drain"),
+                       _rows(resumed, ResumedPartition, len(fields(ResumedPartition)), "WrittenBatches.drainResumed"),
                        frozenset(filter(None, executors.split(","))))
 
 

@@ -15,9 +15,16 @@ from test_topologies_and_topics import wait_until
 from mirrorspark.control.admin import admin_client
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.offsets.range_log import RangeLog
+from mirrorspark.offsets.ranges import RangeRow
+from mirrorspark.partition import OffsetRun
 from mirrorspark.state.files import LocalFiles
 
 FLOW = "primary->backup"
+
+
+def row(upstream: int, downstream: int, count: int, exact_gap_after: bool) -> RangeRow:
+    """A run as the range log keeps it."""
+    return RangeRow(OffsetRun(upstream, downstream, count), exact_gap_after)
 
 
 def numbered(first: int, n: int, tag: str, partition: int | None = None) -> list[dict]:
@@ -100,11 +107,11 @@ def test_audit_clean_copy_then_exact_counts_of_a_tampered_target(clusters, uniqu
     folder = state / "flows" / "primary" / "backup"
     ranges_log = RangeLog(LocalFiles(folder / "offset-ranges"))
     ranges = ranges_log.load()
-    assert ranges.rows(topic, 0) == [(0, 0, 150, True)]
-    assert ranges.rows(topic, 1) == [(0, 0, 150, True), (150, 151, 1, True)]
-    ranges.restore(topic, 0, [(0, 0, 151, True)])
+    assert ranges.rows(topic, 0) == [row(0, 0, 150, True)]
+    assert ranges.rows(topic, 1) == [row(0, 0, 150, True), row(150, 151, 1, True)]
+    ranges.restore(topic, 0, [row(0, 0, 151, True)])
     # unverified (partition 1): history thinned as after too many runs (run 50..99 forgotten)
-    ranges.restore(topic, 1, [(0, 0, 50, False), (100, 100, 50, True), (150, 151, 1, True)])
+    ranges.restore(topic, 1, [row(0, 0, 50, False), row(100, 100, 50, True), row(150, 151, 1, True)])
     ranges_log.save(ranges, [(topic, 0), (topic, 1)])
 
     # missing: the first 5 records of remote partition 0 deleted

@@ -24,8 +24,8 @@ def test_every_store_becomes_typed_rows():
         stats="A.t\t0\t5\t50\t1\t9\t20\t2\t8\t25\t4\n",
         resumed="A.t\t1\t6\t2\n",
         executors="1,driver,2")
-    assert report.runs == (WrittenRun("A.t", 0, 10, 100, 5), WrittenRun("-1", 0, -1, -1, 0),
-                           WrittenRun("A.t", 1, 3, 7, 2))
+    assert report.runs == (WrittenRun.of("A.t", 0, 10, 100, 5), WrittenRun.of("-1", 0, -1, -1, 0),
+                           WrittenRun.of("A.t", 1, 3, 7, 2))
     assert [run.written for run in report.runs] == [True, False, True]
     assert report.stats == (PartitionStats("A.t", 0, count=5, bytes=50, age_min=1, age_max=9, age_sum=20,
                                            latency_min=2, latency_max=8, latency_sum=25, timed=4),)
@@ -86,7 +86,7 @@ def test_the_written_rows_and_the_figures_are_drained_apart():
                 drainExecutors = staticmethod(store("executors", "7"))
 
     written = drain_written(Jvm, "A->B")
-    assert written == BatchReport(runs=(WrittenRun("r", 0, 1, 2, 3),), executors=frozenset({"7"}))
+    assert written == BatchReport(runs=(WrittenRun.of("r", 0, 1, 2, 3),), executors=frozenset({"7"}))
     assert sorted(calls) == [("executors", "A->B"), ("runs", "A->B")]  # figures stay until the bookkeeping is done
     figures = drain_figures(Jvm, "A->B")
     assert not figures.runs and [s.count for s in figures.stats] == [5]

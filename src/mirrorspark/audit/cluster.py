@@ -11,13 +11,14 @@ from collections.abc import Collection, Iterable
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.audit.plan import Bounds, Key
+from mirrorspark.audit.plan import Bounds
 from mirrorspark.control.admin import partition_offsets
+from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
 
 
-def log_bounds(admin: AdminClient, keys: Iterable[Key], isolation: IsolationLevel) -> Bounds:
+def log_bounds(admin: AdminClient, keys: Iterable[Partition], isolation: IsolationLevel) -> Bounds:
     """(log start, log end) of each partition that exists (end: the last stable offset when
     ``isolation`` is read_committed, as the flow reads)."""
     metadata = admin.list_topics(timeout=30).topics
@@ -33,12 +34,12 @@ def log_bounds(admin: AdminClient, keys: Iterable[Key], isolation: IsolationLeve
 
 
 def group_commits(admin: AdminClient, groups: Iterable[str], *, topics: Collection[str],
-                  alias: str) -> dict[str, dict[Key, int] | None]:
+                  alias: str) -> dict[str, dict[Partition, int] | None]:
     """Each group's committed offsets on the source in ``topics``; None for a group whose offsets
     could not be read (its verdict then says so, rather than the whole audit failing)."""
     from mirrorspark.offsets.group_sync import committed_offsets
 
-    committed: dict[str, dict[Key, int] | None] = {}
+    committed: dict[str, dict[Partition, int] | None] = {}
     for group in groups:
         try:
             committed[group] = {k: v for k, v in committed_offsets(admin, group).items() if k[0] in topics}
@@ -48,8 +49,8 @@ def group_commits(admin: AdminClient, groups: Iterable[str], *, topics: Collecti
     return committed
 
 
-def source_ends(admin: AdminClient, committed: dict[str, dict[Key, int] | None], bounds: Bounds,
-                isolation: IsolationLevel) -> dict[Key, int]:
+def source_ends(admin: AdminClient, committed: dict[str, dict[Partition, int] | None], bounds: Bounds,
+                isolation: IsolationLevel) -> dict[Partition, int]:
     """End offsets of the audited partitions and of the other partitions of the audited topics a
     group committed in (its lag counts all it reads there), asking the cluster only for those."""
     wanted = {key for offsets in committed.values() if offsets for key in offsets} - set(bounds)

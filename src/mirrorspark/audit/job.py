@@ -11,9 +11,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from mirrorspark.audit.plan import Bounds, Key, PartitionRuns, read_window
+from mirrorspark.audit.plan import Bounds, PartitionRuns, read_window
 from mirrorspark.audit.report import COUNTS, PartitionAudit
 from mirrorspark.errors import OperationalError
+from mirrorspark.partition import Partition
 from mirrorspark.pipeline.record_columns import PATH_HEADER
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def spark_call(what: str, call: Callable[[], T]) -> T:
 
 
 def kafka_read(spark: SparkSession, options: Mapping[str, str],
-               windows: Mapping[Key, tuple[int, int]]) -> DataFrame | None:
+               windows: Mapping[Partition, tuple[int, int]]) -> DataFrame | None:
     """A batch DataFrame of exactly ``windows`` ([start, end) per partition), or None when empty."""
     windows = {k: w for k, w in windows.items() if w[1] > w[0]}
     if not windows:
@@ -139,7 +140,7 @@ def _map_to_source(spark: SparkSession, target: DataFrame, plans: list[Partition
     from pyspark.sql import functions as F
 
     runs = spark.createDataFrame(
-        [(p.remote_topic, p.partition, u, d, n) for p in plans for u, d, n, _ in p.runs],
+        [(p.remote_topic, p.partition, r.run.upstream, r.run.downstream, r.run.count) for p in plans for r in p.runs],
         "r_topic string, r_part int, r_up long, r_down long, r_count long")
     offset = target["offset"]  # by name: DataFrame.offset is a method
     on = ((target["topic"] == runs["r_topic"]) & (target["partition"] == runs["r_part"]) & (offset >= runs["r_down"])

@@ -10,46 +10,47 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from mirrorspark.offsets.ranges import OffsetRanges
+from mirrorspark.offsets.ranges import OffsetRanges, RangeRow
+from mirrorspark.partition import Partition
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateError
 
-Key = tuple[str, int]
-Bounds = dict[Key, tuple[int, int]]  # (log start, log end) per partition that exists
-RunRow = tuple[int, int, int, bool]  # (upstream, downstream, count, exact_gap_after), as the range log keeps it
+Bounds = dict[Partition, tuple[int, int]]  # (log start, log end) per partition that exists
 
 
 @dataclass(frozen=True, kw_only=True)
 class PartitionRuns:
-    """One source partition's runs ``(upstream, downstream, count, exact_gap_after)``, in source order."""
+    """One source partition's runs, in source order, as the range log keeps them."""
 
     source_topic: str
     remote_topic: str
     partition: int
-    runs: tuple[RunRow, ...]
+    runs: tuple[RangeRow, ...]
 
     @property
     def source_span(self) -> tuple[int, int]:
         """``[first, end)``: first run's upstream to last run's end."""
-        return self.runs[0][0], self.runs[-1][0] + self.runs[-1][2]
+        return self.runs[0].run.upstream, self.runs[-1].run.upstream_end
 
     @property
     def target_span(self) -> tuple[int, int]:
         """``[first, end)`` over every run's target offsets (runs need not be in target order)."""
-        return min(d for _, d, _, _ in self.runs), max(d + n for _, d, n, _ in self.runs)
+        return min(r.run.downstream for r in self.runs), max(r.run.downstream_end for r in self.runs)
 
     def unknown_gaps(self) -> list[tuple[int, int, int, int]]:
         """``(source lo, source hi, target lo, target hi)`` between runs whose history was thinned:
         what lies there was probably copied, but which record went where is no longer known."""
         gaps = []
-        for (u, d, n, exact), (u2, d2, _, _) in itertools.pairwise(self.runs):
-            if not exact:
-                gaps.append((u + n, u2, d + n, max(d + n, d2)))
+        for row, following in itertools.pairwise(self.runs):
+            if not row.exact_gap_after:
+                run, next_run = row.run, following.run
+                gaps.append((run.upstream_end, next_run.upstream, run.downstream_end,
+                             max(run.downstream_end, next_run.downstream)))
         return gaps
 
     def check_disjoint(self) -> None:
         """Two runs claiming one target offset would make every count wrong: refuse."""
-        spans = sorted((d, d + n) for _, d, n, _ in self.runs)
+        spans = sorted((r.run.downstream, r.run.downstream_end) for r in self.runs)
         for (_, end), (start, _) in itertools.pairwise(spans):
             if start < end:
                 raise StateError(f"offset ranges of {self.source_topic}[{self.partition}] map two source offsets "

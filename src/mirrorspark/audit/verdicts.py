@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mirrorspark.audit.plan import Bounds, Key, PartitionRuns
+from mirrorspark.audit.plan import Bounds, PartitionRuns
 from mirrorspark.audit.report import PROBLEMS, PartitionAudit
 from mirrorspark.integrity.failover_verdict import GroupVerdict, Stamped, assess
 from mirrorspark.integrity.loss import LossReport
+from mirrorspark.partition import Partition
 
 
 def checkpointed_groups(plans: Sequence[PartitionRuns], checkpoints: Sequence[Stamped]) -> list[str]:
@@ -32,8 +33,8 @@ def problems_by_topic(partitions: Sequence[PartitionAudit]) -> dict[str, dict[st
 
 
 def group_verdicts(*, source_alias: str, plans: Sequence[PartitionRuns], partitions: Sequence[PartitionAudit],
-                   checkpoints: Sequence[Stamped], committed: Mapping[str, Mapping[Key, int] | None],
-                   ends: Mapping[Key, int], losses: Sequence[LossReport], interval: float,
+                   checkpoints: Sequence[Stamped], committed: Mapping[str, Mapping[Partition, int] | None],
+                   ends: Mapping[Partition, int], losses: Sequence[LossReport], interval: float,
                    now: float | None = None) -> list[GroupVerdict]:
     """One verdict per group of ``committed`` (its offsets on the source, None: unreadable), in its
     order; ``ends`` are the source's end offsets, ``interval`` the flow's checkpoint interval."""

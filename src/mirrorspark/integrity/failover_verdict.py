@@ -19,10 +19,10 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.formats import Checkpoint
 from mirrorspark.integrity.loss import LossReport
 from mirrorspark.offsets.checkpoint_store import decode_checkpoints
+from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
 Stamped = tuple[Checkpoint, int]  # a checkpoint and its record's timestamp (ms): when it was emitted
 
 
@@ -74,8 +74,9 @@ def latest_checkpoints(topic: str, records: Iterable[tuple[bytes | None, bytes |
 
 
 def assess(group: str, source_alias: str, checkpoints: Sequence[Stamped], source_of: Mapping[str, str],
-           committed: Mapping[Key, int] | None, ends: Mapping[Key, int], replicated: Mapping[Key, int],
-           problems: Mapping[str, Mapping[str, int]], losses: Sequence[LossReport], interval: float,
+           committed: Mapping[Partition, int] | None, ends: Mapping[Partition, int],
+           replicated: Mapping[Partition, int], problems: Mapping[str, Mapping[str, int]],
+           losses: Sequence[LossReport], interval: float,
            now: float | None = None) -> GroupVerdict:
     """The verdict for ``group``: ``checkpoints`` are its own (remote topics, ``source_of`` maps them
     back), ``committed`` its offsets on the source (None: unreadable), ``ends`` the source's end
@@ -92,12 +93,12 @@ def assess(group: str, source_alias: str, checkpoints: Sequence[Stamped], source
     ))
 
 
-def _names(keys: Sequence[Key]) -> str:
+def _names(keys: Sequence[Partition]) -> str:
     shown = ", ".join(f"{t}[{p}]" for t, p in keys[:3])
     return shown + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
 
 
-def _checkpoint_reason(source: str, by_source: Mapping[Key, Stamped], committed: Mapping[Key, int] | None,
+def _checkpoint_reason(source: str, by_source: Mapping[Partition, Stamped], committed: Mapping[Partition, int] | None,
                        interval: float, now: float) -> Reason:
     newest = max((ts for _, ts in by_source.values()), default=None)
     text = f"checkpoints: {len(by_source)} partition(s)"
@@ -120,8 +121,8 @@ def _checkpoint_reason(source: str, by_source: Mapping[Key, Stamped], committed:
     return Reason(False, text)
 
 
-def _lag_reason(source: str, committed: Mapping[Key, int] | None, ends: Mapping[Key, int],
-                replicated: Mapping[Key, int]) -> Reason:
+def _lag_reason(source: str, committed: Mapping[Partition, int] | None, ends: Mapping[Partition, int],
+                replicated: Mapping[Partition, int]) -> Reason:
     if committed is None:
         return Reason(False, f"lag on {source}: unknown (the group's commits could not be read)")
     lag = sum(max(0, ends[k] - offset) for k, offset in committed.items() if k in ends)

@@ -13,10 +13,9 @@ import json
 import threading
 from collections.abc import Iterable, Mapping
 
+from mirrorspark.partition import Partition
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import StateError, StateFiles
-
-Partition = tuple[str, int]
 
 
 def _locked(method):
@@ -127,18 +126,19 @@ class WriteMarks:
         if not folded:
             self.before = dict(self.target_end)
         again: dict[Partition, int] = {}
-        for run in runs:
-            if not run.written:
+        for row in runs:
+            if not row.written:
                 continue
-            remote = (run.topic, run.partition)
-            key = _key(source_of.get(run.topic, run.topic), run.partition)
+            remote = (row.topic, row.partition)
+            key = _key(source_of.get(row.topic, row.topic), row.partition)
+            run = row.run
             mark = self.source_next.get(key, 0)
-            repeated = max(0, min(run.upstream + run.count, mark) - run.upstream)
+            repeated = max(0, min(run.upstream_end, mark) - run.upstream)
             if repeated and not folded:  # a folded batch's re-run counts its re-copies in the sink
                 again[remote] = again.get(remote, 0) + repeated
-            self.source_next[key] = max(mark, run.upstream + run.count)
+            self.source_next[key] = max(mark, run.upstream_end)
             target = _key(*remote)
-            self.target_end[target] = max(self.target_end.get(target, 0), run.downstream + run.count)
+            self.target_end[target] = max(self.target_end.get(target, 0), run.downstream_end)
         self.batch, self.planned = batch_id, planned
         self.save()
         return again

@@ -26,6 +26,7 @@ from mirrorspark.offsets.group_sync import GroupOffsetSync
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter, make_sync_producer
+from mirrorspark.partition import Partition
 from mirrorspark.plugins.loading import java_filter
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import WrittenRun
@@ -135,19 +136,19 @@ class FlowOffsets:
     def first_upstream(self, topic: str, partition: int) -> int | None:
         """The first source offset the current mapping knows was written (None: no runs)."""
         rows = self.ranges.rows(topic, partition) if self.enabled else []
-        return rows[0][0] if rows else None
+        return rows[0].run.upstream if rows else None
 
-    def pending_checkpoint_resets(self) -> set[tuple[str, int]]:
+    def pending_checkpoint_resets(self) -> set[Partition]:
         """(source topic, partition) whose checkpoints still point into a previous remote topic."""
         return {key for key in self.ranges.partitions() if self.ranges.binding(*key).reset_checkpoints}
 
-    def checkpoint_resets_done(self, done: set[tuple[str, int]]) -> None:
+    def checkpoint_resets_done(self, done: set[Partition]) -> None:
         for topic, partition in done:
             self.ranges.checkpoints_reset(topic, partition)
         if done:
             self.range_log.save(self.ranges, done)
 
-    def _save(self, partitions: set[tuple[str, int]]) -> None:
+    def _save(self, partitions: set[Partition]) -> None:
         self.range_log.save(self.ranges, partitions)
 
     def check_replication_factors(self) -> None:

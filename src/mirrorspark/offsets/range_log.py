@@ -14,7 +14,8 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from mirrorspark.offsets.ranges import DEFAULT_MAX_RUNS, Binding, OffsetRanges
+from mirrorspark.offsets.ranges import DEFAULT_MAX_RUNS, Binding, OffsetRanges, RangeRow
+from mirrorspark.partition import OffsetRun, Partition
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -26,12 +27,21 @@ def _name(seq: int) -> str:
     return f"{seq:020d}.json"
 
 
+def _row(fields: list) -> RangeRow:
+    upstream, downstream, count, exact = fields
+    return RangeRow(OffsetRun(int(upstream), int(downstream), int(count)), bool(exact))
+
+
+def _fields(row: RangeRow) -> list:
+    """A run as a file keeps it: ``[upstream, downstream, count, exact gap after]``."""
+    return [row.run.upstream, row.run.downstream, row.run.count, row.exact_gap_after]
+
+
 def _parse(text: str | None) -> dict | None:
     """A range-log file's body, or None when it is missing or not what ``save`` writes."""
     try:
         body = json.loads(text or "")
-        partitions = [(str(t), int(p), [(int(u), int(d), int(n), bool(x)) for u, d, n, x in rows],
-                       Binding.from_json(bound))
+        partitions = [(str(t), int(p), [_row(fields) for fields in rows], Binding.from_json(bound))
                       for t, p, rows, bound in body["partitions"]]
         return {"snapshot": bool(body.get("snapshot")), "partitions": partitions}
     except (ValueError, TypeError, KeyError, AttributeError):
@@ -70,18 +80,18 @@ class RangeLog:
             self._since_snapshot = len(entries) - start
         return ranges
 
-    def save(self, ranges: OffsetRanges, partitions: Iterable[tuple[str, int]]) -> None:
+    def save(self, ranges: OffsetRanges, partitions: Iterable[Partition]) -> None:
         """The rows of ``partitions``; every SNAPSHOT_EVERY saves, all of them, and older files go.
         Saves are serialised, and each reads the rows under the lock, so a later file never holds
         older rows than an earlier one."""
         with self._lock:
             self._save(ranges, partitions)
 
-    def _save(self, ranges: OffsetRanges, partitions: Iterable[tuple[str, int]]) -> None:
+    def _save(self, ranges: OffsetRanges, partitions: Iterable[Partition]) -> None:
         snapshot = self._since_snapshot >= SNAPSHOT_EVERY
         chosen = ranges.partitions() if snapshot else sorted(set(partitions))
         body = {"snapshot": snapshot,
-                "partitions": [[t, p, [list(r) for r in ranges.rows(t, p)], ranges.binding(t, p).as_json()]
+                "partitions": [[t, p, [_fields(r) for r in ranges.rows(t, p)], ranges.binding(t, p).as_json()]
                                for t, p in chosen]}
         seq = self._next
         self.files.write(_name(seq), json.dumps(body, separators=(",", ":")))

@@ -1,14 +1,14 @@
 """The exact source -> target offset mapping of a flow, built from runs the writer reported.
 
-A run ``(upstream, downstream, count)`` says source offsets ``upstream .. upstream+count-1`` were
-written, in order, at target offsets ``downstream .. downstream+count-1`` of the same partition.
+An :class:`~mirrorspark.partition.OffsetRun` says source offsets ``upstream .. upstream+count-1``
+were written, in order, at target offsets ``downstream .. downstream+count-1`` of the same partition.
 A contiguous partition is one run however long it grows, so the mapping stays small; gaps
-(compaction, transaction markers, re-writes after a restart) start new runs. Each stored run knows
-whether the gap after it is *exact* (those source offsets hold no records) or unknown (history
-thinned to bound memory, or records the writer could not pair: a break): translation is exact in
-the first case and falls back to MM2's "one past the last known record" in the second, so it is
-never ahead and never skips a record. The last run's flag says whether the gap after it, to a run a
-later batch reports, is still exact (False once a break ended its batch).
+(compaction, transaction markers, re-writes after a restart) start new runs. Each stored run (a
+:class:`RangeRow`) knows whether the gap after it is *exact* (those source offsets hold no records)
+or unknown (history thinned to bound memory, or records the writer could not pair: a break):
+translation is exact in the first case and falls back to MM2's "one past the last known record" in
+the second, so it is never ahead and never skips a record. The last run's flag says whether the gap
+after it, to a run a later batch reports, is still exact (False once a break ended its batch).
 
 A partition's runs are bound to the remote topic they were written to (its name and topic id).
 When the remote topic changes (deleted and re-created, renamed by ``topic.map`` or the policy),
@@ -22,27 +22,25 @@ import bisect
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
+
+from mirrorspark.partition import OffsetRun, Partition
 
 DEFAULT_MAX_RUNS = 256
 
 
-@dataclass(frozen=True)
-class Run:
-    upstream: int
-    downstream: int
-    count: int
+@dataclass(frozen=True, slots=True)
+class RangeRow:
+    """A stored run, and whether the gap after it is exact: the source offsets between its end and the
+    next run's start hold no records (compaction, transaction markers), so the next run's start is
+    where a consumer there resumes. The range log keeps it as ``[upstream, downstream, count, exact]``."""
 
-
-@dataclass
-class _Entry:
-    upstream: int
-    downstream: int
-    count: int
+    run: OffsetRun
     exact_gap_after: bool = True
 
-    @property
-    def upstream_end(self) -> int:
-        return self.upstream + self.count
+
+_UPSTREAM = attrgetter("run.upstream")
+_DOWNSTREAM = attrgetter("run.downstream")
 
 
 @dataclass
@@ -64,60 +62,64 @@ class Binding:
 
 class _PartitionRanges:
     def __init__(self, max_runs: int) -> None:
-        self.entries: list[_Entry] = []
+        self.rows: list[RangeRow] = []
         self.max_runs = max_runs
         self.binding = Binding()
 
-    def add(self, run: Run, contiguous_with_previous: bool) -> None:
-        entries = self.entries
+    def add(self, run: OffsetRun, contiguous_with_previous: bool) -> None:
+        rows = self.rows
         # A re-write (a batch re-run after a restart, a re-created source topic): newest wins.
-        while entries and entries[-1].upstream >= run.upstream:
-            entries.pop()
-        if entries:
-            last = entries[-1]
+        while rows and rows[-1].run.upstream >= run.upstream:
+            rows.pop()
+        if rows:
+            previous = rows[-1]
+            last = previous.run
             if last.upstream_end > run.upstream:
-                last.count = run.upstream - last.upstream
+                last = OffsetRun(last.upstream, last.downstream, run.upstream - last.upstream)
             if (contiguous_with_previous and last.upstream_end == run.upstream
-                    and last.downstream + last.count == run.downstream):
-                last.count += run.count
-                last.exact_gap_after = True  # a new tail: nothing is known after it yet
+                    and last.downstream_end == run.downstream):
+                # A new tail: nothing is known after it yet.
+                rows[-1] = RangeRow(OffsetRun(last.upstream, last.downstream, last.count + run.count))
                 return
             # The last run's gap may be known inexact already (a break ended the batch that wrote it).
-            last.exact_gap_after = last.exact_gap_after and contiguous_with_previous
-        entries.append(_Entry(run.upstream, run.downstream, run.count))
-        if len(entries) > self.max_runs:
+            exact = previous.exact_gap_after and contiguous_with_previous
+            if last is not previous.run or exact != previous.exact_gap_after:  # rows are immutable: replaced
+                rows[-1] = RangeRow(last, exact)
+        rows.append(RangeRow(run))
+        if len(rows) > self.max_runs:
             self._thin()
 
     def break_after_last(self) -> None:
         """Records the writer could not pair follow the last run: whatever run comes next, the gap
         before it holds records on the target, so translation in it stays behind them."""
-        if self.entries:
-            self.entries[-1].exact_gap_after = False
+        if self.rows:
+            self.rows[-1] = RangeRow(self.rows[-1].run, exact_gap_after=False)
 
     def _thin(self) -> None:
         """Drop every second run of the older half; their predecessors' gaps become unknown."""
-        half = len(self.entries) // 2
-        kept: list[_Entry] = []
-        for index, entry in enumerate(self.entries):
+        half = len(self.rows) // 2
+        kept: list[RangeRow] = []
+        for index, row in enumerate(self.rows):
             if index < half and index % 2 == 1:
-                kept[-1].exact_gap_after = False
+                kept[-1] = RangeRow(kept[-1].run, exact_gap_after=False)
                 continue
-            kept.append(entry)
-        self.entries = kept
+            kept.append(row)
+        self.rows = kept
 
     def translate(self, committed: int) -> int | None:
-        entries = self.entries
-        index = bisect.bisect_right([e.upstream for e in entries], committed) - 1
+        rows = self.rows
+        index = bisect.bisect_right(rows, committed, key=_UPSTREAM) - 1
         if index < 0:
             # Before anything replicated: MM2 emits no checkpoint either. After a re-binding the
             # new remote topic's start is safe: everything in it came after the consumer's position.
             return self.binding.floor
-        entry = entries[index]
-        if committed < entry.upstream_end:
-            return entry.downstream + (committed - entry.upstream)
-        if entry.exact_gap_after and index + 1 < len(entries):
-            return entries[index + 1].downstream
-        return entry.downstream + entry.count
+        row = rows[index]
+        run = row.run
+        if committed < run.upstream_end:
+            return run.downstream + (committed - run.upstream)
+        if row.exact_gap_after and index + 1 < len(rows):
+            return rows[index + 1].run.downstream
+        return run.downstream_end
 
     def inverse(self, committed_downstream: int) -> int | None:
         """Source offset to resume at for a consumer that read the target up to ``committed_downstream``.
@@ -125,44 +127,45 @@ class _PartitionRanges:
         Inside a run it is exact; in target offsets no run covers (records not written by this flow),
         it is one past the last replicated record before them. Never ahead of what was read.
         """
-        entries = self.entries
-        index = bisect.bisect_right([e.downstream for e in entries], committed_downstream) - 1
+        index = bisect.bisect_right(self.rows, committed_downstream, key=_DOWNSTREAM) - 1
         if index < 0:
             return None
-        entry = entries[index]
-        if committed_downstream < entry.downstream + entry.count:
-            return entry.upstream + (committed_downstream - entry.downstream)
-        return entry.upstream_end
+        run = self.rows[index].run
+        if committed_downstream < run.downstream_end:
+            return run.upstream + (committed_downstream - run.downstream)
+        return run.upstream_end
 
     def first_unread(self, committed_downstream: int) -> int | None:
         """Active/active on the same names: the source offset of the first record of this flow's source
         that a consumer of the target at ``committed_downstream`` has not read (this flow's copies below
         that offset it has read, in source order). A gap between exact runs holds only records this flow
         skipped, so the next run's start; None: nothing copied yet."""
-        entries = self.entries
-        if not entries:
+        rows = self.rows
+        if not rows:
             return None
-        index = bisect.bisect_right([e.downstream for e in entries], committed_downstream) - 1
+        index = bisect.bisect_right(rows, committed_downstream, key=_DOWNSTREAM) - 1
         if index < 0:
-            return entries[0].upstream
-        entry = entries[index]
-        if committed_downstream < entry.downstream + entry.count:
-            return entry.upstream + (committed_downstream - entry.downstream)
-        if entry.exact_gap_after and index + 1 < len(entries):
-            return entries[index + 1].upstream
-        return entry.upstream_end
+            return rows[0].run.upstream
+        row = rows[index]
+        run = row.run
+        if committed_downstream < run.downstream_end:
+            return run.upstream + (committed_downstream - run.downstream)
+        if row.exact_gap_after and index + 1 < len(rows):
+            return rows[index + 1].run.upstream
+        return run.upstream_end
 
     def copies_between(self, low: int, high: int) -> int:
         """Target offsets in ``low .. high - 1`` that hold a record this flow wrote (as far as the kept
         runs tell: thinned history counts less)."""
-        return sum(max(0, min(high, e.downstream + e.count) - max(low, e.downstream)) for e in self.entries
-                   if e.downstream < high and e.downstream + e.count > low)
+        runs = (row.run for row in self.rows)
+        return sum(max(0, min(high, r.downstream_end) - max(low, r.downstream)) for r in runs
+                   if r.downstream < high and r.downstream_end > low)
 
     def latest(self) -> tuple[int, int] | None:
-        if not self.entries:
+        if not self.rows:
             return None
-        last = self.entries[-1]
-        return last.upstream_end - 1, last.downstream + last.count - 1
+        last = self.rows[-1].run
+        return last.upstream_end - 1, last.downstream_end - 1
 
 
 class OffsetRanges:
@@ -171,7 +174,7 @@ class OffsetRanges:
 
     def __init__(self, max_runs_per_partition: int = DEFAULT_MAX_RUNS) -> None:
         self.max_runs = max_runs_per_partition
-        self._partitions: dict[tuple[str, int], _PartitionRanges] = {}
+        self._partitions: dict[Partition, _PartitionRanges] = {}
         self._lock = threading.Lock()
 
     def _get(self, topic: str, partition: int) -> _PartitionRanges:
@@ -180,12 +183,12 @@ class OffsetRanges:
             self._partitions[key] = _PartitionRanges(self.max_runs)
         return self._partitions[key]
 
-    def forget(self, topic: str) -> list[tuple[str, int]]:
+    def forget(self, topic: str) -> list[Partition]:
         """Empty every partition of ``topic``; returns those that had runs."""
         with self._lock:
-            dropped = [key for key, ranges in self._partitions.items() if key[0] == topic and ranges.entries]
+            dropped = [key for key, ranges in self._partitions.items() if key[0] == topic and ranges.rows]
             for key in dropped:
-                self._partitions[key].entries = []
+                self._partitions[key].rows = []
             return dropped
 
     def binding(self, topic: str, partition: int) -> Binding:
@@ -204,7 +207,7 @@ class OffsetRanges:
             if old is None:  # first binding: runs written before it went into this topic
                 ranges.binding.remote = remote
                 return False
-            ranges.entries = []
+            ranges.rows = []
             ranges.binding = Binding(remote, floor, reset_checkpoints=old is not None)
             return old is not None
 
@@ -213,12 +216,13 @@ class OffsetRanges:
         and later source offsets translate to ``end`` until new runs arrive."""
         with self._lock:
             ranges = self._get(topic, partition)
-            kept = [e for e in ranges.entries if e.downstream < end]
-            if kept and kept[-1].downstream + kept[-1].count > end:
-                kept[-1].count = end - kept[-1].downstream
+            kept = [row for row in ranges.rows if row.run.downstream < end]
             if kept:
-                kept[-1].exact_gap_after = False
-            ranges.entries = kept
+                last = kept[-1].run
+                if last.downstream_end > end:
+                    last = OffsetRun(last.upstream, last.downstream, end - last.downstream)
+                kept[-1] = RangeRow(last, exact_gap_after=False)
+            ranges.rows = kept
             if not kept:
                 ranges.binding.floor = min(end, ranges.binding.floor if ranges.binding.floor is not None else end)
             ranges.binding.reset_checkpoints = True
@@ -238,7 +242,7 @@ class OffsetRanges:
             if ranges is not None:
                 ranges.break_after_last()
 
-    def add(self, topic: str, partition: int, runs: Iterable[Run], contiguous_with_previous: bool = True) -> None:
+    def add(self, topic: str, partition: int, runs: Iterable[OffsetRun], contiguous_with_previous: bool = True) -> None:
         """Runs of one partition in source-offset order; the first may or may not follow what is stored."""
         with self._lock:
             ranges = self._get(topic, partition)
@@ -280,18 +284,18 @@ class OffsetRanges:
             ranges = self._partitions.get((topic, partition))
             return ranges.latest() if ranges else None
 
-    def partitions(self) -> list[tuple[str, int]]:
+    def partitions(self) -> list[Partition]:
         with self._lock:
             return sorted(self._partitions)
 
-    def rows(self, topic: str, partition: int) -> list[tuple[int, int, int, bool]]:
+    def rows(self, topic: str, partition: int) -> list[RangeRow]:
+        """The partition's stored runs in source order (a copy of the list; rows are immutable)."""
         with self._lock:
             ranges = self._partitions.get((topic, partition))
-            return [(e.upstream, e.downstream, e.count, e.exact_gap_after) for e in ranges.entries] if ranges else []
+            return list(ranges.rows) if ranges else []
 
-    def restore(self, topic: str, partition: int, rows: Iterable[tuple[int, int, int, bool]],
-                binding: Binding | None = None) -> None:
+    def restore(self, topic: str, partition: int, rows: Iterable[RangeRow], binding: Binding | None = None) -> None:
         with self._lock:
             ranges = self._get(topic, partition)
-            ranges.entries = [_Entry(u, d, n, bool(x)) for u, d, n, x in rows]
+            ranges.rows = list(rows)
             ranges.binding = binding or Binding()

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from mirrorspark.control.admin import producer
 from mirrorspark.formats import OffsetSync
-from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.offsets.ranges import OffsetRanges
+from mirrorspark.partition import OffsetRun, Partition
 from mirrorspark.sink_report import WrittenRun
 
 log = logging.getLogger(__name__)
@@ -40,12 +41,11 @@ def make_sync_producer(conf: dict[str, Any]) -> SyncProducer:
     return producer({**conf, "acks": "all", "linger.ms": 5})
 
 
-def group_by_partition(reported: Iterable[WrittenRun]) -> dict[tuple[str, int], list[Run | None]]:
+def group_by_partition(reported: Iterable[WrittenRun]) -> dict[Partition, list[OffsetRun | None]]:
     """Runs per (remote topic, partition) in report order; None marks a failed write (a break)."""
-    grouped: dict[tuple[str, int], list[Run | None]] = {}
+    grouped: dict[Partition, list[OffsetRun | None]] = {}
     for r in reported:
-        grouped.setdefault((r.topic, r.partition), []).append(
-            Run(r.upstream, r.downstream, r.count) if r.written else None)
+        grouped.setdefault((r.topic, r.partition), []).append(r.run if r.written else None)
     return grouped
 
 
@@ -54,7 +54,7 @@ class OffsetSyncWriter:
     (source topic, partition) keys a batch touched), MM2 syncs published to ``sync_topic`` through
     ``sync_producer``."""
 
-    def __init__(self, flow_name: str, ranges: OffsetRanges, save: Callable[[set[tuple[str, int]]], None],
+    def __init__(self, flow_name: str, ranges: OffsetRanges, save: Callable[[set[Partition]], None],
                  sync_topic: str, sync_producer: SyncProducer) -> None:
         self.flow_name = flow_name
         self.ranges = ranges
@@ -66,7 +66,7 @@ class OffsetSyncWriter:
         """Apply one batch's runs (``source_of``: remote topic -> source topic); returns offset
         syncs published."""
         syncs: list[OffsetSync] = []
-        touched: set[tuple[str, int]] = set()
+        touched: set[Partition] = set()
         for (remote, partition), runs in group_by_partition(reported).items():
             topic = source_of.get(remote)
             if topic is None:
@@ -75,7 +75,7 @@ class OffsetSyncWriter:
                 continue
             touched.add((topic, partition))
             contiguous = True
-            last: Run | None = None
+            last: OffsetRun | None = None
             for run in runs:
                 if run is None:
                     contiguous = False
@@ -90,8 +90,7 @@ class OffsetSyncWriter:
             if not contiguous:  # a break ended the batch: the next batch's first run does not continue this one
                 self.ranges.break_after_last(topic, partition)
             if last is not None and last.count > 1:
-                syncs.append(OffsetSync(topic, partition, last.upstream + last.count - 1,
-                                        last.downstream + last.count - 1))
+                syncs.append(OffsetSync(topic, partition, last.upstream_end - 1, last.downstream_end - 1))
         if touched:
             self._save(touched)
         if syncs:

@@ -135,10 +135,10 @@ class BatchWriter:
         """A real-time batch's source ranges: from this flow's marks to the last offset each partition wrote."""
         starts: Positions = {}
         ends: Positions = {}
-        for run in report.runs:
-            if run.written:
-                source = (plan.source_of.get(run.topic, run.topic), run.partition)
-                ends[source] = max(ends.get(source, 0), run.upstream + run.count)
+        for row in report.runs:
+            if row.written:
+                source = (plan.source_of.get(row.topic, row.topic), row.partition)
+                ends[source] = max(ends.get(source, 0), row.run.upstream_end)
         for topic in {topic for topic, _ in ends}:
             for partition, mark in self.guard.marks.source_marks(topic).items():
                 if (topic, partition) in ends:
@@ -155,7 +155,7 @@ class BatchWriter:
             # Lost while the batch wrote (executors in other JVMs are not fenced, ADR 0011): its offset
             # pairs and marks would interleave with the new writer's; it starts from the target instead.
             raise Fenced(f"flow {self.flow.name}: batch {batch_id} finished after this process lost the flow's "
-                         f"lease; its {sum(r.count for r in report.runs if r.written)} record(s) are not recorded "
+                         f"lease; its {sum(r.run.count for r in report.runs if r.written)} record(s) are not recorded "
                          "here (no offset syncs, no marks): the instance writing the flow now resumes from what "
                          "the target holds")
         starts, ends = positions(report)
@@ -175,14 +175,14 @@ class BatchWriter:
         # A remote topic re-created while this batch wrote (the refill was planned meanwhile): what it
         # wrote into the new topic comes before the refill, which copies it again. Counted, never silent.
         late = self.guard.rewinds_pending() & {source_of.get(run.topic, run.topic) for run in runs}
-        for run in runs:
-            if run.written and source_of.get(run.topic, run.topic) in late:
-                recopied[(run.topic, run.partition)] = recopied.get((run.topic, run.partition), 0) + run.count
+        late_runs = [run for run in runs if run.written and source_of.get(run.topic, run.topic) in late]
+        for reported in late_runs:
+            where = (reported.topic, reported.partition)
+            recopied[where] = recopied.get(where, 0) + reported.run.count
         if late:
             log.warning("flow %s: batch %d wrote %d record(s) of %s while its remote topic was being re-created; the "
                         "refill copies them again (counted in mirrorspark_records_recopied_total)", self.flow.name,
-                        batch_id, sum(r.count for r in runs if r.written and source_of.get(r.topic, r.topic) in late),
-                        ", ".join(sorted(late)))
+                        batch_id, sum(reported.run.count for reported in late_runs), ", ".join(sorted(late)))
         figures = drain_figures(jvm, self.flow.name)
         for row in figures.resumed:
             recopied[(row.topic, row.partition)] = recopied.get((row.topic, row.partition), 0) + row.recopied

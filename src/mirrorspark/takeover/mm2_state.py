@@ -19,10 +19,10 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.control.admin import TopicMissing, read_to_end
 from mirrorspark.errors import OperationalError
 from mirrorspark.formats import OffsetSync, RecordFormatError
+from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]  # source topic, partition
 SOURCE_CONNECTOR = "MirrorSourceConnector"
 
 
@@ -35,12 +35,13 @@ class ConnectOffsets:
     """MM2's committed source positions of one flow (last replicated offset per source partition)."""
 
     topic: str
-    committed: dict[Key, int] = field(default_factory=dict)
+    committed: dict[Partition, int] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0  # records that are not MirrorSourceConnector offsets of this source (named in warnings)
 
 
-def parse_source_offset(key: bytes | None, value: bytes | None, source_alias: str) -> tuple[Key, int | None] | None:
+def parse_source_offset(key: bytes | None, value: bytes | None,
+                        source_alias: str) -> tuple[Partition, int | None] | None:
     """((topic, partition), last offset or None for a tombstone) of a MirrorSourceConnector record of
     ``source_alias``; None for records of the other connectors. Raises ValueError when malformed."""
     connector, partition_map = json.loads((key or b"").decode("utf-8"))
@@ -77,9 +78,9 @@ def read_connect_offsets(conf: dict[str, Any], topic: str, source_alias: str) ->
     return found
 
 
-def read_offset_syncs(conf: dict[str, Any], topic: str) -> dict[Key, list[tuple[int, int]]]:
+def read_offset_syncs(conf: dict[str, Any], topic: str) -> dict[Partition, list[tuple[int, int]]]:
     """Every (upstream, downstream) MM2 recorded per source partition, oldest first; {} without the topic."""
-    out: dict[Key, list[tuple[int, int]]] = {}
+    out: dict[Partition, list[tuple[int, int]]] = {}
     try:
         for key, value, _, _, _ in read_to_end(conf, topic):
             try:

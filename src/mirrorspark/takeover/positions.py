@@ -25,7 +25,7 @@ from typing import Any, cast
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
 
 from mirrorspark.control.admin import consumer
-from mirrorspark.offsets.ranges import Run
+from mirrorspark.partition import OffsetRun
 from mirrorspark.takeover.mm2_state import TakeoverRefused
 
 WINDOW = 100_000  # target records compared first: MM2's last records are mapped exactly this far back
@@ -47,7 +47,7 @@ class PartitionTakeover:
     written_after_commit: int | None = 0  # records MM2 wrote past its commit (None: not known)
     copied_twice: int | None = 0          # of those, the ones mirrorspark will copy again (None: not known)
     # Source -> target mapping of MM2's copy: (run, continues the previous run exactly)
-    runs: list[tuple[Run, bool]] = field(default_factory=list)
+    runs: list[tuple[OffsetRun, bool]] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         row = asdict(self)
@@ -92,25 +92,25 @@ def same(a: Record, b: Record) -> bool:
     return a[1:4] == b[1:4] and (a[4] is None or b[4] is None or a[4] == b[4])
 
 
-def runs_of(offsets: list[int], downstream: int) -> list[Run]:
+def runs_of(offsets: list[int], downstream: int) -> list[OffsetRun]:
     """Source offsets written one after the other from ``downstream`` on, as contiguous runs."""
-    runs: list[Run] = []
+    runs: list[OffsetRun] = []
     for index, offset in enumerate(offsets):
         last = runs[-1] if runs else None
         if (last is not None and last.upstream + last.count == offset
                 and last.downstream + last.count == downstream + index):
-            runs[-1] = Run(last.upstream, last.downstream, last.count + 1)
+            runs[-1] = OffsetRun(last.upstream, last.downstream, last.count + 1)
         else:
-            runs.append(Run(offset, downstream + index, 1))
+            runs.append(OffsetRun(offset, downstream + index, 1))
     return runs
 
 
-def history(syncs: list[tuple[int, int]], before: tuple[int, int], target_start: int) -> list[tuple[Run, bool]]:
+def history(syncs: list[tuple[int, int]], before: tuple[int, int], target_start: int) -> list[tuple[OffsetRun, bool]]:
     """What MM2's own syncs say about its copy before ``before``: each synced record, with an unknown
     gap after it (translated to one past it, as MM2 does: the records in between were not
     compared, and surviving syncs of a compacted topic prove no one-for-one copy)."""
     points = sorted({(u, d) for u, d in syncs if target_start <= d < before[1] and u < before[0]})
-    return [(Run(u, d, 1), False) for u, d in points]
+    return [(OffsetRun(u, d, 1), False) for u, d in points]
 
 
 def _compared(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int, remote: str,

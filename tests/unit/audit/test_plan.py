@@ -7,14 +7,20 @@ import re
 import pytest
 
 from mirrorspark.audit.plan import PartitionRuns, read_window, select_partitions
-from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.offsets.ranges import OffsetRanges, RangeRow
+from mirrorspark.partition import OffsetRun
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateError
 
 
+def row(upstream: int, downstream: int, count: int, exact_gap_after: bool) -> RangeRow:
+    return RangeRow(OffsetRun(upstream, downstream, count), exact_gap_after)
+
+
 def runs(*rows: tuple[int, int, int, bool]) -> PartitionRuns:
-    return PartitionRuns(source_topic="orders", remote_topic="primary.orders", partition=0, runs=rows)
+    return PartitionRuns(source_topic="orders", remote_topic="primary.orders", partition=0,
+                         runs=tuple(row(*fields) for fields in rows))
 
 
 def selection(mirror_config) -> TopicSelection:
@@ -47,19 +53,19 @@ def test_two_runs_claiming_one_target_offset_are_refused():
 
 def ranges() -> OffsetRanges:
     found = OffsetRanges()
-    found.add("orders", 0, [Run(upstream=0, downstream=0, count=10)])
-    found.add("orders", 1, [Run(upstream=5, downstream=0, count=3)])
-    found.add("payments", 0, [Run(upstream=0, downstream=0, count=4), Run(upstream=6, downstream=4, count=2)],
-              contiguous_with_previous=False)
+    found.add("orders", 0, [OffsetRun(upstream=0, downstream=0, count=10)])
+    found.add("orders", 1, [OffsetRun(upstream=5, downstream=0, count=3)])
+    found.add("payments", 0, [OffsetRun(upstream=0, downstream=0, count=4),
+                              OffsetRun(upstream=6, downstream=4, count=2)], contiguous_with_previous=False)
     return found
 
 
 def test_every_partition_with_runs_is_planned_under_its_remote_name(mirror_config):
     plans = select_partitions(ranges(), selection(mirror_config), None)
     assert [(p.source_topic, p.remote_topic, p.partition, p.runs) for p in plans] == [
-        ("orders", "primary.orders", 0, ((0, 0, 10, True),)),
-        ("orders", "primary.orders", 1, ((5, 0, 3, True),)),
-        ("payments", "primary.payments", 0, ((0, 0, 4, True), (6, 4, 2, True)))]
+        ("orders", "primary.orders", 0, (row(0, 0, 10, True),)),
+        ("orders", "primary.orders", 1, (row(5, 0, 3, True),)),
+        ("payments", "primary.payments", 0, (row(0, 0, 4, True), row(6, 4, 2, True)))]
 
 
 @pytest.mark.parametrize("pattern, planned", [
@@ -78,7 +84,7 @@ def test_partitions_without_runs_are_left_out_and_a_damaged_one_is_refused(mirro
     emptied.forget("payments")
     assert {p.source_topic for p in select_partitions(emptied, selection(mirror_config), None)} == {"orders"}
     damaged = ranges()
-    damaged.add("orders", 0, [Run(upstream=20, downstream=5, count=10)], contiguous_with_previous=False)
+    damaged.add("orders", 0, [OffsetRun(upstream=20, downstream=5, count=10)], contiguous_with_previous=False)
     with pytest.raises(StateError, match=re.escape("orders[0] map two source offsets to target offset 5")):
         select_partitions(damaged, selection(mirror_config), None)
 

@@ -10,9 +10,12 @@ from mirrorspark.audit.report import AuditReport, PartitionAudit
 from mirrorspark.cli.audit_command import render
 from mirrorspark.integrity.failover_verdict import GroupVerdict, Reason
 from mirrorspark.integrity.loss import LossReport
+from mirrorspark.offsets.ranges import RangeRow
+from mirrorspark.partition import OffsetRun
 
 PLAN = PartitionRuns(source_topic="orders", remote_topic="primary.orders", partition=1,
-                     runs=((100, 10, 5, True), (110, 20, 5, False)))
+                     runs=(RangeRow(OffsetRun(100, 10, 5), exact_gap_after=True),
+                           RangeRow(OffsetRun(110, 20, 5), exact_gap_after=False)))
 ROW = {"topic": "orders", "partition": 1, "source_records": 10, "target_records": 11, "matched": 7, "missing": 1,
        "duplicated": 2, "differing": 1, "unverified": 1, "source_removed": 0, "first_missing": 104,
        "first_duplicated": 25, "first_differing": 111,

@@ -16,7 +16,8 @@ from mirrorspark.audit.settings import (
     topic_pattern,
 )
 from mirrorspark.errors import ConfigError
-from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.offsets.ranges import OffsetRanges
+from mirrorspark.partition import OffsetRun
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.policy.topic_selection import TopicSelection
 
@@ -82,7 +83,7 @@ def test_an_empty_range_log_is_refused_under_the_state_location(mirror_config):
 def test_topics_matching_nothing_is_refused_naming_ten_of_the_replicated_topics(mirror_config):
     ranges = OffsetRanges()
     for n in range(12):
-        ranges.add(f"t{n:02d}", 0, [Run(upstream=0, downstream=0, count=1)])
+        ranges.add(f"t{n:02d}", 0, [OffsetRun(upstream=0, downstream=0, count=1)])
     error = refusal(plans, mirror_config, ranges, "nothing-.*")
     assert error.key == "--topics"
     assert str(error) == (f"--topics 'nothing-.*' matches none of the 12 replicated topic(s) of flow {FLOW} "

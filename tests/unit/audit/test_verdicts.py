@@ -9,10 +9,13 @@ from mirrorspark.audit.report import AuditReport, PartitionAudit
 from mirrorspark.audit.verdicts import absent_partitions, checkpointed_groups, group_verdicts, problems_by_topic
 from mirrorspark.formats import Checkpoint
 from mirrorspark.integrity.loss import LossReport
+from mirrorspark.offsets.ranges import RangeRow
+from mirrorspark.partition import OffsetRun
 
-ORDERS = PartitionRuns(source_topic="orders", remote_topic="primary.orders", partition=0, runs=((0, 0, 100, True),))
+ORDERS = PartitionRuns(source_topic="orders", remote_topic="primary.orders", partition=0,
+                       runs=(RangeRow(OffsetRun(0, 0, 100), exact_gap_after=True),))
 PAYMENTS = PartitionRuns(source_topic="payments", remote_topic="primary.payments", partition=0,
-                         runs=((0, 0, 60, True),))
+                         runs=(RangeRow(OffsetRun(0, 0, 60), exact_gap_after=True),))
 
 
 def found(plan: PartitionRuns, **counts: int) -> PartitionAudit:
@@ -40,7 +43,8 @@ def test_only_missing_duplicated_or_differing_records_fail_the_audit(counts, ok)
 def test_problems_are_summed_per_source_topic():
     partitions = [found(ORDERS, missing=2, differing=1, unverified=5),
                   found(PartitionRuns(source_topic="orders", remote_topic="primary.orders", partition=1,
-                                      runs=((0, 0, 1, True),)), missing=3, duplicated=4),
+                                      runs=(RangeRow(OffsetRun(0, 0, 1), exact_gap_after=True),)),
+                        missing=3, duplicated=4),
                   found(PAYMENTS, matched=60)]
     assert problems_by_topic(partitions) == {"orders": {"missing": 5, "duplicated": 4, "differing": 1},
                                              "payments": {"missing": 0, "duplicated": 0, "differing": 0}}

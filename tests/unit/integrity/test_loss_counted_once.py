@@ -44,7 +44,7 @@ def identity(tmp_path: Path, remote_ids: dict[str, str], written: int) -> tuple[
     files = LocalFiles(tmp_path)
     files.write("topic-ids.json", json.dumps({"source": {"t": "S"}, "remote": remote_ids}))
     marks = WriteMarks(files)
-    marks.batch_written(0, "p", [WrittenRun("a.t", p, 0, 0, written) for p in (0, 1)], {"a.t": "t"})
+    marks.batch_written(0, "p", [WrittenRun.of("a.t", p, 0, 0, written) for p in (0, 1)], {"a.t": "t"})
     loss = LossLog(files, "a->b")
     (tmp_path / "checkpoint").mkdir()
     return TopicIdentity(files, "a->b", None, None, loss, marks,  # type: ignore[arg-type]

@@ -49,7 +49,7 @@ def identity(tmp_path: Path, monkeypatch, source_id: list[str], copied: int) -> 
     files.write("topic-ids.json", json.dumps({"source": {"t": "S1"}, "remote": {"a.t": "R1"},
                                               "source_ends": {"t": {"0": copied, "1": copied}}}))
     marks = WriteMarks(files)
-    marks.batch_written(0, "p", [WrittenRun("a.t", p, 0, 0, copied) for p in (0, 1)], {"a.t": "t"})
+    marks.batch_written(0, "p", [WrittenRun.of("a.t", p, 0, 0, copied) for p in (0, 1)], {"a.t": "t"})
     loss = LossLog(files, "a->b")
     (tmp_path / "checkpoint").mkdir()
     ident = TopicIdentity(files, "a->b", "source", "target", loss, marks,  # type: ignore[arg-type]
@@ -90,7 +90,7 @@ def test_records_of_the_old_topic_not_copied_are_still_lost(tmp_path, monkeypatc
     source_id = ["S1"]
     ident, loss = identity(tmp_path, monkeypatch, source_id, 5_000)
     ident.marks.forget_source("t")
-    ident.marks.batch_written(1, "q", [WrittenRun("a.t", p, 0, 0, 4_000) for p in (0, 1)], {"a.t": "t"})
+    ident.marks.batch_written(1, "q", [WrittenRun.of("a.t", p, 0, 0, 4_000) for p in (0, 1)], {"a.t": "t"})
     ident.note_source_ends({("t", 0): 100, ("t", 1): 100})  # the probe read the new topic already
     seen = counted(loss)
     source_id[0] = "S2"

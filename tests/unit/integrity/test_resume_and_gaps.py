@@ -64,15 +64,15 @@ def test_write_marks_resume_from_the_right_batch_and_count_recopies(tmp_path):
     files = LocalFiles(tmp_path)
     marks = WriteMarks(files)
     marks.learn_targets({("r", 0): 7})
-    again = marks.batch_written(0, "line-0", [WrittenRun("r", 0, 0, 7, 10)], {"r": "t"})
+    again = marks.batch_written(0, "line-0", [WrittenRun.of("r", 0, 0, 7, 10)], {"r": "t"})
     assert again == {} and marks.target_end == {"r\t0": 17}
     assert WriteMarks(files).resume_from(1, "line-1") == {("r", 0): 17}  # batch 1 interrupted: from 17
     assert WriteMarks(files).resume_from(0, "line-0") == {("r", 0): 7}   # batch 0 written, not committed
     assert WriteMarks(files).resume_from(0, "other") == {("r", 0): 17}   # another query's batch 0
     # A batch re-reading source offsets 5.. after an unclean stop: 5 re-copies.
-    assert marks.batch_written(1, "line-1", [WrittenRun("r", 0, 5, 17, 10)], {"r": "t"}) == {("r", 0): 5}
+    assert marks.batch_written(1, "line-1", [WrittenRun.of("r", 0, 5, 17, 10)], {"r": "t"}) == {("r", 0): 5}
     # The re-run of a batch already folded in counts nothing here (the sink counts it).
-    assert marks.batch_written(1, "line-1", [WrittenRun("r", 0, 5, 17, 10)], {"r": "t"}) == {}
+    assert marks.batch_written(1, "line-1", [WrittenRun.of("r", 0, 5, 17, 10)], {"r": "t"}) == {}
 
 
 @pytest.mark.parametrize("damage", ["", "  \n", '{"source_next": {"t\\t0": 1', "null",
@@ -136,7 +136,7 @@ def test_a_batch_never_writes_into_a_remote_partition_that_went_back(tmp_path):
 
     marks = WriteMarks(LocalFiles(tmp_path))
     marks.learn_targets({("r", 0): 0, ("r", 1): 0})
-    marks.batch_written(0, "line-0", [WrittenRun("r", 0, 0, 0, 1500), WrittenRun("r", 1, 0, 0, 1500)], {"r": "t"})
+    marks.batch_written(0, "line-0", [WrittenRun.of("r", 0, 0, 0, 1500), WrittenRun.of("r", 1, 0, 0, 1500)], {"r": "t"})
     now: dict = {("r", 0): 1500, ("r", 1): 1500}
     asked: list = []
 

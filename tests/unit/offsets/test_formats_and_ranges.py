@@ -10,7 +10,8 @@ import pytest
 from mirrorspark.formats import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
 from mirrorspark.offsets import range_log
 from mirrorspark.offsets.range_log import RangeLog
-from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.offsets.ranges import OffsetRanges, RangeRow
+from mirrorspark.partition import OffsetRun
 from mirrorspark.state.files import LocalFiles
 
 
@@ -42,29 +43,29 @@ def test_heartbeat_bytes():
 def test_contiguous_batches_merge_into_one_run_and_translate_exactly():
     ranges = OffsetRanges()
     for start in range(0, 1000, 100):
-        ranges.add("t", 0, [Run(start, start + 50, 100)])
-    assert ranges.rows("t", 0) == [(0, 50, 1000, True)]
+        ranges.add("t", 0, [OffsetRun(start, start + 50, 100)])
+    assert ranges.rows("t", 0) == [RangeRow(OffsetRun(0, 50, 1000), exact_gap_after=True)]
     assert [ranges.translate("t", 0, u) for u in (0, 1, 999, 1000, 5000)] == [50, 51, 1049, 1050, 1050]
     assert ranges.translate("t", 1, 0) is None and ranges.latest("t", 0) == (999, 1049)
 
 
 def test_gaps_from_compaction_or_transaction_markers_translate_to_the_next_record():
     ranges = OffsetRanges()
-    ranges.add("t", 0, [Run(0, 0, 10), Run(12, 10, 5)])
+    ranges.add("t", 0, [OffsetRun(0, 0, 10), OffsetRun(12, 10, 5)])
     assert [ranges.translate("t", 0, u) for u in (9, 10, 11, 12, 13, 17)] == [9, 10, 10, 10, 11, 15]
 
 
 def test_rewrite_after_restart_newest_mapping_wins():
     ranges = OffsetRanges()
-    ranges.add("t", 0, [Run(0, 0, 150)])
-    ranges.add("t", 0, [Run(100, 150, 100)])
+    ranges.add("t", 0, [OffsetRun(0, 0, 150)])
+    ranges.add("t", 0, [OffsetRun(100, 150, 100)])
     assert ranges.translate("t", 0, 120) == 170 and ranges.translate("t", 0, 50) == 50
     assert ranges.translate("t", 0, 99) == 99 and ranges.translate("t", 0, 100) == 150
 
 
 def test_starting_after_records_that_were_not_replicated():
     ranges = OffsetRanges()
-    ranges.add("t", 0, [Run(40, 0, 10)])
+    ranges.add("t", 0, [OffsetRun(40, 0, 10)])
     assert ranges.translate("t", 0, 39) is None and ranges.translate("t", 0, 40) == 0
 
 
@@ -75,13 +76,13 @@ def test_thinning_bounds_memory_and_never_translates_ahead():
     for _ in range(400):
         upstream += rng.randint(0, 3)  # gaps in the source
         count = rng.randint(1, 5)
-        ranges.add("t", 0, [Run(upstream, downstream, count)])
+        ranges.add("t", 0, [OffsetRun(upstream, downstream, count)])
         for i in range(count):
             truth[upstream + i] = downstream + i
         upstream, downstream = upstream + count, downstream + count + rng.randint(0, 1)  # foreign writes
     assert len(ranges.rows("t", 0)) <= 16
     written = sorted(truth)
-    recent = ranges.rows("t", 0)[-4][0]
+    recent = ranges.rows("t", 0)[-4].run.upstream
     for committed in range(written[0], written[-1] + 2):
         got = ranges.translate("t", 0, committed)
         following = [truth[u] for u in written if u >= committed]
@@ -94,12 +95,27 @@ def test_thinning_bounds_memory_and_never_translates_ahead():
 def test_range_log_round_trip(tmp_path):
     log = RangeLog(LocalFiles(tmp_path / "offset-ranges"))
     ranges = OffsetRanges()
-    ranges.add("t", 0, [Run(0, 0, 10), Run(12, 10, 5)])
-    ranges.add("u", 3, [Run(7, 9, 1)])
+    ranges.add("t", 0, [OffsetRun(0, 0, 10), OffsetRun(12, 10, 5)])
+    ranges.add("u", 3, [OffsetRun(7, 9, 1)])
     log.save(ranges, ranges.partitions())
     loaded = RangeLog(LocalFiles(tmp_path / "offset-ranges")).load()
-    assert loaded.rows("t", 0) == ranges.rows("t", 0) and loaded.rows("u", 3) == [(7, 9, 1, True)]
+    assert loaded.rows("t", 0) == ranges.rows("t", 0)
+    assert loaded.rows("u", 3) == [RangeRow(OffsetRun(7, 9, 1), exact_gap_after=True)]
     assert loaded.translate("t", 0, 11) == 10
+
+
+def test_range_log_files_are_read_into_named_rows_and_written_back_byte_for_byte(tmp_path):
+    """The file format is the state of running flows: rows ``[upstream, downstream, count, exact]``."""
+    text = ('{"snapshot":false,"partitions":[["t",0,[[0,0,10,false],[12,10,5,true]],'
+            '{"remote":"A.t@id1","floor":null,"reset":false}]]}')
+    files = LocalFiles(tmp_path / "in")
+    files.write("00000000000000000000.json", text)
+    ranges = RangeLog(files).load()
+    assert ranges.rows("t", 0) == [RangeRow(OffsetRun(0, 0, 10), exact_gap_after=False),
+                                   RangeRow(OffsetRun(12, 10, 5), exact_gap_after=True)]
+    written = LocalFiles(tmp_path / "out")
+    RangeLog(written).save(ranges, [("t", 0)])
+    assert written.read("00000000000000000000.json") == text
 
 
 def test_range_log_replays_batches_and_snapshots_bound_the_files(tmp_path, monkeypatch):
@@ -108,10 +124,10 @@ def test_range_log_replays_batches_and_snapshots_bound_the_files(tmp_path, monke
     log = RangeLog(files)
     ranges = OffsetRanges()
     for batch in range(23):  # partition 0 every batch, partition 1 every third batch
-        ranges.add("t", 0, [Run(batch * 10, batch * 10 + 3, 10)])
+        ranges.add("t", 0, [OffsetRun(batch * 10, batch * 10 + 3, 10)])
         touched = [("t", 0)]
         if batch % 3 == 0:
-            ranges.add("t", 1, [Run(batch, 1000 + batch, 1)])
+            ranges.add("t", 1, [OffsetRun(batch, 1000 + batch, 1)])
             touched.append(("t", 1))
         log.save(ranges, touched)
         if batch in (7, 15, 22):  # a restart at any point sees exactly what was saved
@@ -139,7 +155,7 @@ def test_range_log_saves_from_two_threads_never_share_a_file_or_lose_rows(tmp_pa
 
     def batches(partition: int) -> None:
         for batch in range(40):
-            ranges.add("t", partition, [Run(batch * 10, batch * 10, 10)])
+            ranges.add("t", partition, [OffsetRun(batch * 10, batch * 10, 10)])
             log.save(ranges, [("t", partition)])
 
     threads = [threading.Thread(target=batches, args=(p,)) for p in (0, 1)]
@@ -155,10 +171,10 @@ def test_range_log_saves_from_two_threads_never_share_a_file_or_lose_rows(tmp_pa
 def test_range_log_damaged_newest_file_falls_back_to_the_older_state(tmp_path):
     files = LocalFiles(tmp_path / "offset-ranges")
     log, ranges = RangeLog(files), OffsetRanges()
-    ranges.add("t", 0, [Run(0, 100, 10)])
+    ranges.add("t", 0, [OffsetRun(0, 100, 10)])
     log.save(ranges, [("t", 0)])
     older = ranges.rows("t", 0)
-    ranges.add("t", 0, [Run(10, 110, 10)])
+    ranges.add("t", 0, [OffsetRun(10, 110, 10)])
     log.save(ranges, [("t", 0)])
     files.write(files.list()[-1], "[1, 2]")  # valid JSON, not a range-log body
     damaged = RangeLog(files).load()
@@ -168,7 +184,7 @@ def test_range_log_damaged_newest_file_falls_back_to_the_older_state(tmp_path):
 
 def test_inverse_translation_for_failback():
     ranges = OffsetRanges()
-    ranges.add("t", 0, [Run(0, 100, 10), Run(12, 115, 5)])  # target 110..114 written by someone else
+    ranges.add("t", 0, [OffsetRun(0, 100, 10), OffsetRun(12, 115, 5)])  # target 110..114 written by someone else
     assert [ranges.inverse("t", 0, d) for d in (99, 100, 109, 110, 114, 115, 119, 120)] == \
         [None, 0, 9, 10, 10, 12, 16, 17]
 
@@ -176,7 +192,7 @@ def test_inverse_translation_for_failback():
 def test_runs_are_bound_to_the_remote_topic_and_a_new_one_starts_a_new_mapping(tmp_path):
     """Point 1 of the hardening issue: runs of a deleted remote topic never translate into its successor."""
     ranges = OffsetRanges()
-    ranges.add("t", 0, [Run(0, 0, 1_500)])
+    ranges.add("t", 0, [OffsetRun(0, 0, 1_500)])
     assert not ranges.bind("t", 0, "A.t@id1", floor=0)  # the first binding adopts the runs
     assert ranges.translate("t", 0, 900, "A.t@id1") == 900
     assert ranges.translate("t", 0, 900, "A.t@id2") is None  # another topic now: nothing, never the old answer
@@ -184,7 +200,7 @@ def test_runs_are_bound_to_the_remote_topic_and_a_new_one_starts_a_new_mapping(t
     binding = ranges.binding("t", 0)
     assert (binding.remote, binding.floor, binding.reset_checkpoints) == ("A.t@id2", 0, True)
     assert ranges.translate("t", 0, 900, "A.t@id2") == 0  # before the new runs: the new topic's start
-    ranges.add("t", 0, [Run(1_500, 0, 1_500)], contiguous_with_previous=False)
+    ranges.add("t", 0, [OffsetRun(1_500, 0, 1_500)], contiguous_with_previous=False)
     assert ranges.translate("t", 0, 900, "A.t@id2") == 0
     assert ranges.translate("t", 0, 2_000, "A.t@id2") == 500
     ranges.checkpoints_reset("t", 0)
@@ -198,7 +214,7 @@ def test_runs_are_bound_to_the_remote_topic_and_a_new_one_starts_a_new_mapping(t
 def test_a_fresh_binding_keeps_mm2s_no_checkpoint_before_the_first_run():
     ranges = OffsetRanges()
     ranges.bind("t", 0, "A.t@id1", floor=0)
-    ranges.add("t", 0, [Run(500, 0, 10)])
+    ranges.add("t", 0, [OffsetRun(500, 0, 10)])
     assert ranges.translate("t", 0, 100, "A.t@id1") is None
     assert not ranges.binding("t", 0).reset_checkpoints
 
@@ -206,7 +222,7 @@ def test_a_fresh_binding_keeps_mm2s_no_checkpoint_before_the_first_run():
 def test_truncated_remote_partition_cuts_the_runs_at_its_new_end():
     ranges = OffsetRanges()
     ranges.bind("t", 0, "A.t@id1", floor=0)
-    ranges.add("t", 0, [Run(0, 0, 100), Run(200, 100, 100)])
+    ranges.add("t", 0, [OffsetRun(0, 0, 100), OffsetRun(200, 100, 100)])
     ranges.truncate("t", 0, 150)
     assert ranges.translate("t", 0, 299, "A.t@id1") == 150  # never past the end that is left
     assert ranges.translate("t", 0, 220, "A.t@id1") == 120

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from mirrorspark.offsets.checkpoint_task import both_origins
-from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.offsets.ranges import OffsetRanges
+from mirrorspark.partition import OffsetRun
 
 
 def _simulate(seed: int, steps: int = 400):
@@ -31,7 +32,7 @@ def _simulate(seed: int, steps: int = 400):
         if target in path:
             continue  # it came from the target: skipped, leaving a gap in the source offsets
         logs[target].append((record, (*path, source)))
-        runs[(source, target)].add("t", 0, [Run(at, len(logs[target]) - 1, 1)])
+        runs[(source, target)].add("t", 0, [OffsetRun(at, len(logs[target]) - 1, 1)])
     return logs, runs
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 
 from mirrorspark.formats import OffsetSync
-from mirrorspark.offsets.ranges import OffsetRanges
+from mirrorspark.offsets.ranges import OffsetRanges, RangeRow
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter
+from mirrorspark.partition import OffsetRun
 from mirrorspark.sink_report import WrittenRun
 
 SOURCE_OF = {"A.t": "t"}
@@ -59,7 +60,7 @@ def syncs(producer: FakeProducer) -> list[tuple[int, int, int]]:
 def test_a_run_becomes_the_mapping_and_syncs_at_its_start_and_last_record():
     producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
-    published = sync_writer.on_batch([WrittenRun("A.t", 0, 10, 100, 5)], SOURCE_OF)
+    published = sync_writer.on_batch([WrittenRun.of("A.t", 0, 10, 100, 5)], SOURCE_OF)
     assert published == 2 and syncs(producer) == [(0, 10, 100), (0, 14, 104)]
     # syncs name the source topic and all go to partition 0 of the offset-syncs topic, as MM2's
     assert {(topic, s.topic, partition) for topic, s, partition in producer.sent} == {
@@ -72,28 +73,29 @@ def test_a_run_becomes_the_mapping_and_syncs_at_its_start_and_last_record():
 def test_a_run_continuing_the_last_one_syncs_only_its_last_record():
     producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
-    sync_writer.on_batch([WrittenRun("A.t", 0, 10, 100, 5)], SOURCE_OF)
+    sync_writer.on_batch([WrittenRun.of("A.t", 0, 10, 100, 5)], SOURCE_OF)
     producer.sent.clear()
-    assert sync_writer.on_batch([WrittenRun("A.t", 0, 15, 105, 3)], SOURCE_OF) == 1
+    assert sync_writer.on_batch([WrittenRun.of("A.t", 0, 15, 105, 3)], SOURCE_OF) == 1
     assert syncs(producer) == [(0, 17, 107)]
-    assert ranges.rows("t", 0) == [(10, 100, 8, True)]
+    assert ranges.rows("t", 0) == [RangeRow(OffsetRun(10, 100, 8), exact_gap_after=True)]
 
 
 def test_a_gap_or_a_failed_write_starts_a_new_sync():
     producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
-    sync_writer.on_batch([WrittenRun("A.t", 0, 10, 100, 1), WrittenRun("A.t", 0, -1, -1, 0),
-                          WrittenRun("A.t", 0, 11, 101, 1), WrittenRun("A.t", 0, 20, 102, 1)], SOURCE_OF)
+    sync_writer.on_batch([WrittenRun.of("A.t", 0, 10, 100, 1), WrittenRun.of("A.t", 0, -1, -1, 0),
+                          WrittenRun.of("A.t", 0, 11, 101, 1), WrittenRun.of("A.t", 0, 20, 102, 1)], SOURCE_OF)
     # after the break even a contiguous run is synced; the gap 12..19 (compaction) is one more
     assert syncs(producer) == [(0, 10, 100), (0, 11, 101), (0, 20, 102)]
-    assert [row[:3] for row in ranges.rows("t", 0)] == [(10, 100, 1), (11, 101, 1), (20, 102, 1)]
+    assert [row.run for row in ranges.rows("t", 0)] == [OffsetRun(10, 100, 1), OffsetRun(11, 101, 1),
+                                                      OffsetRun(20, 102, 1)]
 
 
 def test_runs_of_a_topic_outside_the_plan_are_skipped_with_a_warning(caplog):
     caplog.set_level(logging.WARNING, logger="mirrorspark.offsets.sync_writer")
     producer, saved = FakeProducer(), Saved()
     sync_writer, ranges = writer(producer, saved)
-    assert sync_writer.on_batch([WrittenRun("other", 0, 0, 0, 4)], SOURCE_OF) == 0
+    assert sync_writer.on_batch([WrittenRun.of("other", 0, 0, 0, 4)], SOURCE_OF) == 0
     assert producer.sent == [] and producer.polls == 0 and saved == [] and ranges.partitions() == []
     assert "other, which no source topic maps to" in caplog.text
 
@@ -109,7 +111,7 @@ def test_a_failed_delivery_is_logged(caplog):
     caplog.set_level(logging.WARNING, logger="mirrorspark.offsets.sync_writer")
     producer, saved = FakeProducer(fail="broker down"), Saved()
     sync_writer, ranges = writer(producer, saved)
-    sync_writer.on_batch([WrittenRun("A.t", 2, 0, 0, 1)], SOURCE_OF)
+    sync_writer.on_batch([WrittenRun.of("A.t", 2, 0, 0, 1)], SOURCE_OF)
     assert "an offset sync to mm2-offset-syncs.B.internal was not written: broker down" in caplog.text
     assert ranges.latest("t", 2) == (0, 0)  # the mapping does not wait for the sync
 

@@ -6,13 +6,14 @@ behind the records the target holds, after a restart too (MM2's rule: never ahea
 from __future__ import annotations
 
 from mirrorspark.offsets.range_log import RangeLog
-from mirrorspark.offsets.ranges import OffsetRanges, Run
+from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter
+from mirrorspark.partition import OffsetRun
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import LocalFiles
 
 SOURCE_OF = {"A.t": "t"}
-BREAK = WrittenRun("A.t", 0, -1, -1, 0)
+BREAK = WrittenRun.of("A.t", 0, -1, -1, 0)
 
 
 class Producer:
@@ -31,7 +32,7 @@ def writer(ranges: OffsetRanges, log: RangeLog) -> OffsetSyncWriter:
 
 
 def run(upstream: int, downstream: int, count: int) -> WrittenRun:
-    return WrittenRun("A.t", 0, upstream, downstream, count)
+    return WrittenRun.of("A.t", 0, upstream, downstream, count)
 
 
 def test_a_break_that_ends_a_batch_keeps_the_gap_before_the_next_batch_inexact_after_a_restart(tmp_path):
@@ -67,5 +68,5 @@ def test_a_break_first_or_between_runs_translates_inside_the_gap_behind_the_data
 def test_a_gap_with_no_break_stays_exact():
     """Offsets no record holds (transaction markers, compaction) between reported runs: exact, as before."""
     ranges = OffsetRanges()
-    ranges.add("t", 0, [Run(0, 0, 10), Run(12, 10, 5)])
+    ranges.add("t", 0, [OffsetRun(0, 0, 10), OffsetRun(12, 10, 5)])
     assert ranges.translate("t", 0, 11) == 10

@@ -110,7 +110,7 @@ def test_a_batch_that_finishes_after_the_lease_was_lost_records_nothing(monkeypa
     from mirrorspark.sink_report import BatchReport, WrittenRun
 
     monkeypatch.setattr(batch_writer, "drain_written",
-                        lambda jvm, flow: BatchReport(runs=(WrittenRun("r.t", 0, 10, 3, 5),)))
+                        lambda jvm, flow: BatchReport(runs=(WrittenRun.of("r.t", 0, 10, 3, 5),)))
     recorded: list[str] = []
     guard = SimpleNamespace(writing=lambda: False, after_write=lambda *a: recorded.append("loss check"))
     writer = SimpleNamespace(flow=SimpleNamespace(name="a->b"), executors=set(), guard=guard,

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mirrorspark.offsets.ranges import Run
+from mirrorspark.partition import OffsetRun
 from mirrorspark.state.files import LocalFiles
 from mirrorspark.takeover import positions
 from mirrorspark.takeover.mm2_state import TakeoverRefused, parse_source_offset
@@ -30,7 +30,7 @@ def test_mm2_source_connector_offsets_are_read_and_others_ignored():
 
 
 def test_runs_of_mm2s_last_writes_follow_source_gaps():
-    assert runs_of([10, 11, 12, 15, 16], downstream=100) == [Run(10, 100, 3), Run(15, 103, 2)]
+    assert runs_of([10, 11, 12, 15, 16], downstream=100) == [OffsetRun(10, 100, 3), OffsetRun(15, 103, 2)]
     assert runs_of([], 0) == []
 
 
@@ -52,9 +52,9 @@ def test_offset_syncs_before_the_compared_tail_map_only_the_synced_records():
 
     syncs = [(0, 0), (100, 100), (250, 200), (300, 250), (400, 350)]
     runs = history(syncs, (300, 250), target_start=0)
-    assert runs == [(Run(0, 0, 1), False), (Run(100, 100, 1), False), (Run(250, 200, 1), False)]
+    assert runs == [(OffsetRun(0, 0, 1), False), (OffsetRun(100, 100, 1), False), (OffsetRun(250, 200, 1), False)]
     ranges = OffsetRanges()
-    for run, continues in [*runs, (Run(300, 250, 10), False)]:
+    for run, continues in [*runs, (OffsetRun(300, 250, 10), False)]:
         ranges.add("t", 0, [run], contiguous_with_previous=continues)
     assert ranges.translate("t", 0, 180) == 101 and ranges.translate("t", 0, 305) == 255
 
@@ -74,7 +74,7 @@ def test_a_copy_cut_before_its_first_offset_sync_is_anchored_at_both_logs_starts
     _logs(monkeypatch, source, {i: v for i, v in target.items()})
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [], 0, 4, 10)
     assert (found.resume, found.method) == (14, "log starts 10->0 and 4 record(s) compared")
-    assert [r for r, _ in found.runs] == [Run(10, 0, 4)]
+    assert [r for r, _ in found.runs] == [OffsetRun(10, 0, 4)]
 
 
 def test_records_that_differ_from_the_source_start_give_no_anchor(monkeypatch):
@@ -91,7 +91,7 @@ def test_retention_past_the_copys_last_sync_resumes_after_the_records_the_source
     _logs(monkeypatch, source, target)
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 25)
     assert found.resume == 28 and found.lost == 0 and found.method.startswith(positions.PAST_LOG_START)
-    assert [r for r, _ in found.runs] == [Run(25, 10, 3)]
+    assert [r for r, _ in found.runs] == [OffsetRun(25, 10, 3)]
 
 
 def test_retention_past_the_whole_copy_resumes_at_the_source_start_counting_what_it_removed(monkeypatch):

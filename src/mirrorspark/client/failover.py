@@ -19,6 +19,7 @@ from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.errors import ConfigError, Conflict, OperationalError
 from mirrorspark.integrity.loss import LossReport
 from mirrorspark.offsets.group_sync import commit_offsets, committed_offsets, group_state
+from mirrorspark.partition import Partition
 
 
 class GroupActive(Conflict):
@@ -146,7 +147,7 @@ def _fill_source_side(config: MirrorConfig, group: str, source: str, rows: list[
     return True
 
 
-def execute_failover(config: MirrorConfig, plan: FailoverPlan, allow_loss: bool = False) -> dict[tuple[str, int], int]:
+def execute_failover(config: MirrorConfig, plan: FailoverPlan, allow_loss: bool = False) -> dict[Partition, int]:
     """Commit the plan's offsets for the group on the new cluster; never moves a partition backwards.
 
     Raises GroupActive when consumers of the group are connected there, and CheckpointAhead (nothing

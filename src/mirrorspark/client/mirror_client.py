@@ -13,6 +13,7 @@ from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import librdkafka_admin
 from mirrorspark.formats import Checkpoint
 from mirrorspark.offsets.checkpoint_store import decode_checkpoints, read_compacted_topic
+from mirrorspark.partition import Partition
 from mirrorspark.policy import DefaultReplicationPolicy, ReplicationPolicy
 
 
@@ -60,10 +61,10 @@ class MirrorClient:
                 out.add(topic)
         return out
 
-    def remote_consumer_checkpoints(self, group: str, remote_alias: str) -> dict[tuple[str, int], Checkpoint]:
+    def remote_consumer_checkpoints(self, group: str, remote_alias: str) -> dict[Partition, Checkpoint]:
         """The latest checkpoint per local (topic, partition) of ``group``, from ``remote_alias``'s
         checkpoints topic on this cluster."""
-        latest: dict[tuple[str, int], Checkpoint] = {}
+        latest: dict[Partition, Checkpoint] = {}
         topic = self.policy.checkpoints_topic(remote_alias)
         found, _ = decode_checkpoints(topic, read_compacted_topic(self.conf, topic, self.timeout))
         for checkpoint, _ in found:
@@ -71,7 +72,7 @@ class MirrorClient:
                 latest[(checkpoint.topic, checkpoint.partition)] = checkpoint
         return latest
 
-    def remote_consumer_offsets(self, group: str, remote_alias: str) -> dict[tuple[str, int], int]:
+    def remote_consumer_offsets(self, group: str, remote_alias: str) -> dict[Partition, int]:
         """MM2's ``remoteConsumerOffsets`` / ``RemoteClusterUtils.translateOffsets``: where ``group``
         of cluster ``remote_alias`` should resume here, per local (topic, partition)."""
         return {tp: c.downstream for tp, c in self.remote_consumer_checkpoints(group, remote_alias).items()}
@@ -98,6 +99,6 @@ def count_hops(policy: ReplicationPolicy, topic: str, alias: str) -> int:
 
 
 def translate_offsets(conf: Mapping[str, Any], remote_alias: str, group: str,
-                      policy: ReplicationPolicy | None = None) -> dict[tuple[str, int], int]:
+                      policy: ReplicationPolicy | None = None) -> dict[Partition, int]:
     """``RemoteClusterUtils.translateOffsets``: ``conf`` are the settings of the local cluster."""
     return MirrorClient(conf, policy).remote_consumer_offsets(group, remote_alias)

@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.errors import ConfigError, NotFound, OperationalError
+from mirrorspark.partition import Partition
 
 _QUIET = logging.getLogger("mirrorspark.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
@@ -166,8 +167,8 @@ _LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVA
                   KafkaError.FENCED_LEADER_EPOCH)  # a just-created partition or a moving leader
 
 
-def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], earliest: bool = False,
-                      timeout: float = 15.0, read_committed: bool = False) -> dict[tuple[str, int], int]:
+def partition_offsets(admin: AdminClient, partitions: list[Partition], earliest: bool = False,
+                      timeout: float = 15.0, read_committed: bool = False) -> dict[Partition, int]:
     """Log start (``earliest``) or end offsets of ``partitions`` (the last stable offset with
     ``read_committed``); partitions that do not exist (a deleted topic) are left out. A partition
     whose leader is moving (a topic just created, a broker restarting) is asked again for up to
@@ -177,13 +178,13 @@ def partition_offsets(admin: AdminClient, partitions: list[tuple[str, int]], ear
 
     spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
     isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-    out: dict[tuple[str, int], int] = {}
+    out: dict[Partition, int] = {}
     pending = list(partitions)
     deadline = time.monotonic() + timeout
     while pending:
         futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in pending}, isolation_level=isolation,
                                      request_timeout=timeout)
-        retry: list[tuple[str, int]] = []
+        retry: list[Partition] = []
         for tp, future in futures.items():
             try:
                 out[(tp.topic, tp.partition)] = future.result().offset

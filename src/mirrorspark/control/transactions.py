@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,9 @@ def _int(entry) -> int | None:
         return None
 
 
-def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[tuple[str, int]],
+def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[Partition],
                        ids: Mapping[str, tuple[str, str]] | None = None,
-                       target_conf: Mapping[str, str] | None = None) -> dict[tuple[str, int], int]:
+                       target_conf: Mapping[str, str] | None = None) -> dict[Partition, int]:
     """The flow's committed progress (next source offset) per remote partition that has one: what a
     read_committed consumer of the target holds of the flow, whatever was left open or aborted.
     With ``ids`` (remote topic -> the source and remote topic ids now), progress the sink committed
@@ -83,7 +84,7 @@ def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[t
     producer would fence it, which aborts that transaction; still open after that is an
     OperationalError (retried), never taken for "no progress"."""
     wanted = [TopicPartition(t, p) for t, p in partitions]
-    fenced: set[tuple[str, int]] = set()
+    fenced: set[Partition] = set()
     deadline = time.monotonic() + TIMEOUT_S
     while True:
         request = ConsumerGroupTopicPartitions(flow.progress_group, wanted)
@@ -110,7 +111,7 @@ def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[t
             if tp.offset >= 0 and (ids is None or progress_holds(_metadata(tp), ids.get(tp.topic)))}
 
 
-def _fence(flow: FlowConfig, target_conf: Mapping[str, str], partitions: list[tuple[str, int]]) -> None:
+def _fence(flow: FlowConfig, target_conf: Mapping[str, str], partitions: list[Partition]) -> None:
     """Start a producer with each partition's transactional id (the sink's ``<prefix><topic>-<partition>``):
     the broker aborts what the previous holder of the id left open, and refuses that holder from now on."""
     for topic, partition in partitions:

@@ -31,6 +31,7 @@ from typing import Any, cast
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.control.admin import consumer
+from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class LateWrites:
 @dataclass(frozen=True)
 class StaleReport:
     late: int
-    doubled: dict[tuple[str, int], int]
+    doubled: dict[Partition, int]
     unchecked: int  # late records whose twins were not looked for (too far apart, unreadable, not kept)
 
 
@@ -120,7 +121,7 @@ def _read(conf: dict[str, Any], topic: str, partition: int, start: int, end: int
 
 def count(conf: dict[str, Any], items: list[LateWrites], limit: int = SCAN_LIMIT) -> StaleReport:
     """Read each partition and count the late records with a twin."""
-    doubled: dict[tuple[str, int], int] = {}
+    doubled: dict[Partition, int] = {}
     unchecked = 0
     probe = consumer({**conf, "group.id": "mirrorspark-stale-writes", "enable.auto.commit": False})
     try:
@@ -179,7 +180,7 @@ class LateWatch:
     more can arrive, or the window ends; only copies not counted before are added to the metric."""
 
     def __init__(self, *, flow: str, conf: dict[str, Any], window: float, collect: Callable[[int], str | None],
-                 count_recopied: Callable[[Mapping[tuple[str, int], int]], None],
+                 count_recopied: Callable[[Mapping[Partition, int]], None],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.flow = flow
         self.conf = conf
@@ -188,9 +189,9 @@ class LateWatch:
         self._count_recopied = count_recopied
         self._clock = clock
         self.deadline = clock() + window
-        self._items: dict[tuple[str, int], LateWrites] = {}
+        self._items: dict[Partition, LateWrites] = {}
         self._flushed = True
-        self._counted: dict[tuple[str, int], int] = {}  # copies made twice already added to the metric
+        self._counted: dict[Partition, int] = {}  # copies made twice already added to the metric
         self.searches = 0
         self.last: StaleReport | None = None
         self._finished = False  # the search ended: ``add`` refuses further lists
@@ -284,7 +285,7 @@ class LateWatch:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _first_said(self, found: StaleReport, added: Mapping[tuple[str, int], int]) -> None:
+    def _first_said(self, found: StaleReport, added: Mapping[Partition, int]) -> None:
         total = sum(found.doubled.values())
         where = ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(found.doubled.items()))
         message = (f"flow {self.flow}: {found.late} record(s) this instance had handed to its producer before it "
@@ -301,7 +302,7 @@ class LateWatch:
         (log.warning if total or (settled and found.unchecked) else log.info)(
             "%s. Exactly-once writes (transactions) would fence such records", message)
 
-    def _more_said(self, found: StaleReport, added: Mapping[tuple[str, int], int]) -> None:
+    def _more_said(self, found: StaleReport, added: Mapping[Partition, int]) -> None:
         if not added:
             return
         where = ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(added.items()))

@@ -18,11 +18,12 @@ from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import Positions
 from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.partition import Partition
 from mirrorspark.sink_report import ResumeRange, TopicIds, resume_option
 
 log = logging.getLogger(__name__)
 
-OffsetsOf = Callable[[list[tuple[str, int]]], dict[tuple[str, int], int]]
+OffsetsOf = Callable[[list[Partition]], dict[Partition, int]]
 GONE = "no longer on the source (retention or deleteRecords removed them before they were copied)"
 
 
@@ -143,7 +144,7 @@ class BatchGuard:
         return "\n".join(f"{topic}\t{partition}\t{mark}" for (topic, partition), mark in sorted(marks.items()))
 
     def after_write(self, starts: Positions, ends: Positions, remote: Mapping[str, str],
-                    first_written: Mapping[tuple[str, int], int]) -> None:
+                    first_written: Mapping[Partition, int]) -> None:
         """Report the source records this batch should have read and could not (report mode)."""
         if self.fail_on_loss:
             return  # checked before the write
@@ -152,7 +153,7 @@ class BatchGuard:
             self._report(gaps)
 
     def _gaps(self, starts: Positions, ends: Positions, remote: Mapping[str, str],
-              first_written: Mapping[tuple[str, int], int]) -> list[tuple[str, int, int, int, str]]:
+              first_written: Mapping[Partition, int]) -> list[tuple[str, int, int, int, str]]:
         """(topic, partition, first lost, end of loss, reason) for this batch's ranges."""
         gaps = []
         candidates = []

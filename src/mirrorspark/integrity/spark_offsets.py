@@ -10,9 +10,10 @@ import json
 from collections.abc import Mapping
 
 from mirrorspark.errors import OperationalError
+from mirrorspark.partition import Partition
 from mirrorspark.state.files import StateFiles
 
-Positions = dict[tuple[str, int], int]
+Positions = dict[Partition, int]
 
 
 def _source_line(lines: list[str]) -> tuple[int, dict, Positions] | None:

@@ -36,6 +36,7 @@ from mirrorspark.control.admin import partition_offsets, topic_ids, topic_layout
 from mirrorspark.integrity.loss import LossLog, Span
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.partition import Partition
 from mirrorspark.sink_report import TopicIds
 from mirrorspark.state.files import StateFiles
 
@@ -99,7 +100,7 @@ class TopicIdentity:
         with self._lock:
             return self._check(remote, partitions, full)
 
-    def note_source_ends(self, ends: Mapping[tuple[str, int], int]) -> None:
+    def note_source_ends(self, ends: Mapping[Partition, int]) -> None:
         """The source's end offsets as the lag probe just read them: what a re-created source
         topic's loss is counted up to, between full checks. Only a higher end is taken: the probe
         does not know the topic's id, and may already read the new topic's (lower) ends."""

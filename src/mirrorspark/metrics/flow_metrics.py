@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mirrorspark.metrics.registry import PARTITION, MirrorMetrics, drop_series
+from mirrorspark.partition import Partition
 from mirrorspark.sink_report import PartitionStats
 
 
@@ -29,7 +30,7 @@ class PartitionFigures:
 
 @dataclass
 class FlowFigures:
-    partitions: dict[tuple[str, int], PartitionFigures] = field(default_factory=dict)
+    partitions: dict[Partition, PartitionFigures] = field(default_factory=dict)
     last_batch_time: float | None = None
     batches: int = 0
 
@@ -41,14 +42,14 @@ class FlowMetrics:
         self.target = target
         self.figures = FlowFigures()
         self._lock = threading.Lock()
-        self._rate_mark: tuple[float, dict[tuple[str, int], tuple[int, int]]] = (time.monotonic(), {})
-        self._moving: set[tuple[str, int]] = set()  # partitions whose last published rate was not 0
+        self._rate_mark: tuple[float, dict[Partition, tuple[int, int]]] = (time.monotonic(), {})
+        self._moving: set[Partition] = set()  # partitions whose last published rate was not 0
         self._kept: tuple[set[str], set[str]] | None = None  # the topics forget_topics was last given
 
     def _labels(self, topic: str, partition: int) -> dict[str, str]:
         return {"source": self.source, "target": self.target, "topic": topic, "partition": str(partition)}
 
-    def batch_written(self, stats: Iterable[PartitionStats], recopied: Mapping[tuple[str, int], int]) -> None:
+    def batch_written(self, stats: Iterable[PartitionStats], recopied: Mapping[Partition, int]) -> None:
         """Fold one batch in: the sink's figures per remote partition and the records written again
         per remote partition (``WriteMarks`` and the resumed-batch comparison count them)."""
         m = self.metrics
@@ -74,12 +75,12 @@ class FlowMetrics:
             self.figures.batches += 1
             m.last_batch.labels(source=self.source, target=self.target).set(self.figures.last_batch_time)
 
-    def count_recopied(self, recopied: Mapping[tuple[str, int], int]) -> None:
+    def count_recopied(self, recopied: Mapping[Partition, int]) -> None:
         """Records written twice outside a batch's own count (a paused writer's late sends)."""
         with self._lock:
             self._recopied(recopied)
 
-    def _recopied(self, recopied: Mapping[tuple[str, int], int]) -> None:
+    def _recopied(self, recopied: Mapping[Partition, int]) -> None:
         for (topic, partition), again in recopied.items():
             if again:
                 self.metrics.recopied.labels(**self._labels(topic, partition)).inc(again)

@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.admin import consumer
 from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,8 @@ class LagProbe:
 
     def __init__(self, *, metrics: MirrorMetrics, flow_name: str, source: str, target: str, admin: AdminClient,
                  source_conf: dict[str, Any], read_committed: bool,
-                 planned_topics: Callable[[], list[str]], positions: Callable[[], dict[tuple[str, int], int]],
-                 on_ends: Callable[[dict[tuple[str, int], int]], None] | None = None,
+                 planned_topics: Callable[[], list[str]], positions: Callable[[], dict[Partition, int]],
+                 on_ends: Callable[[dict[Partition, int]], None] | None = None,
                  held: str | None = None, idle_interval: float = 0.0) -> None:
         self.metrics = metrics
         self.flow_name = flow_name
@@ -59,7 +60,7 @@ class LagProbe:
         self.planned_topics = planned_topics
         self.positions = positions
         self.on_ends = on_ends  # the source's ends, for whoever else needs them (no second read)
-        self.gauges: dict[tuple[str, int], tuple[Any, Any, int, float]] = {}
+        self.gauges: dict[Partition, tuple[Any, Any, int, float]] = {}
         self.latest: list[PartitionLag] = []
         self.measured_at: float | None = None
         self._consumer: Consumer | None = None
@@ -67,7 +68,7 @@ class LagProbe:
         self.idle_interval = idle_interval
         self._caught_up_at: float | None = None  # monotonic time of the last round that found no lag
 
-    def _offsets(self, partitions: list[TopicPartition], earliest: bool = False) -> dict[tuple[str, int], int]:
+    def _offsets(self, partitions: list[TopicPartition], earliest: bool = False) -> dict[Partition, int]:
         """End (or start) offsets in one ListOffsets call of the probe's consumer (-1 and -2 are
         Kafka's latest and earliest; its isolation level gives the stable end in read_committed).
         The admin client's call makes a future per partition: twice the CPU at thousands of
@@ -85,18 +86,18 @@ class LagProbe:
         return [TopicPartition(t, p) for t in topics if t in metadata and metadata[t].error is None
                 for p in metadata[t].partitions]
 
-    def _oldest_pending_timestamps(self, positions: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    def _oldest_pending_timestamps(self, positions: dict[Partition, int]) -> dict[Partition, int]:
         """Timestamp (ms) of the first record at or after each position."""
         if not positions:
             return {}
         reader = self._reader()
         reader.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
-        found: dict[tuple[str, int], int] = {}
+        found: dict[Partition, int] = {}
         deadline = time.monotonic() + 3.0
         while len(found) < len(positions) and time.monotonic() < deadline:
             for message in reader.consume(500, timeout=0.5):
                 if message.error() is None:
-                    key = cast(tuple[str, int], (message.topic(), message.partition()))  # set on every record
+                    key = cast(Partition, (message.topic(), message.partition()))  # set on every record
                     found.setdefault(key, message.timestamp()[1])
         reader.unassign()
         return found

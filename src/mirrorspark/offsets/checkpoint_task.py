@@ -33,13 +33,14 @@ from mirrorspark.formats import Checkpoint
 from mirrorspark.metrics.registry import CHECKPOINT, MirrorMetrics, drop_series
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.offsets.group_filter import GroupFilter
+from mirrorspark.partition import Partition
 from mirrorspark.policy.topic_selection import TopicSelection
 
 log = logging.getLogger(__name__)
 
 Translate = Callable[[str, int, int, "str | None"], "int | None"]
 # (pending resets: (source topic, partition) whose checkpoints point into an old remote topic, resets done)
-Resets = tuple[Callable[[], set[tuple[str, int]]], Callable[[set[tuple[str, int]]], None]]
+Resets = tuple[Callable[[], set[Partition]], Callable[[set[Partition]], None]]
 # (topic on the source that came from the target, partition, committed) -> (original topic, offset there)
 TranslateBack = Callable[[str, int, int], "tuple[str, int] | None"]
 # (topic on the source, partition, committed) -> target offset of the target's first own record not read
@@ -123,7 +124,7 @@ class CheckpointTask:
         topic_id = self._remote_ids[remote_topic]
         return None if topic_id is None else f"{remote_topic}@{topic_id}"
 
-    def checkpoints(self, group: str, resets: AbstractSet[tuple[str, int]] = frozenset()) -> list[Checkpoint]:
+    def checkpoints(self, group: str, resets: AbstractSet[Partition] = frozenset()) -> list[Checkpoint]:
         """Translated checkpoints of one group that are newer than the stored ones (or replace one
         written for a previous remote topic: ``resets``)."""
         out = []
@@ -167,7 +168,7 @@ class CheckpointTask:
         self.read_twice[key] = (committed, twice)
         return checkpoint
 
-    def _replacements(self, resets: set[tuple[str, int]], written: set[tuple[str, str, int]]) -> list[Checkpoint]:
+    def _replacements(self, resets: set[Partition], written: set[tuple[str, str, int]]) -> list[Checkpoint]:
         """Stored checkpoints of re-bound partitions that no group commit replaced this round: the
         same source offset translated into the new remote topic."""
         out = []

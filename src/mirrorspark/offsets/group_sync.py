@@ -12,6 +12,7 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Ka
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
+from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +25,13 @@ def group_state(admin: AdminClient, group: str) -> ConsumerGroupState:
     return description.state
 
 
-def committed_offsets(admin: AdminClient, group: str) -> dict[tuple[str, int], int]:
+def committed_offsets(admin: AdminClient, group: str) -> dict[Partition, int]:
     result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                                request_timeout=30)[group].result()
     return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or [] if tp.offset >= 0}
 
 
-def commit_offsets(admin: AdminClient, group: str, offsets: dict[tuple[str, int], tuple[int, str]]) -> None:
+def commit_offsets(admin: AdminClient, group: str, offsets: dict[Partition, tuple[int, str]]) -> None:
     partitions = [TopicPartition(topic, partition, offset, metadata) if metadata else
                   TopicPartition(topic, partition, offset)
                   for (topic, partition), (offset, metadata) in sorted(offsets.items())]

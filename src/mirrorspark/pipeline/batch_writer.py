@@ -18,6 +18,7 @@ from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop, Fenced, RemoteTopicGone
 from mirrorspark.integrity.spark_offsets import Positions, SparkOffsetLog
 from mirrorspark.metrics.flow_metrics import FlowMetrics
+from mirrorspark.partition import Partition
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, remote_topics_option
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import BatchReport, WrittenRun, drain_figures, drain_written, topic_ids_option
@@ -43,7 +44,7 @@ class BatchWriter:
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
                  spark_log: SparkOffsetLog, guard: BatchGuard, sink_options: Mapping[str, str],
                  on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None,
-                 metrics: FlowMetrics | None, takeover: Mapping[tuple[str, int], int]) -> None:
+                 metrics: FlowMetrics | None, takeover: Mapping[Partition, int]) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
@@ -55,7 +56,7 @@ class BatchWriter:
         self.takeover = dict(takeover)  # where MM2 stopped: batch 0 starts there (migrate from-mm2)
         # The last offset log entry read (batch id, end positions): the next batch starts there, so it
         # is not read again from the state location (a round trip per batch on HDFS or S3).
-        self._previous: tuple[int, dict[tuple[str, int], int]] | None = None
+        self._previous: tuple[int, dict[Partition, int]] | None = None
         self.rerun: int | None = None  # the batch a crash interrupted, run again first
         self.batches_written = 0
         self.loss_stop: str | None = None  # set when mirrorspark.data.loss = fail stopped the flow
@@ -212,7 +213,7 @@ class BatchWriter:
             options["kafka.max.request.size"] = str(needed)
         return options
 
-    def _starts(self, batch_id: int) -> dict[tuple[str, int], int]:
+    def _starts(self, batch_id: int) -> dict[Partition, int]:
         """Where ``batch_id`` starts: the end of the batch before it. Batch 0 starts where MM2 stopped
         after a takeover, so a gap there (retention) is reported too."""
         if batch_id == 0:
@@ -221,7 +222,7 @@ class BatchWriter:
             return self._previous[1]
         return self.spark_log.entry(batch_id - 1)[1]
 
-    def _plan_for(self, batch_id: int, ends: Mapping[tuple[str, int], int]) -> TopicPlan:
+    def _plan_for(self, batch_id: int, ends: Mapping[Partition, int]) -> TopicPlan:
         """The topic plan, checked against the partitions Spark put in this batch (its offset log) so
         a record is never dropped just because its topic or partition appeared after the last refresh.
         The plan of the last refresh serves while it covers the batch: reading the source's topics in

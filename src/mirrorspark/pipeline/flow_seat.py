@@ -22,6 +22,7 @@ from mirrorspark.coordination.claims import Claim, Claims
 from mirrorspark.coordination.lease import FlowLease, default_group
 from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.partition import Partition
 from mirrorspark.pipeline.flow_assembly import AssembledFlow, Shared, assemble_flow, flow_lanes
 from mirrorspark.pipeline.supervision import publish_state
 from mirrorspark.policy import ReplicationPolicy
@@ -208,7 +209,7 @@ class FlowSeat:
         if self.lease is not None:
             self._watch_late_writes(self.lease, metrics.count_recopied if metrics is not None else None)
 
-    def _watch_late_writes(self, lease: FlowLease, count_recopied: Callable[[Mapping[tuple[str, int], int]], None]
+    def _watch_late_writes(self, lease: FlowLease, count_recopied: Callable[[Mapping[Partition, int]], None]
                            | None) -> None:
         """Count what this instance sent after it lost the flow and the new writer copied too: searched
         now and again for a while in a thread of its own (``stale_writes.LateWatch``), not blocking steering."""

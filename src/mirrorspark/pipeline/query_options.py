@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ConfigError
+from mirrorspark.partition import Partition
 from mirrorspark.pipeline.executors import through_provider
 
 # Settings the source and sink manage themselves (Spark's Kafka source refuses them as kafka.* options too).
@@ -88,7 +89,7 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
 
 
 def check_saved_positions(flow: str, where: str, partitions: Mapping[str, int],
-                          saved: Mapping[tuple[str, int], int]) -> None:
+                          saved: Mapping[Partition, int]) -> None:
     """``auto.offset.reset = none`` at a flow's first start: every source partition needs a saved
     position (MM2's, or what the target already holds), as MM2's consumer would fail without one."""
     missing = [f"{topic}-{p}" for topic, count in sorted(partitions.items()) for p in range(count)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import topic_partitions
 from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
+from mirrorspark.partition import Partition
 from mirrorspark.pipeline.query_options import check_saved_positions
 from mirrorspark.policy.topic_selection import TopicSelection
 
@@ -25,7 +26,7 @@ class QueryStart:
     (``migrate from-mm2 --execute``), empty otherwise."""
 
     def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
-                 takeover: Mapping[tuple[str, int], int] | None = None) -> None:
+                 takeover: Mapping[Partition, int] | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mirrorspark.config.redaction import Redactor, current
 from mirrorspark.errors import ConfigError, Conflict
+from mirrorspark.partition import Partition
 from mirrorspark.rest.controller import UnknownFlow
 
 if TYPE_CHECKING:
@@ -35,11 +36,11 @@ class TranslationCache:
         self._make_client = make_client
         self.ttl = ttl
         self._clients: dict[tuple[str, str], MirrorClient] = {}
-        self._found: dict[tuple[str, str], dict[str, tuple[float, dict[tuple[str, int], int]]]] = {}
+        self._found: dict[tuple[str, str], dict[str, tuple[float, dict[Partition, int]]]] = {}
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def offsets(self, group: str, source: str, target: str) -> dict[tuple[str, int], int]:
+    def offsets(self, group: str, source: str, target: str) -> dict[Partition, int]:
         pair = (source, target)
         with self._guard:
             lock = self._locks.setdefault(pair, threading.Lock())

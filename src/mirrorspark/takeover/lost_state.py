@@ -31,6 +31,7 @@ from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.batch_guard import DataLossStop
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.partition import Partition
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateFiles
 from mirrorspark.state.location import KEY as STATE_KEY
@@ -64,7 +65,7 @@ def has_no_state(folder: StateFiles) -> bool:
 
 
 def holding_records(selection: TopicSelection, plan: TopicPlan, target: AdminClient,
-                    created: Collection[str] = ()) -> dict[tuple[str, int], tuple[int, int]]:
+                    created: Collection[str] = ()) -> dict[Partition, tuple[int, int]]:
     """Source partitions whose remote partition holds records: (source topic, partition) -> target (start, end).
     Remote topics this start ``created`` are not asked (they are empty; a first start over thousands of
     just-created partitions would otherwise wait for their leaders to answer)."""
@@ -138,7 +139,7 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
                 "of them again", flow.name, where, records, len(takeover.partitions))
 
 
-def _exactly_once_start(flow: FlowConfig, held: dict[tuple[str, int], tuple[int, int]], plan: TopicPlan,
+def _exactly_once_start(flow: FlowConfig, held: dict[Partition, tuple[int, int]], plan: TopicPlan,
                         clients: Clients, folder: StateFiles) -> bool:
     """Exactly-once: the progress committed with the records says exactly where each partition stops
     (records of open or aborted transactions are not copies). False when a partition holding records has
@@ -170,7 +171,7 @@ def _exactly_once_start(flow: FlowConfig, held: dict[tuple[str, int], tuple[int,
     return True
 
 
-def _same_names_start(flow: FlowConfig, where: str, held: dict[tuple[str, int], tuple[int, int]],
+def _same_names_start(flow: FlowConfig, where: str, held: dict[Partition, tuple[int, int]],
                       syncs: dict, sync_topic: str) -> None:
     """Active/active on the same names: the remote topics are also the target's own topics, so records
     there are expected. With no offset sync of this flow for them it never wrote there: a first start.
@@ -185,7 +186,7 @@ def _same_names_start(flow: FlowConfig, where: str, held: dict[tuple[str, int], 
             "be found by comparing records; restore the state folder")
 
 
-def _refuse(flow: FlowConfig, where: str, held: dict[tuple[str, int], tuple[int, int]], why: str) -> None:
+def _refuse(flow: FlowConfig, where: str, held: dict[Partition, tuple[int, int]], why: str) -> None:
     shown = ", ".join(f"{t}[{p}] ({end - start} record(s))" for (t, p), (start, end) in sorted(held.items())[:4])
     more = f" and {len(held) - 4} more partition(s)" if len(held) > 4 else ""
     raise StateLost(

@@ -29,6 +29,7 @@ from mirrorspark.control.admin import (
 from mirrorspark.control.client_settings import admin_settings
 from mirrorspark.formats import Heartbeat, RecordFormatError
 from mirrorspark.offsets.range_log import RangeLog
+from mirrorspark.partition import Partition
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state.files import StateFiles
@@ -213,7 +214,7 @@ def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
         "positions": starting_offsets(positions)}, indent=1))
 
 
-def load_positions(folder: StateFiles) -> dict[tuple[str, int], int]:
+def load_positions(folder: StateFiles) -> dict[Partition, int]:
     """The takeover positions of a flow (empty without a takeover)."""
     text = folder.read(FILE)
     if not text:

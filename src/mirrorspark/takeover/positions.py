@@ -25,7 +25,7 @@ from typing import Any, cast
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
 
 from mirrorspark.control.admin import consumer
-from mirrorspark.partition import OffsetRun
+from mirrorspark.partition import OffsetRun, Partition
 from mirrorspark.takeover.mm2_state import TakeoverRefused
 
 WINDOW = 100_000  # target records compared first: MM2's last records are mapped exactly this far back
@@ -210,7 +210,7 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
                              lost=max(0, source_start - floor), copied_twice=0)
 
 
-def starting_offsets(positions: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
+def starting_offsets(positions: Mapping[Partition, int]) -> dict[str, dict[str, int]]:
     """Spark's ``startingOffsets`` JSON shape."""
     out: dict[str, dict[str, int]] = {}
     for (topic, partition), offset in sorted(positions.items()):

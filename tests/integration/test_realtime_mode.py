@@ -2,6 +2,7 @@
 restart, kill -9 and failover checks as micro-batch mode, and the slot rule."""
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
@@ -113,3 +114,53 @@ def test_realtime_with_too_few_task_slots_is_refused_with_the_numbers(clusters, 
     assert "reads 4 partition(s)" in message and f"{topic}: 3" in message and "heartbeats: 1" in message
     assert "2 task slot(s) (spark.master = local[2])" in message and "local[4]" in message
     assert "Traceback" not in message
+
+
+def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sends_nothing_twice(
+        clusters, unique, tmp_path):
+    """The first instance stops while its one long real-time batch is open: everything it copied is on
+    the target, nothing is recorded as committed. The second reads the source one record per fetch
+    (``max.partition.fetch.bytes``, each record in a batch of its own), so the replay takes several
+    5-second batches: each compares from where the one before stopped. Before, only the first did, and
+    the rest was sent again uncounted."""
+    topic, remote = f"rt-span-{unique}", f"primary.rt-span-{unique}"
+    total = 16_000
+    create_topic(clusters["primary"], topic, 2)
+    producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 0, "batch.size": 1})
+    for record in numbered(0, total, 2):
+        producer.produce(topic, **record)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    flow = f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\nspark.master = local[6]\n" \
+           "mirrorspark.trigger = realtime\n"
+    long_batch = write_config(tmp_path / "first.properties", clusters,
+                              flow + "mirrorspark.realtime.batch.seconds = 600\n")
+    slow_reads = write_config(tmp_path / "second.properties", clusters,
+                              flow + "mirrorspark.realtime.batch.seconds = 5\n"
+                              "primary.consumer.max.partition.fetch.bytes = 1\n")
+    state = tmp_path / "state"
+    with running_mirrorspark(long_batch, state):
+        wait_for_count(clusters["backup"], remote, total, timeout=180)
+    with running_mirrorspark(slow_reads, state) as second:
+        deadline = time.monotonic() + 240
+        while resumed(second.output())[0] < total and time.monotonic() < deadline:
+            time.sleep(2)
+        time.sleep(7)  # a batch boundary: the figures are recorded
+        figures = flow_detail(state, "primary->backup")
+        output = second.output()
+    landed = seqs(clusters["backup"], remote)
+    lost, duplicates = lost_and_duplicated(range(total), landed)
+    found, batches = resumed(output)
+    print(f"real-time replay over several batches: {total} records, {len(landed)} on the target, lost {len(lost)}, "
+          f"copied twice {duplicates}, re-copied metric {figures['records_recopied']}, {found} found on the target "
+          f"and not sent again, over {len(batches)} batches")
+    assert "compared before anything is sent again" in output, output[-4000:]
+    assert len(batches) >= 2, "the replay fitted in one batch: the drill did not test what it is for"
+    assert not lost and duplicates == figures["records_recopied"] == 0
+    assert found == total
+
+
+def resumed(output: str) -> tuple[int, set[int]]:
+    """Records the batches found already on the target, and which batches found some."""
+    found = [(int(b), int(n)) for b, n in re.findall(r"batch (\d+) resumed \S+: (\d+) record", output)]
+    return sum(n for _, n in found), {b for b, n in found if n}

@@ -162,9 +162,9 @@ class FlowQuery:
         starting = realtime.skip_removed(self.writer.guard, self.spark_log, starting)
         if starting is not None:
             options["startingOffsets"] = starting
-        resume, epoch = realtime.resume_point(self.writer.guard, self.spark_log, plan)
+        resume = realtime.resume_point(self.writer.guard, self.spark_log, plan)
         sink = dict(self.writer.sink_options_for(plan))
-        sink.update(resume=resume, resumeEpoch=str(epoch))
+        sink.update(resume=resume)
         self.writer.starting(None)
         spark.conf.set(realtime.ALLOWLIST_CHECK, "false")
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)

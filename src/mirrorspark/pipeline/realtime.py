@@ -91,13 +91,13 @@ def assignment(plan: TopicPlan) -> tuple[str, dict[str, int]]:
     return json.dumps({topic: list(range(count)) for topic, count in partitions.items()}), partitions
 
 
-def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) -> tuple[str, int]:
-    """The sink's ``resume`` option and the epoch it applies to for a (re)started real-time query.
+def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) -> str:
+    """The sink's ``resume`` option for a (re)started real-time query.
 
     Spark replays from its last committed batch. Its writes may have gone further: the batch after it
     was recorded here but never committed by Spark (its target ends before it are the write marks'
     ``before``), or it was never recorded (the marks' ends). Target records past that point are compared
-    with the replay's rows before anything is sent again."""
+    with the replay's rows before anything is sent again, in as many real-time batches as the replay takes."""
     committed = spark_log.last_committed()
     epoch = 0 if committed is None else committed + 1
     targets = sorted({(remote, p) for source, remote in plan.remote.items()
@@ -113,7 +113,7 @@ def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) 
         log.info("flow %s: real-time batch %d resumes an interrupted run: %d target record(s) written after the last "
                  "recorded batch are compared before anything is sent again", guard.flow_name, epoch,
                  sum(r.records for r in ranges))
-    return resume_option(ranges), epoch
+    return resume_option(ranges)
 
 
 def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | None) -> str | None:

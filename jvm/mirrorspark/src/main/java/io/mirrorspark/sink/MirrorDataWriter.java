@@ -55,13 +55,14 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private final Map<String, long[]> resume;
 
     MirrorDataWriter(WriteSettings settings) {
-        this(settings, true);
+        this(settings, settings.resume);
     }
 
-    /** {@code compare}: this writer resumes an interrupted write (the first epoch of a real-time query). */
-    MirrorDataWriter(WriteSettings settings, boolean compare) {
+    /** {@code resume}: the target ranges this writer compares with (a real-time batch: what the
+     *  batches before it left of them, {@link ResumeLedger}). */
+    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume) {
         this.settings = settings;
-        this.resume = compare ? settings.resume : Map.of();
+        this.resume = resume;
         this.fence = Fences.of(settings.flow);
         this.transactions = settings.exactlyOnce ? new TaskTransactions(settings) : null;
         this.producer = settings.exactlyOnce ? null : Producers.acquire(settings.flow, settings.producer);
@@ -177,6 +178,14 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public WriterCommitMessage commit() throws IOException {
+        for (Map<Integer, PartitionAcks> byPartition : acks.values()) {
+            for (PartitionAcks target : byPartition.values()) {
+                TargetTail tail = tails.get(WriteSettings.key(target.topic, target.partition));
+                if (tail != null && tail.active() && !resume.isEmpty()) {
+                    target.resumeNext = tail.resumeAt();  // every row matched: the next batch carries on
+                }
+            }
+        }
         closeTails();
         if (transactions != null) {
             transactions.commit(this::checkFailure);

@@ -1,5 +1,7 @@
 package io.mirrorspark.sink;
 
+import java.util.HashMap;
+
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
@@ -17,31 +19,37 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 final class MirrorStreamingWrite implements StreamingWrite {
     private final WriteSettings settings;
     private final long driverWaitMs;
+    /** What is left to compare of an interrupted run's target records, epoch after epoch. */
+    private final ResumeLedger ledger;
 
     MirrorStreamingWrite(WriteSettings settings, long driverWaitMs) {
         this.settings = settings;
         this.driverWaitMs = driverWaitMs;
+        this.ledger = new ResumeLedger(settings.resume);
     }
 
+    /** Called for each real-time batch once the one before it committed: its writers compare with what is left. */
     @Override
     public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-        return new WriterFactory(settings);
+        return new WriterFactory(settings, ledger.left());
     }
 
-    /** Shipped to executors: only the settings travel. */
+    /** Shipped to executors: the settings and the ranges left to compare travel. */
     private static final class WriterFactory implements StreamingDataWriterFactory {
         private static final long serialVersionUID = 1L;
         private final WriteSettings settings;
+        private final HashMap<String, long[]> resume;
 
-        WriterFactory(WriteSettings settings) {
+        WriterFactory(WriteSettings settings, HashMap<String, long[]> resume) {
             this.settings = settings;
+            this.resume = resume;
         }
 
         @Override
         public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
-            // Only the first epoch after a start resumes what an interrupted run wrote; later ones
-            // begin where it ended.
-            return new MirrorDataWriter(settings, settings.resumeEpoch < 0 || settings.resumeEpoch == epochId);
+            // The replay of an interrupted run can span several batches (each is bounded by time, not
+            // rows): each compares from where the batches before it stopped, until every range is passed.
+            return new MirrorDataWriter(settings, resume);
         }
     }
 
@@ -52,6 +60,7 @@ final class MirrorStreamingWrite implements StreamingWrite {
 
     @Override
     public void commit(long epochId, WriterCommitMessage[] messages) {
+        ledger.advance(messages);
         WrittenBatches.acceptEpoch(settings.flow, epochId, messages, driverWaitMs);
     }
 

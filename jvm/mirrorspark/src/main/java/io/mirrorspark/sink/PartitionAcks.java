@@ -25,6 +25,9 @@ final class PartitionAcks implements Serializable {
     /** Rows found already on the target (paired, not sent) and target records written again. */
     long resumed;
     long recopied;
+    /** Real-time mode: the next target offset of this partition's interrupted run still to compare
+     *  with the next batch's rows (every row so far matched; -1: the comparison is over here). */
+    long resumeNext = -1L;
     /** The highest target offset acknowledged while the flow's write fence held (-1: none). */
     private long lastValid = -1L;
 

@@ -61,6 +61,11 @@ final class TargetTail implements AutoCloseable {
         return !done;
     }
 
+    /** The next target offset to compare: where a later real-time batch's writer carries on. */
+    long resumeAt() {
+        return position;
+    }
+
     /**
      * The target offset holding a record equal to this row, or -1 once the comparison has ended
      * (the row and every later one of this partition must be sent).

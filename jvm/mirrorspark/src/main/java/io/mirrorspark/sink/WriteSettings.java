@@ -50,19 +50,15 @@ final class WriteSettings implements Serializable {
      *  {@code topicIds}, lines source topic TAB source id TAB remote id, an id not known yet empty).
      *  Exactly-once progress committed for other ids (a topic re-created since) is not used ({@link Progress#heldFor}). */
     final HashMap<String, String> topicIds;
-    /** Real-time mode (option {@code resumeEpoch}): the only epoch whose writers compare with {@code resume};
-     *  the query's later epochs start where the first one ended (-1: every writer compares). */
-    final long resumeEpoch;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
-                          String progressGroup, long resumeEpoch, HashMap<String, String> remoteTopics,
+                          String progressGroup, HashMap<String, String> remoteTopics,
                           HashMap<String, String> topicIds) {
         this.flow = flow;
         this.topicIds = topicIds;
         this.remoteTopics = remoteTopics;
-        this.resumeEpoch = resumeEpoch;
         this.exactlyOnce = transactionalIdPrefix != null;
         this.transactionalIdPrefix = transactionalIdPrefix;
         this.progressGroup = progressGroup;
@@ -113,8 +109,7 @@ final class WriteSettings implements Serializable {
         }
         HashMap<String, String> remotes = remoteTopics(options.get("remoteTopics"));
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
-            retryFrom(options.get("retryFrom")), source, target, prefix, group,
-            Long.parseLong(options.getOrDefault("resumeEpoch", "-1")), remotes,
+            retryFrom(options.get("retryFrom")), source, target, prefix, group, remotes,
             topicIds(options.get("topicIds"), remotes));
     }
 

@@ -1,24 +1,16 @@
-"""Two real local Kafka clusters for the whole test session, and a way to run mirrorspark."""
+"""The fixtures: real local Kafka clusters and a Spark standalone cluster for the whole test session, a
+unique topic suffix per test. Helpers that tests call are in tests/helpers/."""
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from spark_fixture import spark_cluster  # noqa: F401  (session fixture: a real standalone cluster)
 
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.local.security import SecurityOptions
-
-MIRRORSPARK = [sys.executable, "-m", "mirrorspark"]
+from mirrorspark.local.spark_cluster import LocalSpark
 
 
 @pytest.fixture(scope="session")
@@ -36,78 +28,22 @@ def clusters(tmp_path_factory) -> Iterator[dict[str, str]]:
         local.down(purge=True)
 
 
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory) -> Iterator[str]:
+    """The master URL (``spark://127.0.0.1:PORT``) of 2 workers x 1 core x 1g, started once per session
+    and stopped (its folder purged) at the end."""
+    local = LocalSpark(tmp_path_factory.mktemp("spark"))
+    master = local.up(workers=2, cores=1, memory="1g")
+    try:
+        yield master
+    finally:
+        local.down(purge=True)
+
+
 @pytest.fixture
 def unique() -> str:
     """A short unique suffix for topic names, so tests share the clusters safely."""
     return uuid.uuid4().hex[:8]
-
-
-def write_config(path: Path, clusters: dict[str, str], extra: str) -> Path:
-    path.write_text(
-        "clusters = primary, backup\n"
-        f"primary.bootstrap.servers = {clusters['primary']}\n"
-        f"backup.bootstrap.servers = {clusters['backup']}\n"
-        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
-        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n" + extra
-    )
-    return path
-
-
-# The integration tests that must pass in either trigger mode take ``trigger`` from this mark.
-TRIGGERS = pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
-
-
-def trigger_settings(trigger: str, slots: int = 8) -> str:
-    """mm2.properties lines of a trigger mode: real-time mode needs a task slot per source partition
-    (heartbeats included), short real-time batches and a quick topic refresh (it re-plans by restarting)."""
-    if trigger == "microbatch":
-        return ""
-    return (f"mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 5\nspark.master = local[{slots}]\n"
-            "refresh.topics.interval.seconds = 5\n")
-
-
-class MirrorsparkProcess:
-    def __init__(self, proc: subprocess.Popen, log: Path) -> None:
-        self.proc = proc
-        self.log = log
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self, timeout: float = 90.0) -> int:
-        """SIGTERM, as a service manager would; return the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise AssertionError(f"mirrorspark did not stop within {timeout} s:\n{self.output()[-3000:]}") from None
-
-
-@contextmanager
-def running_mirrorspark(config: Path, state_dir: Path, *args: str, exit_code: int = 0) -> Iterator[MirrorsparkProcess]:
-    """``mirrorspark run CONFIG`` in its own process; on exit it must stop with ``exit_code`` (0: cleanly;
-    1 when a flow had failed before the stop)."""
-    log = state_dir / f"mirrorspark-{time.time_ns()}.log"
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as out:
-        proc = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state_dir),
-                                 "--progress-interval", "2", *args],
-                                stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
-    handle = MirrorsparkProcess(proc, log)
-    try:
-        yield handle
-    except BaseException:
-        handle.stop()
-        print(handle.output()[-5000:])
-        raise
-    code = handle.stop()
-    assert code == exit_code, f"mirrorspark exited with {code}:\n{handle.output()[-5000:]}"
-
-
-def run_cli(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
-    return subprocess.run([*MIRRORSPARK, *args], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(autouse=True)

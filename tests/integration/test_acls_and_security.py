@@ -14,9 +14,10 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from conftest import run_cli, running_mirrorspark
-from kafka_tools import create_topic, produce, read_all, wait_for_count
-from test_topologies_and_topics import records, wait_until
+from helpers.kafka import create_topic, produce, read_all, wait_for_count
+from helpers.processes import run_cli, running_mirrorspark
+from helpers.records import records
+from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import librdkafka_admin

@@ -7,10 +7,11 @@ import time
 
 import pytest
 from confluent_kafka import TopicPartition
-from conftest import run_cli, running_mirrorspark, write_config
-from kafka_tools import create_topic, produce, wait_for_count
-from test_offsets_e2e import checkpoints, commit_on
-from test_topologies_and_topics import wait_until
+from helpers.config import write_config
+from helpers.kafka import create_topic, produce, wait_for_count
+from helpers.offsets import checkpoints, commit_on
+from helpers.processes import run_cli, running_mirrorspark
+from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client
 from mirrorspark.integrity.loss import LossLog

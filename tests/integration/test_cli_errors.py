@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli, write_config
+from helpers.config import write_config
+from helpers.processes import run_cli
 
 
 @pytest.mark.broker

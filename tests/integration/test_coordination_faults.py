@@ -15,9 +15,18 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
-from conftest import write_config
-from kafka_tools import create_topic, lost_and_duplicated, produce, seqs, wait_for_count, wait_for_every_seq
-from test_standby_drills import java_of, produce_backlog, recopied, start, wait_role, writer_and_standby
+from helpers.config import write_config
+from helpers.kafka import (
+    create_topic,
+    lost_and_duplicated,
+    produce,
+    produce_backlog,
+    seqs,
+    wait_for_count,
+    wait_for_every_seq,
+)
+from helpers.processes import java_of, start, writer_and_standby
+from helpers.rest import recopied, wait_role
 
 from mirrorspark.control.admin import admin_client
 

@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
-from conftest import MIRRORSPARK, running_mirrorspark, write_config
-from kafka_tools import create_topic, lost_and_duplicated, produce
-from test_integrity_drills import numbered
-from test_offsets_e2e import checkpoints, commit_on
-from test_spark_cluster import cluster_config
-from test_standby_drills import java_of, wait_role, writer_and_standby
-from test_topologies_and_topics import wait_until
+from helpers.config import cluster_config, write_config
+from helpers.kafka import create_topic, lost_and_duplicated, produce, recreate
+from helpers.offsets import checkpoints, commit_on
+from helpers.processes import MIRRORSPARK, java_of, running_mirrorspark, writer_and_standby
+from helpers.records import numbered
+from helpers.rest import flow_detail, wait_role
+from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client, end_offsets
 
@@ -328,9 +328,6 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_exactly_once(clu
     copied (the sink skipped them below the old topic's committed progress) and the old topic's copied
     records were reported lost ("the partition went back"). Now every new record lands once, in order
     after the old ones, and nothing is reported lost: every record of the old topic had been copied."""
-    from test_integrity_drills import recreate
-    from test_spark_cluster import flow_detail
-
     from mirrorspark.control.admin import topic_partitions
 
     topic, remote = f"eosrec-{unique}", f"primary.eosrec-{unique}"

@@ -3,11 +3,13 @@ compiled by the test as a user builds them for MM2, found on plugin.path and use
 from __future__ import annotations
 
 import pytest
-from conftest import running_mirrorspark, write_config
-from java_plugins import build_plugin_jar
-from kafka_tools import create_topic, produce, read_all, wait_for_count
-from test_offsets_e2e import checkpoints, commit_on
-from test_topologies_and_topics import records, wait_until
+from helpers.config import write_config
+from helpers.java import build_plugin_jar
+from helpers.kafka import create_topic, produce, read_all, wait_for_count
+from helpers.offsets import checkpoints, commit_on
+from helpers.processes import running_mirrorspark
+from helpers.records import records
+from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client, topic_partitions
 

@@ -8,8 +8,9 @@ import subprocess
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
-from conftest import MIRRORSPARK, running_mirrorspark, write_config
-from kafka_tools import count, lost_and_duplicated, seqs, wait_for_count
+from helpers.config import write_config
+from helpers.kafka import count, lost_and_duplicated, seqs, wait_for_count
+from helpers.processes import MIRRORSPARK, running_mirrorspark
 
 from mirrorspark.control.admin import admin_client, client_conf
 

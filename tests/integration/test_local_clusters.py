@@ -5,7 +5,7 @@ import json
 import os
 import socket
 
-from conftest import run_cli
+from helpers.processes import run_cli
 
 from mirrorspark.control.admin import broker_answers
 

@@ -12,8 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import run_cli
-from process_views import assert_environ_private, assert_off_command_lines
+from helpers.process_views import assert_environ_private, assert_off_command_lines
+from helpers.processes import run_cli
 
 from mirrorspark.local.cluster import LocalClusterError
 from mirrorspark.local.spark_cluster import LocalSpark, driver_auth, group_members, master_state

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_mm2_interop import INTEROP, QUIET_LOG4J, classpath
+from helpers.java import INTEROP, QUIET_LOG4J, classpath
 from typer.testing import CliRunner
 
 from mirrorspark.cli.app import app

@@ -14,12 +14,14 @@ import time
 
 import pytest
 from confluent_kafka import Producer
-from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
-from test_integrity_drills import numbered
-from test_offsets_e2e import checkpoints, cli_json, commit_on, consume, read_from
-from test_spark_cluster import committed_records, flow_detail, latest
-from test_topologies_and_topics import wait_until
+from helpers.config import write_config
+from helpers.kafka import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
+from helpers.offsets import checkpoints, commit_on, consume, read_from
+from helpers.processes import MIRRORSPARK, cli_json, run_cli, running_mirrorspark
+from helpers.records import numbered
+from helpers.rest import flow_detail
+from helpers.spark_state import committed_records, latest
+from helpers.waiting import wait_until
 
 IDENTITY = "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
 

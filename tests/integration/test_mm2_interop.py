@@ -7,24 +7,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import running_mirrorspark, write_config
-from kafka_tools import create_topic, produce, wait_for_count
-from test_offsets_e2e import checkpoints, commit_on
-from test_topologies_and_topics import records, wait_until
+from helpers.config import write_config
+from helpers.java import INTEROP, QUIET_LOG4J, classpath
+from helpers.kafka import create_topic, produce, wait_for_count
+from helpers.offsets import checkpoints, commit_on
+from helpers.processes import running_mirrorspark
+from helpers.records import records
+from helpers.waiting import wait_until
 
-from mirrorspark import paths
 from mirrorspark.client import MirrorClient
 from mirrorspark.local.cluster import java_executable
 
 pytestmark = pytest.mark.broker
-INTEROP = Path(__file__).parent / "interop"
-QUIET_LOG4J = "status = error\nrootLogger.level = ERROR\nrootLogger.appenderRef.out.ref = OUT\n" \
-              "appender.out.type = Console\nappender.out.name = OUT\nappender.out.layout.type = PatternLayout\n" \
-              "appender.out.layout.pattern = %d %p %c: %m%n\n"
-
-
-def classpath(*extra: Path) -> str:
-    return ":".join([*(str(p) for p in extra), f"{paths.kafka_libs()}/*"])
 
 
 def java_translate(tmp_path: Path, bootstrap: str, remote: str, group: str) -> dict[tuple[str, int], int]:

@@ -1,62 +1,20 @@
 """MM2's offset scenarios against real brokers: failover with zero re-delivery, checkpoints."""
 from __future__ import annotations
 
-import json
-import time
-
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from conftest import TRIGGERS, run_cli, running_mirrorspark, trigger_settings, write_config
-from kafka_tools import create_topic, produce, wait_for_count
-from test_topologies_and_topics import records, wait_until
+from confluent_kafka import Consumer, Producer
+from helpers.config import TRIGGERS, trigger_settings, write_config
+from helpers.kafka import create_topic, produce, wait_for_count
+from helpers.offsets import checkpoints, commit_on, consume, read_from
+from helpers.processes import cli_json, run_cli, running_mirrorspark
+from helpers.records import records
+from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client, topic_partitions
 from mirrorspark.formats import Checkpoint, OffsetSync
-from mirrorspark.offsets.checkpoint_store import CheckpointStore, read_compacted_topic
+from mirrorspark.offsets.checkpoint_store import read_compacted_topic
 
 pytestmark = pytest.mark.broker
-
-
-def consume(bootstrap: str, group: str, topic: str, n: int) -> list[bytes]:
-    """Read ``n`` records of ``topic`` as ``group`` and commit each; return their keys."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    keys: list[bytes] = []
-    deadline = time.monotonic() + 60
-    while len(keys) < n and time.monotonic() < deadline:
-        msg = consumer.poll(1.0)
-        if msg is not None and not msg.error():
-            keys.append(msg.key())
-            consumer.commit(msg, asynchronous=False)
-    consumer.close()
-    assert len(keys) == n
-    return keys
-
-
-def checkpoints(bootstrap: str, source: str, group: str) -> dict[tuple[str, int], int]:
-    store = CheckpointStore()
-    store.load({"bootstrap.servers": bootstrap}, f"{source}.checkpoints.internal")
-    return {(c.topic, c.partition): c.downstream for c in store.for_group(group)}
-
-
-def read_from(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> list[bytes]:
-    """Everything from the given offsets to the end, as a consumer that failed over would."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "enable.partition.eof": True})
-    consumer.assign([TopicPartition(t, p, o) for (t, p), o in offsets.items()])
-    keys, eof = [], set()
-    deadline = time.monotonic() + 60
-    while len(eof) < len(offsets) and time.monotonic() < deadline:
-        msg = consumer.poll(1.0)
-        if msg is None:
-            continue
-        if msg.error():
-            eof.add((msg.topic(), msg.partition()))
-            continue
-        keys.append(msg.key())
-    consumer.close()
-    return keys
 
 
 @TRIGGERS
@@ -82,12 +40,6 @@ def test_failover_zero_redelivery(clusters, unique, tmp_path, trigger):
     syncs = [OffsetSync.from_record(k, v) for k, v, *_ in
              read_compacted_topic({"bootstrap.servers": clusters["primary"]}, "mm2-offset-syncs.backup.internal")]
     assert {s.partition for s in syncs if s.topic == topic} == {0, 1, 2}
-
-
-def cli_json(*args: str) -> dict:
-    done = run_cli(*args, "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def test_failover_and_failback_with_the_cli(clusters, unique, tmp_path):
@@ -134,11 +86,6 @@ def test_failover_and_failback_with_the_cli(clusters, unique, tmp_path):
 def target_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     from mirrorspark.offsets.group_sync import committed_offsets
     return committed_offsets(admin_client({"bootstrap.servers": bootstrap}), group)
-
-
-def commit_on(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    from mirrorspark.offsets.group_sync import commit_offsets
-    commit_offsets(admin_client({"bootstrap.servers": bootstrap}), group, {k: (v, "") for k, v in offsets.items()})
 
 
 def test_group_sync_empty_partition_nothing_mirrored_and_translation_behind_replication(clusters, unique, tmp_path):

@@ -4,15 +4,17 @@ the config in logs or REST output."""
 from __future__ import annotations
 
 import json
-import re
 import time
 import urllib.error
 import urllib.request
 
 import pytest
-from conftest import run_cli, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, produce, read_all, wait_for_count
-from test_topologies_and_topics import records, wait_until
+from helpers.config import write_config
+from helpers.kafka import count, create_topic, produce, read_all, wait_for_count
+from helpers.processes import run_cli, running_mirrorspark
+from helpers.records import records
+from helpers.rest import metric
+from helpers.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -25,17 +27,6 @@ def call(url: str, token: str | None = None, method: str = "GET") -> tuple[int, 
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-def metric(text: str, name: str, **labels: str) -> float | None:
-    """The value of one sample of ``name`` whose labels include ``labels``."""
-    for line in text.splitlines():
-        if not line.startswith(name + "{"):
-            continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', line[line.index("{"):line.index("}")]))
-        if all(found.get(k) == v for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return None
 
 
 def test_metrics_rest_pause_resume_status_and_no_secrets(clusters, unique, tmp_path):

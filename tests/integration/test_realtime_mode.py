@@ -9,11 +9,12 @@ import time
 
 import pytest
 from confluent_kafka import Producer
-from conftest import MIRRORSPARK, run_cli, running_mirrorspark, write_config
-from kafka_tools import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
-from test_integrity_drills import kill9_when, numbered
-from test_replication_e2e import sample_records
-from test_spark_cluster import committed_records, flow_detail, latest
+from helpers.config import write_config
+from helpers.kafka import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
+from helpers.processes import MIRRORSPARK, kill9_when, run_cli, running_mirrorspark
+from helpers.records import numbered, sample_records
+from helpers.rest import flow_detail
+from helpers.spark_state import committed_records, latest
 
 pytestmark = pytest.mark.broker
 

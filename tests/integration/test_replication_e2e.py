@@ -5,24 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import TRIGGERS, running_mirrorspark, trigger_settings, write_config
-from kafka_tools import create_topic, produce, read_all, wait_for_count
+from helpers.config import TRIGGERS, trigger_settings, write_config
+from helpers.kafka import create_topic, produce, read_all, wait_for_count
+from helpers.processes import running_mirrorspark
+from helpers.records import sample_records
 
 pytestmark = pytest.mark.broker
-
-
-def sample_records(n: int, partitions: int, base_ts: int) -> list[dict]:
-    """Keyed records with headers and explicit timestamps, some null keys and one tombstone."""
-    records = []
-    for i in range(n):
-        records.append({
-            "partition": i % partitions,
-            "key": None if i % 7 == 0 else f"key-{i}".encode(),
-            "value": None if i == 11 else f"value-{i}".encode() * (1 + i % 3),
-            "timestamp": base_ts + 17 * i,
-            "headers": [("trace", f"t{i}".encode()), ("empty", None), ("trace", b"dup")] if i % 2 else [],
-        })
-    return records
 
 
 @TRIGGERS

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 
-from process_views import assert_environ_private, assert_off_command_lines, command_lines, descendants
+from helpers.process_views import assert_environ_private, assert_off_command_lines, command_lines, descendants
 
 SECRET_KEY = "topsecret123"
 ACCESS_KEY = "AKIAFAKEACCESS42"

@@ -8,52 +8,21 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from conftest import MIRRORSPARK, write_config
-from kafka_tools import create_topic, lost_and_duplicated, seqs, wait_for_count, wait_for_every_seq
+from helpers.config import write_config
+from helpers.kafka import create_topic, lost_and_duplicated, produce_backlog, seqs, wait_for_count, wait_for_every_seq
+from helpers.processes import java_of, start, writer_and_standby
+from helpers.rest import recopied, wait_role
 
 pytestmark = pytest.mark.broker
 
 TAKEOVER_LIMIT = 30.0  # seconds, from the writer's stop to the standby writing
-
-
-def start(config: Path, state: Path) -> subprocess.Popen:
-    state.mkdir(parents=True, exist_ok=True)
-    with (state / "run.log").open("ab") as out:
-        return subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def role(state: Path, flow: str) -> str | None:
-    """The flow's role in that process ("active" or "standby") by its REST API; None while it has none."""
-    try:
-        url = json.loads((state / "rest.json").read_text())["url"]
-        token = (state / "rest.token").read_text().strip()
-        request = urllib.request.Request(f"{url}/flows", headers={"Authorization": f"Bearer {token}"})
-        with urllib.request.urlopen(request, timeout=5) as response:
-            rows = json.loads(response.read())
-    except (OSError, ValueError, KeyError):
-        return None
-    return next((row.get("role") for row in rows if row["name"] == flow), None)
-
-
-def wait_role(state: Path, flow: str, wanted: str, limit: float) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < limit:
-        if role(state, flow) == wanted:
-            return time.monotonic() - started
-        time.sleep(0.25)
-    raise AssertionError(f"{flow} did not become {wanted} in {state} within {limit:.0f} s:\n"
-                         f"{(state / 'run.log').read_text(errors='replace')[-4000:]}")
 
 
 def standby_gauge(state: Path) -> str:
@@ -71,67 +40,6 @@ def drill_config(clusters: dict[str, str], tmp_path: Path, topic: str, lease_gro
     return write_config(tmp_path / "mm2.properties", clusters,
                         f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
                         f"mirrorspark.flow.lease.group = {lease_group}\n")
-
-
-def recopied(state: Path, topic: str) -> int:
-    """What that process counted as written twice into ``topic`` (``mirrorspark_records_recopied_total``)."""
-    url = json.loads((state / "rest.json").read_text())["url"]
-    with urllib.request.urlopen(f"{url}/metrics", timeout=5) as response:
-        text = response.read().decode()
-    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("mirrorspark_records_recopied_total{") and f'topic="{topic}"' in line))
-
-
-def java_of(pid: int) -> int:
-    """The JVM that a mirrorspark process started (Spark's driver, local executors inside)."""
-    children = {int(p) for p in os.listdir("/proc") if p.isdigit()}
-    frontier, seen = [pid], set()
-    while frontier:
-        parent = frontier.pop()
-        for child in children - seen:
-            try:
-                stat = Path(f"/proc/{child}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-                seen.add(child)
-                frontier.append(child)
-                if "java" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
-                    return child
-    raise AssertionError(f"no JVM under process {pid}")
-
-
-@contextmanager
-def writer_and_standby(config: Path, first: Path, second: Path, flow: str) -> Iterator[tuple[subprocess.Popen,
-                                                                                             subprocess.Popen]]:
-    """Two instances of the same file, each with its own state folder: the first writes ``flow``, the
-    second waits as its standby. Both are killed at the end, whatever happened."""
-    started: list[subprocess.Popen] = []
-    try:
-        started.append(start(config, first))
-        wait_role(first, flow, "active", 120)
-        started.append(start(config, second))
-        wait_role(second, flow, "standby", 120)
-        yield started[0], started[1]
-    finally:
-        for proc in started:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-
-def produce_backlog(bootstrap: str, topic: str, total: int, partitions: int) -> None:
-    """``total`` numbered records (header ``seq``) as fast as the source takes them, round robin over partitions."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-                         "enable.idempotence": True})
-    for seq in range(total):
-        while True:
-            try:
-                producer.produce(topic, key=str(seq).encode(), value=b"v" * 100, partition=seq % partitions,
-                                 headers=[("seq", str(seq).encode())])
-                break
-            except BufferError:
-                producer.poll(0.05)
-    assert producer.flush(60) == 0
 
 
 class Feed:

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from conftest import run_cli, running_mirrorspark
-from kafka_tools import create_topic, lost_and_duplicated, seqs, wait_for_count
-from test_integrity_drills import numbered
-from test_mm2_interop import QUIET_LOG4J, classpath
-from test_offsets_e2e import commit_on
-from test_topologies_and_topics import wait_until
+from helpers.java import QUIET_LOG4J, classpath
+from helpers.kafka import create_topic, lost_and_duplicated, seqs, wait_for_count
+from helpers.offsets import commit_on
+from helpers.processes import run_cli, running_mirrorspark
+from helpers.records import numbered
+from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local.cluster import java_executable

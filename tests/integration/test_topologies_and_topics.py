@@ -7,8 +7,11 @@ import time
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
-from conftest import running_mirrorspark, write_config
-from kafka_tools import count, create_topic, produce, read_all, wait_for_count
+from helpers.config import write_config
+from helpers.kafka import count, create_topic, produce, read_all, wait_for_count
+from helpers.processes import running_mirrorspark
+from helpers.records import records
+from helpers.waiting import wait_until
 
 from mirrorspark.client import MirrorClient, count_hops
 from mirrorspark.control.admin import admin_client, topic_partitions
@@ -16,22 +19,6 @@ from mirrorspark.formats import Heartbeat
 from mirrorspark.offsets.checkpoint_store import read_compacted_topic
 
 pytestmark = pytest.mark.broker
-
-
-def records(n: int, partitions: int, tag: str) -> list[dict]:
-    now = int(time.time() * 1000)
-    return [{"partition": i % partitions, "key": f"{tag}-{i}".encode(), "value": f"{tag}-v{i}".encode(),
-             "timestamp": now + i, "headers": [("tag", tag.encode())]} for i in range(n)]
-
-
-def wait_until(check, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def wait_started(mirror) -> None:

@@ -14,12 +14,12 @@ from typing import ClassVar
 
 import pytest
 from confluent_kafka import Producer
-from conftest import run_cli, running_mirrorspark
-from kafka_tools import create_topic, lost_and_duplicated, produce, seqs, wait_for_count
-from test_integrity_drills import detail, numbered, rest
-from test_offsets_e2e import commit_on, read_from
-from test_operations import metric
-from test_topologies_and_topics import wait_until
+from helpers.kafka import create_topic, lost_and_duplicated, produce, seqs, wait_for_count
+from helpers.offsets import commit_on, read_from
+from helpers.processes import run_cli, running_mirrorspark
+from helpers.records import numbered
+from helpers.rest import detail, metric, rest
+from helpers.waiting import wait_until
 
 from mirrorspark.client.failover import CheckpointAhead, FailoverPlan, PartitionPlan, execute_failover
 from mirrorspark.control.admin import admin_client, ensure_compacted_topic, topic_partitions

@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from kafka_tools import create_topic, produce, read_all, wait_for_count
+from helpers.kafka import create_topic, produce, read_all, wait_for_count
 
 pytestmark = pytest.mark.broker
 

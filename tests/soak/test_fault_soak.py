@@ -39,8 +39,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
-from test_spark_cluster import flow_detail
-from test_standby_drills import java_of, role, start
+from helpers.processes import java_of, start
+from helpers.rest import flow_detail, role
 
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters

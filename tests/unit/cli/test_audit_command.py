@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
+from helpers.processes import run_cli
 
 FLOW = "primary->backup"
 

@@ -1,7 +1,7 @@
 """Bad input to ``mirrorspark run`` fails fast, non-zero, with a message naming the problem."""
 from __future__ import annotations
 
-from conftest import run_cli
+from helpers.processes import run_cli
 
 
 def test_unreadable_config_file(tmp_path):

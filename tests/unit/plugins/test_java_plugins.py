@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from java_plugins import build_plugin_jar
+from helpers.java import build_plugin_jar
 
 from mirrorspark.config import ConfigError, parse_config
 from mirrorspark.config.properties_file import parse_properties

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from helpers.rest_app import AUTH, TOKEN, FakeController, client
 from prometheus_client import CollectorRegistry
-from unit.rest.test_security import AUTH, TOKEN, FakeController, client
 
 from mirrorspark.rest.security import DOCS_ASSETS, AllowedHosts, RequestGuard, is_open
 from mirrorspark.rest.server import RestServer, RestSettings

@@ -1,4 +1,5 @@
-"""Small real-broker helpers for tests: create topics, produce, read everything back."""
+"""Small real-broker helpers for tests: create (and re-create) topics, produce, read everything back, count
+what landed by sequence number."""
 from __future__ import annotations
 
 import time
@@ -104,3 +105,27 @@ def wait_for_every_seq(bootstrap: str | dict, topic: str, total: int, timeout: f
 def lost_and_duplicated(expected, landed: list[int]) -> tuple[set[int], int]:
     """Sequence numbers expected but absent, and how many landed more than once."""
     return set(expected) - set(landed), len(landed) - len(set(landed))
+
+
+def produce_backlog(bootstrap: str, topic: str, total: int, partitions: int) -> None:
+    """``total`` numbered records (header ``seq``) as fast as the source takes them, round robin over partitions."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "enable.idempotence": True})
+    for seq in range(total):
+        while True:
+            try:
+                producer.produce(topic, key=str(seq).encode(), value=b"v" * 100, partition=seq % partitions,
+                                 headers=[("seq", str(seq).encode())])
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+
+
+def recreate(admin, topic: str, partitions: int) -> bool:
+    """Create ``topic`` again; False while the broker still finishes deleting the old one."""
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+        return True
+    except KafkaException:
+        return False

@@ -1,5 +1,6 @@
-"""MM2 Java plug-ins for the tests, compiled from tests/data/java-plugins against Kafka's MM2 jars
-(as a user builds a policy or filter for MM2) into one jar."""
+"""Java beside the tests: Kafka's jars on a classpath (real MM2's classes), a quiet log4j2 setup, and MM2
+Java plug-ins compiled from tests/data/java-plugins against those jars (as a user builds a policy or filter
+for MM2) into one jar."""
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +9,12 @@ from pathlib import Path
 
 from mirrorspark import jdk, paths
 
-SOURCES = Path(__file__).resolve().parent / "data" / "java-plugins"
+SOURCES = Path(__file__).resolve().parents[1] / "data" / "java-plugins"
+# Java programs that the interop tests run against real MM2 classes.
+INTEROP = Path(__file__).resolve().parents[1] / "integration" / "interop"
+QUIET_LOG4J = "status = error\nrootLogger.level = ERROR\nrootLogger.appenderRef.out.ref = OUT\n" \
+              "appender.out.type = Console\nappender.out.name = OUT\nappender.out.layout.type = PatternLayout\n" \
+              "appender.out.layout.pattern = %d %p %c: %m%n\n"
 
 
 def build_plugin_jar(folder: Path) -> Path:
@@ -26,3 +32,7 @@ def build_plugin_jar(folder: Path) -> Path:
         for path in sorted(classes.rglob("*.class")):
             out.write(path, str(path.relative_to(classes)))
     return jar
+
+
+def classpath(*extra: Path) -> str:
+    return ":".join([*(str(p) for p in extra), f"{paths.kafka_libs()}/*"])

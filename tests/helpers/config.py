@@ -1,0 +1,35 @@
+"""mm2.properties files for the test clusters, and the trigger modes a test runs in."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def write_config(path: Path, clusters: dict[str, str], extra: str) -> Path:
+    path.write_text(
+        "clusters = primary, backup\n"
+        f"primary.bootstrap.servers = {clusters['primary']}\n"
+        f"backup.bootstrap.servers = {clusters['backup']}\n"
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n" + extra
+    )
+    return path
+
+
+# The integration tests that must pass in either trigger mode take ``trigger`` from this mark.
+TRIGGERS = pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
+
+
+def trigger_settings(trigger: str, slots: int = 8) -> str:
+    """mm2.properties lines of a trigger mode: real-time mode needs a task slot per source partition
+    (heartbeats included), short real-time batches and a quick topic refresh (it re-plans by restarting)."""
+    if trigger == "microbatch":
+        return ""
+    return (f"mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 5\nspark.master = local[{slots}]\n"
+            "refresh.topics.interval.seconds = 5\n")
+
+
+def cluster_config(path: Path, clusters: dict[str, str], master: str, state_uri: str, extra: str) -> Path:
+    return write_config(path, clusters, f"spark.master = {master}\nmirrorspark.state.location = {state_uri}\n"
+                                        "spark.executor.memory = 512m\n" + extra)

@@ -144,14 +144,14 @@ def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sen
         wait_for_count(clusters["backup"], remote, total, timeout=180)
     with running_mirrorspark(slow_reads, state) as second:
         deadline = time.monotonic() + 240
-        while resumed(second.output())[0] < total and time.monotonic() < deadline:
+        while resumed(second.output(), remote)[0] < total and time.monotonic() < deadline:
             time.sleep(2)
         time.sleep(7)  # a batch boundary: the figures are recorded
         figures = flow_detail(state, "primary->backup")
         output = second.output()
     landed = seqs(clusters["backup"], remote)
     lost, duplicates = lost_and_duplicated(range(total), landed)
-    found, batches = resumed(output)
+    found, batches = resumed(output, remote)
     print(f"real-time replay over several batches: {total} records, {len(landed)} on the target, lost {len(lost)}, "
           f"copied twice {duplicates}, re-copied metric {figures['records_recopied']}, {found} found on the target "
           f"and not sent again, over {len(batches)} batches")
@@ -161,7 +161,8 @@ def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sen
     assert found == total
 
 
-def resumed(output: str) -> tuple[int, set[int]]:
-    """Records the batches found already on the target, and which batches found some."""
-    found = [(int(b), int(n)) for b, n in re.findall(r"batch (\d+) resumed \S+: (\d+) record", output)]
+def resumed(output: str, topic: str) -> tuple[int, set[int]]:
+    """Records of ``topic`` the batches found already on the target, and which batches found some."""
+    found = [(int(b), int(n)) for b, n in
+             re.findall(rf"batch (\d+) resumed {re.escape(topic)}\[\d+\]: (\d+) record", output)]
     return sum(n for _, n in found), {b for b, n in found if n}

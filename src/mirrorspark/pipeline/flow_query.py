@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 from mirrorspark.config.model import FlowConfig
@@ -164,7 +165,7 @@ class FlowQuery:
             options["startingOffsets"] = starting
         resume = realtime.resume_point(self.writer.guard, self.spark_log, plan)
         sink = dict(self.writer.sink_options_for(plan))
-        sink.update(resume=resume)
+        sink.update(resume=resume, resumeRun=uuid.uuid4().hex)  # the batches of this start share one ResumeLedger
         self.writer.starting(None)
         spark.conf.set(realtime.ALLOWLIST_CHECK, "false")
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)

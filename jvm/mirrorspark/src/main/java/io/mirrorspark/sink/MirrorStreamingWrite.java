@@ -25,7 +25,7 @@ final class MirrorStreamingWrite implements StreamingWrite {
     MirrorStreamingWrite(WriteSettings settings, long driverWaitMs) {
         this.settings = settings;
         this.driverWaitMs = driverWaitMs;
-        this.ledger = new ResumeLedger(settings.resume);
+        this.ledger = ResumeLedger.of(settings.flow, settings.resumeRun, settings.resume);
     }
 
     /** Called for each real-time batch once the one before it committed: its writers compare with what is left. */

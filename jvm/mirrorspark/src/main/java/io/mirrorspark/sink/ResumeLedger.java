@@ -2,6 +2,7 @@ package io.mirrorspark.sink;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
@@ -14,12 +15,28 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  * again uncounted (docs/adr/0016-real-time-mode.md).
  */
 final class ResumeLedger {
+    /** Per flow, the ledger of its running query: Spark builds the write anew for every batch. */
+    private static final ConcurrentHashMap<String, ResumeLedger> RUNNING = new ConcurrentHashMap<>();
+
+    private final String run;
     private final HashMap<String, long[]> pending = new HashMap<>();
 
-    ResumeLedger(Map<String, long[]> ranges) {
+    ResumeLedger(String run, Map<String, long[]> ranges) {
+        this.run = run;
         for (Map.Entry<String, long[]> e : ranges.entrySet()) {
             pending.put(e.getKey(), e.getValue().clone());
         }
+    }
+
+    /**
+     * The ledger of {@code flow}'s query started as {@code run} (the sink's option {@code resumeRun},
+     * new at each start of the query): the one its earlier batches advanced, or a new one from
+     * {@code ranges} at the query's first batch. Spark creates the streaming write again for each
+     * batch (micro-batch planning), so the ledger cannot live in it.
+     */
+    static ResumeLedger of(String flow, String run, Map<String, long[]> ranges) {
+        return RUNNING.compute(flow, (f, held) -> held != null && held.run.equals(run) ? held
+            : new ResumeLedger(run, ranges));
     }
 
     /** The ranges left, as the next batch's writers take them (a copy: they travel to executors). */

@@ -32,6 +32,9 @@ final class WriteSettings implements Serializable {
     /** Per target partition ("topic NUL partition"): target offsets {from, to} an interrupted
      *  attempt of this batch already wrote (option {@code resume}, lines topic TAB partition TAB from TAB to). */
     final HashMap<String, long[]> resume;
+    /** Real-time mode: which start of the query {@code resume} belongs to (option {@code resumeRun}, new at
+     *  each start; empty: not given), so that its batches share one {@link ResumeLedger}. */
+    final String resumeRun;
     /** Per target partition: its end when this batch started (option {@code retryFrom}, lines topic TAB
      *  partition TAB offset). A retried task attempt compares from there: what an earlier attempt of
      *  the same task wrote is not sent again. */
@@ -54,7 +57,7 @@ final class WriteSettings implements Serializable {
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
-                          String progressGroup, HashMap<String, String> remoteTopics,
+                          String progressGroup, HashMap<String, String> remoteTopics, String resumeRun,
                           HashMap<String, String> topicIds) {
         this.flow = flow;
         this.topicIds = topicIds;
@@ -64,6 +67,7 @@ final class WriteSettings implements Serializable {
         this.progressGroup = progressGroup;
         this.producer = producer;
         this.resume = resume;
+        this.resumeRun = resumeRun;
         this.retryFrom = retryFrom;
         this.provenanceSource = provenanceSource;
         this.provenanceTarget = provenanceTarget;
@@ -110,6 +114,7 @@ final class WriteSettings implements Serializable {
         HashMap<String, String> remotes = remoteTopics(options.get("remoteTopics"));
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
             retryFrom(options.get("retryFrom")), source, target, prefix, group, remotes,
+            options.getOrDefault("resumeRun", ""),
             topicIds(options.get("topicIds"), remotes));
     }
 

@@ -3,6 +3,7 @@ package io.mirrorspark.sink;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
@@ -21,7 +22,7 @@ final class ResumeLedgerTest {
     private static final String B = WriteSettings.key("t", 1);
 
     private static ResumeLedger ledger() {
-        return new ResumeLedger(Map.of(A, new long[] {100, 140}, B, new long[] {200, 220}));
+        return new ResumeLedger("run-1", Map.of(A, new long[] {100, 140}, B, new long[] {200, 220}));
     }
 
     private static WriterCommitMessage[] batch(PartitionAcks... parts) {
@@ -66,6 +67,19 @@ final class ResumeLedgerTest {
         ledger.left().clear();
         assertEquals(100, ledger.left().get(A)[0]);
         assertEquals(2, ledger.left().size());
+    }
+
+    @Test
+    void eachBatchOfOneQueryRunSharesTheLedgerAndANewRunStartsAfresh() {
+        Map<String, long[]> ranges = Map.of(A, new long[] {100, 140});
+        ResumeLedger first = ResumeLedger.of("f", "run-1", ranges);
+        first.advance(batch(acks(0, 120)));
+        assertSame(first, ResumeLedger.of("f", "run-1", ranges), "the next batch's write of the same run");
+        assertArrayEquals(new long[] {120, 140}, ResumeLedger.of("f", "run-1", ranges).left().get(A));
+        ResumeLedger restarted = ResumeLedger.of("f", "run-2", ranges);
+        assertArrayEquals(new long[] {100, 140}, restarted.left().get(A), "a restarted query compares from the start");
+        assertArrayEquals(new long[] {100, 140}, ResumeLedger.of("g", "run-1", ranges).left().get(A),
+            "another flow's ledger is its own");
     }
 
     @Test

@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo lint test test-unit soak bench bench-partitions bench-realtime dist clean
+.PHONY: setup demo lint test test-unit drills soak bench bench-partitions bench-realtime dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -17,13 +17,18 @@ lint: setup
 # The JVM code's unit tests (JUnit 5, jvm/mirrorspark/src/test): no broker, no Spark running.
 JVM_TESTS = mvn -B -q -Dstyle.color=never -f jvm/mirrorspark/pom.xml test
 
-# Everything: lint, the JVM unit tests, then every Python test (unit and against real local brokers
-# and Spark), two at a time (each pytest worker starts its own session clusters; three at a time
-# loaded the two cores so that drills timed out and took longer overall); the 15 slowest are listed at
-# the end.
+# Lint, the JVM unit tests, then every Python test (unit and against real local brokers and Spark)
+# but the long drills (`make drills`), two at a time (each pytest worker starts its own session
+# clusters; three at a time loaded the two cores so that drills timed out and took longer overall);
+# the 15 slowest are listed at the end.
 test: lint
 	$(JVM_TESTS)
-	.venv/bin/pytest -n 2 --dist worksteal --durations=15
+	.venv/bin/pytest -n 2 --dist worksteal -m "not long" --durations=15
+
+# The long fault drills (marker `long`: outages of minutes, backlogs, kill -9 at each moment of a
+# transaction, writers stopped and fenced, the fault soak's 2-minute form); CI runs them after make test.
+drills: setup
+	.venv/bin/pytest -n 2 --dist worksteal -m long --durations=15
 
 # The unit tests only (the JVM's, then tests/unit): no broker, no Spark, no network; under a minute.
 test-unit: setup

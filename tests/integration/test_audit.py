@@ -48,6 +48,7 @@ def by_partition(report: dict) -> dict[int, dict]:
     return {p["partition"]: p for p in report["partitions"]}
 
 
+@pytest.mark.long
 @pytest.mark.broker
 def test_audit_clean_copy_then_exact_counts_of_a_tampered_target(clusters, unique, tmp_path):
     """300 records (150 per partition) are replicated and audit clean. Then, with mirrorspark stopped,

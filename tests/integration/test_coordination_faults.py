@@ -46,6 +46,7 @@ def _stop(proc: subprocess.Popen, state: Path) -> None:
     assert proc.wait(90) == 0, (state / "run.log").read_text(errors="replace")[-3000:]
 
 
+@pytest.mark.long
 def test_deployments_in_separate_lease_groups_restart_without_setting_each_others_state_aside(
         clusters, unique, tmp_path):
     """Finding 7. Two deployments copy different topics between the same clusters, each in its own
@@ -91,6 +92,7 @@ def test_deployments_in_separate_lease_groups_restart_without_setting_each_other
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
+@pytest.mark.long
 def test_a_writer_stopped_mid_backlog_on_a_log_append_time_target_counts_each_copy_made_twice(
         clusters, unique, tmp_path):
     """Finding 5. The remote topic stamps records when they land (LogAppendTime, set on the target:

@@ -159,6 +159,7 @@ def translated_first_seqs(clusters: dict[str, str], group: str, remote: str, top
     return first
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("moment", ["sent", "before-commit", "after-commit"])
 def test_kill9_at_each_moment_of_a_transaction_leaves_each_record_once(clusters, unique, tmp_path, moment):
     """``kill -9`` of the whole replicator while a task is stopped at ``moment`` of its second batch's
@@ -210,6 +211,7 @@ def test_kill9_at_each_moment_of_a_transaction_leaves_each_record_once(clusters,
         assert "already on the target were not sent again" in output
 
 
+@pytest.mark.long
 def test_a_stopped_writer_is_fenced_by_the_standby_and_adds_no_record(clusters, unique, tmp_path):
     """The writer's JVM stopped (SIGSTOP) mid-backlog with transactions open; the standby takes over,
     which fences every producer of the stopped one. When the stopped JVM runs again nothing it held

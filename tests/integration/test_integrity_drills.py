@@ -306,6 +306,7 @@ def test_failing_flow_is_restarted_then_failed_while_the_other_goes_on(clusters,
     assert "1 of 2 flows failed: primary->backup" in mirror.output()
 
 
+@pytest.mark.long
 def test_source_down_75s_restarted_during_it_then_target_down_20s_the_flow_outlives_all_losing_and_repeating_nothing(
         tmp_path, unique):
     """A regional outage: the source's only broker stopped for about 75 s, longer than the stall timeout

@@ -129,6 +129,7 @@ def _failover(config, state, group: str, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.long
 def test_active_active_on_the_same_topic_name_copies_each_record_once_each_way_and_fails_over_skipping_none(
         clusters, unique, tmp_path):
     """``orders`` produced on both clusters, both flows ``topics = orders``, identity naming (MM2 would

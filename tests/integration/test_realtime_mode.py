@@ -39,6 +39,7 @@ def test_realtime_records_arrive_with_identical_fields(clusters, unique, tmp_pat
     assert [r.content() for r in target] == [r.content() for r in source]
 
 
+@pytest.mark.long
 def test_realtime_kill9_mid_batch_loses_nothing_and_copies_nothing_twice(clusters, unique, tmp_path):
     """kill -9 while a real-time batch writes, after Spark committed earlier ones: the restart replays
     from Spark's last batch and compares with what the target holds, so nothing is sent twice."""

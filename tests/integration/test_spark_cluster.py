@@ -82,6 +82,7 @@ def test_active_active_no_echo_on_the_cluster(clusters, spark_cluster, unique, t
     assert not any(t.startswith(("primary.backup.", "backup.primary.")) for t in topics)
 
 
+@pytest.mark.long
 def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over_exactly(
         clusters, spark_cluster, unique, tmp_path):
     topic, group, remote = f"drill-{unique}", f"drill-group-{unique}", f"primary.drill-{unique}"
@@ -217,6 +218,7 @@ def _executors_under(root: Path) -> list[int]:
     return found
 
 
+@pytest.mark.long
 def test_executor_kill9_mid_batch_retried_task_sends_nothing_twice(
         clusters, spark_cluster, unique, tmp_path, tmp_path_factory):
     """kill -9 of one executor while the first batch is half written: Spark runs the lost task again

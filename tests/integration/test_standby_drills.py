@@ -80,6 +80,7 @@ class Feed:
         return sorted(self.acked)
 
 
+@pytest.mark.long
 def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying_each_record_once(
         clusters, unique, tmp_path):
     topic, remote, flow = f"sb-{unique}", f"primary.sb-{unique}", "primary->backup"
@@ -138,6 +139,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
+@pytest.mark.long
 def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_each_copy_made_twice(
         clusters, unique, tmp_path):
     """The window the fence cannot close without transactions, made wide: the writer's JVM is stopped

@@ -80,6 +80,7 @@ def worker_group_gone(bootstrap: str, group: str) -> bool:
     return state.name in ("EMPTY", "DEAD")
 
 
+@pytest.mark.long
 def test_takeover_after_mm2_is_killed_mid_copy_loses_nothing_and_copies_nothing_twice(clusters, unique, tmp_path):
     topic, group = f"tk-{unique}", f"tk-group-{unique}"
     remote = f"north.{topic}"

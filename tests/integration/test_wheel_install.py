@@ -48,6 +48,7 @@ def _path_without_maven(tmp_path: Path) -> str:
     return os.pathsep.join([str(tmp_path / "venv" / "bin"), str(tools)])
 
 
+@pytest.mark.long
 def test_wheel_in_a_fresh_venv_replicates_without_maven(tmp_path, unique):
     timings: dict[str, float] = {}
     _timed("build wheel", timings, [sys.executable, str(ROOT / "scripts" / "build_wheel.py"), str(tmp_path / "dist")])

@@ -18,7 +18,7 @@ records the source no longer has, and their count equal what the instances repor
 (``data-loss.json`` of both state folders, counted once); records doubled must equal what the
 instances said they copied twice (their logs), and be 0 with exactly-once.
 
-``MIRRORSPARK_SOAK_MINUTES`` (default 2: the short form inside ``make test``; ``make soak``: 60) and
+``MIRRORSPARK_SOAK_MINUTES`` (default 2: the short form in ``make drills``; ``make soak``: 60) and
 ``MIRRORSPARK_SOAK_SEED`` (default: a fixed one; ``make soak``: random) are printed with the schedule,
 so a failure replays.
 """
@@ -48,7 +48,7 @@ from mirrorspark.local import ClusterSpec, LocalClusters
 pytestmark = pytest.mark.broker
 
 MINUTES = float(os.environ.get("MIRRORSPARK_SOAK_MINUTES", "2"))
-# The short form inside `make test` replays one schedule (a CI run must not depend on a random draw);
+# The short form in `make drills` replays one schedule (a CI run must not depend on a random draw);
 # `make soak` draws a new seed each time unless SOAK_SEED is given.
 SEED = int(os.environ.get("MIRRORSPARK_SOAK_SEED") or 20261126)
 LONG = MINUTES >= 20
@@ -401,6 +401,7 @@ class Soak:
         self.local.down(purge=True)
 
 
+@pytest.mark.long
 def test_randomized_faults_lose_and_double_nothing_without_a_count(tmp_path):
     soak = Soak(tmp_path)
     try:

@@ -65,7 +65,7 @@ def both_origins(mine: int, theirs: int | None, copies_between: Callable[[int, i
 class CheckpointTask:
     """One flow's checkpoint emission (MM2's MirrorCheckpointTask)."""
 
-    def __init__(self, flow_name: str, target_alias: str, selection: TopicSelection, groups: GroupFilter,
+    def __init__(self, *, flow_name: str, target_alias: str, selection: TopicSelection, groups: GroupFilter,
                  source: AdminClient, target: AdminClient, target_conf: dict[str, Any], translate: Translate,
                  replication_factor: int, resets: Resets | None = None, metrics: MirrorMetrics | None = None) -> None:
         self.flow_name = flow_name

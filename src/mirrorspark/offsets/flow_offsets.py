@@ -64,9 +64,10 @@ class FlowOffsets:
             groups = GroupFilter(flow.options, java_filter(flow.settings, "group.filter.class",
                                                            flow.where("group.filter.class")))
             self.checkpoints = CheckpointTask(
-                flow.name, flow.target.alias, selection, groups, source, target, target_conf,
-                self.ranges.translate, flow.options.checkpoints_replication_factor,
-                (self.pending_checkpoint_resets, self.checkpoint_resets_done), metrics)
+                flow_name=flow.name, target_alias=flow.target.alias, selection=selection, groups=groups,
+                source=source, target=target, target_conf=target_conf, translate=self.ranges.translate,
+                replication_factor=flow.options.checkpoints_replication_factor,
+                resets=(self.pending_checkpoint_resets, self.checkpoint_resets_done), metrics=metrics)
             if flow.options.sync_group_offsets:
                 self.group_sync = GroupOffsetSync(flow.name, target, self.checkpoints.store)
         self._target = target

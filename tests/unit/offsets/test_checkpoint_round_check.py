@@ -1,20 +1,29 @@
 """The checkpoint round's topic identity check runs only when the round has something to protect."""
 from __future__ import annotations
 
-from mirrorspark.offsets.checkpoint_store import CheckpointStore
+from mirrorspark.config import parse_config
+from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
+from mirrorspark.offsets.group_filter import GroupFilter
+from mirrorspark.policy import policy_for_flow
+from mirrorspark.policy.topic_selection import TopicSelection
+
+FLOW = parse_config(parse_properties("clusters = a, b\na.bootstrap.servers = localhost:9\n"
+                                     "b.bootstrap.servers = localhost:9\na->b.enabled = true\n")).enabled_flows[0]
 
 
 def task(groups: list[str], resets: set) -> CheckpointTask:
-    t = CheckpointTask.__new__(CheckpointTask)
-    t.flow_name, t.metrics, t.store, t.topic = "a->b", None, CheckpointStore(), "a.checkpoints.internal"
-    t._producer = object()
-    t.pending_resets, t.resets_done = (lambda: set(resets)), (lambda done: None)
+    """A flow's checkpoint task whose cluster reads answer from memory (no broker)."""
+    selection = TopicSelection(FLOW, policy_for_flow(FLOW.settings, "a"))
+    t = CheckpointTask(flow_name="a->b", target_alias="b", selection=selection,
+                       groups=GroupFilter(FLOW.options, None), source=None, target=None,  # type: ignore[arg-type]
+                       target_conf={}, translate=lambda topic, partition, offset: None, replication_factor=1,
+                       resets=(lambda: set(resets), lambda done: None))
+    t._producer = object()  # type: ignore[assignment]  # send_all is replaced where a round writes
     t.source_groups = lambda: list(groups)  # type: ignore[method-assign]
     t.checkpoints = lambda group, resets=frozenset(): []  # type: ignore[method-assign]
     t._replacements = lambda resets, written: []  # type: ignore[method-assign]
     t._bound = lambda topic: None  # type: ignore[method-assign]
-    t.selection = type("S", (), {"remote_name": staticmethod(lambda topic: "a." + topic)})()
     return t
 
 

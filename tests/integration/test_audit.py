@@ -23,7 +23,7 @@ from mirrorspark.state.files import LocalFiles
 FLOW = "primary->backup"
 
 
-def row(upstream: int, downstream: int, count: int, exact_gap_after: bool) -> RangeRow:
+def range_row(upstream: int, downstream: int, count: int, exact_gap_after: bool) -> RangeRow:
     """A run as the range log keeps it."""
     return RangeRow(OffsetRun(upstream, downstream, count), exact_gap_after)
 
@@ -109,11 +109,11 @@ def test_audit_clean_copy_then_exact_counts_of_a_tampered_target(clusters, uniqu
     folder = state / "flows" / "primary" / "backup"
     ranges_log = RangeLog(LocalFiles(folder / "offset-ranges"))
     ranges = ranges_log.load()
-    assert ranges.rows(topic, 0) == [row(0, 0, 150, True)]
-    assert ranges.rows(topic, 1) == [row(0, 0, 150, True), row(150, 151, 1, True)]
-    ranges.restore(topic, 0, [row(0, 0, 151, True)])
+    assert ranges.rows(topic, 0) == [range_row(0, 0, 150, True)]
+    assert ranges.rows(topic, 1) == [range_row(0, 0, 150, True), range_row(150, 151, 1, True)]
+    ranges.restore(topic, 0, [range_row(0, 0, 151, True)])
     # unverified (partition 1): history thinned as after too many runs (run 50..99 forgotten)
-    ranges.restore(topic, 1, [row(0, 0, 50, False), row(100, 100, 50, True), row(150, 151, 1, True)])
+    ranges.restore(topic, 1, [range_row(0, 0, 50, False), range_row(100, 100, 50, True), range_row(150, 151, 1, True)])
     ranges_log.save(ranges, [(topic, 0), (topic, 1)])
 
     # missing: the first 5 records of remote partition 0 deleted

@@ -146,18 +146,22 @@ def reported_lost(states: list[Path], flow: str) -> int:
     return total
 
 
-def reported_twice(states: list[Path], flow: str) -> int:
-    """Copies the instances said they made twice of ``flow``'s records (their logs)."""
+def reported_twice(states: list[Path], flow: str, topics: set[str]) -> int:
+    """Copies the instances said they made twice of ``flow``'s records of the remote ``topics`` (their
+    logs). The heartbeats' copies are said too, but their records carry no sequence number to count."""
     total = 0
     for state in states:
         text = (state / "run.log").read_text(errors="replace") if (state / "run.log").exists() else ""
         for line in text.splitlines():
             if f"flow {flow}" not in line:
                 continue
-            if (m := re.search(r"batch \d+: (\d+) record\(s\) copied twice", line)):
-                total += int(m.group(1))
+            if re.search(r"batch \d+: \d+ record\(s\) copied twice", line):
+                where = line.split("mirrorspark_records_recopied_total):", 1)[-1]
             elif (m := re.search(r"copied twice \(([^;)]*)", line)):
-                total += sum(int(n) for n in re.findall(r"\]: (\d+)", m.group(1)))
+                where = m.group(1)
+            else:
+                continue
+            total += sum(int(n) for topic, n in re.findall(r"([\w.\-]+)\[\d+\]: (\d+)", where) if topic in topics)
     return total
 
 
@@ -382,7 +386,8 @@ class Soak:
                 if still_there:
                     failures.append(f"{flow} {topic}: {len(still_there)} record(s) lost though the source still has "
                                     f"them, e.g. {sorted(still_there)[:10]}")
-            said_lost, said_twice = reported_lost(self.states, flow), reported_twice(self.states, flow)
+            remote = {f"{source}.{topic}" for topic in topics}
+            said_lost, said_twice = reported_lost(self.states, flow), reported_twice(self.states, flow, remote)
             self.say(f"{flow}: lost {lost_total}, reported lost {said_lost}; doubled {doubled_total}, reported copied "
                      f"twice {said_twice}")
             if lost_total != said_lost:

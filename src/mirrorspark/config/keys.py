@@ -202,8 +202,7 @@ KEYS: tuple[Key, ...] = (
         "Most source records one micro-batch reads (Spark's `maxOffsetsPerTrigger`); 0, the default, for no "
         "limit. A batch interrupted by a crash resumes from what the target already holds, so a crash re-copies "
         "next to nothing without it; set it to cap the worst case (each batch boundary adds a batch's fixed "
-        "work: with 250,000 the backlog copied at 0.56x to 1.14x of the default's rate across `make bench` runs, "
-        "within the bench's run-to-run spread).", low=0),
+        "work; what a bound costs in backlog rate is measured in docs/adr/0010-grouped-source.md).", low=0),
     Key("mirrorspark.trigger", Type.STRING, "microbatch",
         "How the flow's Spark query runs: `microbatch` (the default: tasks that each read a group of partitions, "
         "one batch after another) or `realtime` (Spark's real-time mode: one long-running task per source "
@@ -215,8 +214,8 @@ KEYS: tuple[Key, ...] = (
     Key("mirrorspark.realtime.batch.seconds", Type.DOUBLE, "15",
         "Real-time mode: how long each real-time batch runs before Spark records its progress (at least 5, "
         "Spark's minimum). Offset syncs, checkpoints, lag and mirrorspark's resume state follow each batch end; "
-        "records pause briefly at each boundary, which is what the p99 latency shows: at 5,000 records/s p99 was "
-        "714 ms with 5 s, 238 ms with 15 s, 232 ms with 30 s (`make bench-realtime`).", low=5, high=3600),
+        "records pause briefly at each boundary, which is what the p99 latency shows (measured per batch length "
+        "by `make bench-realtime`: docs/adr/0016-real-time-mode.md).", low=5, high=3600),
     Key("mirrorspark.heartbeats.hold.ms", Type.INT, "10000",
         "While a flow's only new records are heartbeats (an idle flow: MM2 emits one a second), they are copied "
         "together at most this long after they arrive, instead of one micro-batch each; any other record copies "

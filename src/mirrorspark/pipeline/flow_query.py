@@ -1,4 +1,4 @@
-"""One flow's Structured Streaming query: mirrorspark's Kafka source -> (JVM projection) -> MirrorSink,
+"""One flow's Structured Streaming query: mirrorspark's Kafka source -> MirrorSink (the rows unchanged),
 and its life: start, pause, resume, restart and a stop that never leaves a batch half-committed.
 What happens in each batch is ``batch_writer``'s; the options are ``query_options``'s; where the
 query starts reading (a takeover from MM2, ``auto.offset.reset = none``) is ``query_start``'s; the

@@ -36,9 +36,9 @@ SPARK_DEFAULTS: dict[str, str] = {
     # default) stalls a batch while other executors are idle. Replication has no data locality.
     "spark.locality.wait": "0",
     # The checkpoint lives in the local state dir. Spark's default FileContext-based manager has
-    # Hadoop fork `readlink` and `chmod` about 15 times per batch there (seen with JFR), ~100 ms of
-    # every batch; the FileSystem-based one renames in-process (atomic on a local file system), and
-    # ours also writes its temporary files without a forked `chmod` and `.crc` (4 per batch).
+    # Hadoop fork `readlink` and `chmod` many times per batch there (seen with JFR, measured in ADR 0003);
+    # the FileSystem-based one renames in-process (atomic on a local file system), and ours also writes
+    # its temporary files without a forked `chmod` and `.crc`.
     "spark.sql.streaming.checkpointFileManagerClass": "io.mirrorspark.state.LocalCheckpointFiles",
 }
 
@@ -72,7 +72,7 @@ def spark_conf(user: Mapping[str, str], files: Sequence[Path] = ()) -> dict[str,
     # ParallelGC: the producer's 512 KiB batches and fetch buffers are G1 "humongous" objects at a
     # 1 GiB heap, which kept G1 in back-to-back concurrent cycles (JFR); measured in ADR 0003.
     # C1 only: on the machines measured, C2 compiling Spark's planning code cost more CPU than the
-    # compiled code saved (idle 6.4 -> 3.2 s per minute at 3,000 partitions, backlog no slower); ADR 0017.
+    # compiled code saved (ADR 0017).
     java_opts = f"-XX:+UseParallelGC -XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={log_config.as_uri()}"
     master = user.get("spark.master", SPARK_DEFAULTS["spark.master"])
     conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts,

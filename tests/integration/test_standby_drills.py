@@ -130,7 +130,11 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
         assert "fenced" in log_a and "set aside" in log_a, log_a[-4000:]
         for partition in range(2):  # source order kept per partition through both handovers
             mine = [s for s in landed if s % 2 == partition]
-            assert mine == sorted(mine)
+            if mine != sorted(mine):  # where, on the target, each out-of-order record and its copies are
+                at = next(i for i, (x, y) in enumerate(zip(mine, sorted(mine), strict=True)) if x != y)
+                where = {seq: [i for i, s in enumerate(mine) if s == seq] for seq in sorted(mine)[at:at + 3]}
+                raise AssertionError(f"remote partition {partition}: source order broken at offset {at}: "
+                                     f"{mine[max(0, at - 3):at + 6]}; offsets of {where}\n" + log_a[-4000:])
         a.send_signal(signal.SIGTERM)
         assert a.wait(90) == 0, log_a[-3000:]
     finally:

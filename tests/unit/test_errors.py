@@ -19,6 +19,8 @@ from mirrorspark.config import ConfigError
 from mirrorspark.control.admin import TopicMissing
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.errors import Conflict, MirrorsparkError, NotFound, OperationalError
+from mirrorspark.pipeline.flow import Flow
+from mirrorspark.pipeline.flow_assembly import FlowContext
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import UnknownFlow
@@ -80,9 +82,10 @@ def test_cli_leaves_typer_exits_alone():
     assert CliRunner().invoke(_cli(typer.Exit(3)), []).exit_code == 3
 
 
-class _Flow:
-    def __init__(self, name: str, fail_with: Exception | None = None) -> None:
-        self.flow = SimpleNamespace(name=name)
+class _Query:
+    """A flow's query as REST steers it."""
+
+    def __init__(self, fail_with: Exception | None = None) -> None:
         self.paused = False
         self._fail_with = fail_with
 
@@ -96,28 +99,42 @@ class _Flow:
 
     def resume(self, spark: Any) -> None:  # as FlowQuery.resume: only a paused flow resumes
         if not self.paused:
-            raise Conflict(f"flow {self.flow.name} is not paused (state {self.state()})")
+            raise Conflict(f"flow a->b is not paused (state {self.state()})")
         self.paused = False
 
 
-def _rest(flows: list[_Flow], spark: Any = "spark", standbys: list[Any] | None = None) -> TestClient:
-    replicator: Any = SimpleNamespace(flows=flows, spark=spark, supervisors={}, lag_probes={},
-                                 config=SimpleNamespace(clusters={"a": None, "b": None}),
-                                 cluster_conf=lambda alias: None, standbys=lambda: list(standbys or []))
+def _flow(name: str, query: _Query | None = None, lease_group: str | None = None,
+          failure: str | None = None) -> Flow:
+    """A real ``Flow`` of a small configuration (no lease, nothing assembled), given parts or a role."""
+    source, target = name.split("->")
+    config = SimpleNamespace(name=name, source=SimpleNamespace(alias=source), target=SimpleNamespace(alias=target),
+                             options=SimpleNamespace(lease_enabled=False))
+    flow = Flow(context=FlowContext(config=config, policy=None, shared=SimpleNamespace(), instance="me"))  # type: ignore[arg-type]
+    if query is not None:
+        flow.parts = SimpleNamespace(query=query, supervisor=SimpleNamespace(state=query.state))  # type: ignore[assignment]
+    if lease_group is not None:
+        flow.lease = SimpleNamespace(group=lease_group)  # type: ignore[assignment]
+        flow.standby_since = 1000.0
+    if failure is not None:
+        flow.last_failure, flow.failing_since, flow.failed_takes = failure, 0.0, 3
+    return flow
+
+
+def _rest(flows: list[Flow], spark: Any = "spark") -> TestClient:
+    replicator: Any = SimpleNamespace(flows={flow.name: flow for flow in flows}, spark=spark,
+                                      config=SimpleNamespace(clusters={"a": None, "b": None}),
+                                      cluster_conf=lambda alias: None)
     app = create_app(ReplicatorController(replicator), CollectorRegistry(), token=None)
     return TestClient(app, base_url="http://127.0.0.1:8083", raise_server_exceptions=False)
 
 
 def test_rest_unknown_flow_is_404():
-    answer = _rest([_Flow("a->b")]).get("/flows/x->y")
+    answer = _rest([_flow("a->b", _Query())]).get("/flows/x->y")
     assert answer.status_code == 404 and answer.json() == {"detail": "no flow 'x->y' in this process (flows: a->b)"}
 
 
 def test_rest_shows_a_standby_flow_and_refuses_to_steer_it():
-    from mirrorspark.pipeline.flow_seat import Standby
-
-    flow = SimpleNamespace(name="b->a", source=SimpleNamespace(alias="b"), target=SimpleNamespace(alias="a"))
-    api = _rest([], standbys=[Standby(flow, "mirrorspark.b->a", 1000.0)])  # type: ignore[arg-type]
+    api = _rest([_flow("b->a", lease_group="mirrorspark.b->a")])
     listed = api.get("/flows").json()
     assert [(f["name"], f["role"], f["state"]) for f in listed] == [("b->a", "standby", "standby")]
     assert api.get("/flows/b->a").json()["lease_group"] == "mirrorspark.b->a"
@@ -126,12 +143,7 @@ def test_rest_shows_a_standby_flow_and_refuses_to_steer_it():
 
 
 def test_rest_shows_a_flow_whose_start_is_retried_as_degraded():
-    from mirrorspark.pipeline.flow_seat import Standby
-
-    flow = SimpleNamespace(name="b->a", source=SimpleNamespace(alias="b"), target=SimpleNamespace(alias="a"))
-    waiting = Standby(flow, "", 1000.0, failure="cannot reach cluster 'b'", failing_since=0.0,  # type: ignore[arg-type]
-                      attempts=3)
-    api = _rest([], standbys=[waiting])
+    api = _rest([_flow("b->a", failure="cannot reach cluster 'b'")])
     shown = api.get("/flows/b->a").json()
     assert (shown["role"], shown["state"]) == ("writer", "degraded")
     assert shown["error"] == ("retrying since 1970-01-01T00:00:00Z (3 attempts to start it; nothing is skipped): "
@@ -141,10 +153,10 @@ def test_rest_shows_a_flow_whose_start_is_retried_as_degraded():
 
 
 def test_rest_conflicts_are_409():
-    api = _rest([_Flow("a->b")])
+    api = _rest([_flow("a->b", _Query())])
     answer = api.post("/flows/a->b/resume")
     assert answer.status_code == 409 and answer.json() == {"detail": "flow a->b is not paused (state running)"}
-    answer = _rest([_Flow("a->b")], spark=None).post("/flows/a->b/pause")
+    answer = _rest([_flow("a->b", _Query())], spark=None).post("/flows/a->b/pause")
     assert answer.status_code == 409
     assert answer.json() == {"detail": "the replicator is not running yet (or is stopping); try again shortly"}
     assert api.post("/flows/a->b/pause").json() == {"flow": "a->b", "state": "paused"}
@@ -157,7 +169,7 @@ def test_rest_bad_cluster_aliases_are_400():
 
 
 def test_rest_other_errors_are_500_with_the_traceback_logged(caplog):
-    answer = _rest([_Flow("a->b", StateError("cannot write marks.json"))]).post("/flows/a->b/pause")
+    answer = _rest([_flow("a->b", _Query(StateError("cannot write marks.json")))]).post("/flows/a->b/pause")
     assert answer.status_code == 500 and "Traceback" not in answer.text
     assert answer.json() == {"detail": "internal error (StateError): cannot write marks.json; see the mirrorspark log"}
     logged = [r for r in caplog.records if r.name == "mirrorspark.rest.app"]

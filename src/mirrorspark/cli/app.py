@@ -62,10 +62,10 @@ def run(
     scrub_secrets(mirror.secret_values())
     for warning in mirror.warnings:
         logging.getLogger("mirrorspark.config").warning("%s", warning)
-    replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve(), fresh_copy)
+    replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve(), fresh_copy=fresh_copy)
     replicator.install_signal_handlers()
     replicator.launch()
-    typer.echo(f"mirrorspark: replicating {', '.join(f.flow.name for f in replicator.flows)}; "
+    typer.echo(f"mirrorspark: replicating {', '.join(f.name for f in replicator.writing())}; "
                "Ctrl-C or SIGTERM stops", err=True)
     # flows failed for good (all, or some before the stop): FlowsFailed, an operational error (exit 1)
     replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)

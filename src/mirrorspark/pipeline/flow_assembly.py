@@ -32,7 +32,7 @@ from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.query_start import QueryStart
 from mirrorspark.pipeline.record_columns import PATH_HEADER
-from mirrorspark.pipeline.supervision import FlowSupervisor
+from mirrorspark.pipeline.supervision import FlowSupervisor, RestartRequests
 from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state import StateFiles
@@ -58,6 +58,26 @@ class Shared:
 
 
 @dataclass(frozen=True)
+class FlowContext:
+    """What one flow is built from: its settings and replication policy, the process's shared parts
+    (clients, state, scheduler, metrics) and this instance's id; its state folder and scheduler lanes
+    follow from them."""
+
+    config: FlowConfig
+    policy: ReplicationPolicy
+    shared: Shared
+    instance: str
+
+    @property
+    def folder(self) -> StateFiles:
+        return self.shared.state.child(self.config.source.alias).child(self.config.target.alias)
+
+    @property
+    def lanes(self) -> list[str]:
+        return flow_lanes(self.config)
+
+
+@dataclass(frozen=True)
 class AssembledFlow:
     """A flow ready to start: its query, the supervisor restarting it, its offsets and lag probe."""
 
@@ -72,13 +92,13 @@ def flow_lanes(flow: FlowConfig) -> list[str]:
     return [flow_lane(flow.name, TOPICS), flow_lane(flow.name, OFFSETS)]
 
 
-def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
-                  writing: Callable[[], bool] | None = None) -> AssembledFlow:
+def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = None) -> AssembledFlow:
     """Check and wire one enabled flow; raises a family error, before anything is copied, on bad input.
     ``writing``: whether this process still holds the flow's lease (None: no lease); batches and
     control tasks check it before they write."""
+    flow, shared = context.config, context.shared
     options = flow.options
-    selection = TopicSelection(flow, policy)
+    selection = TopicSelection(flow, context.policy)
     if flow.same_names:
         log.info("flow %s runs active/active on the same topic names: each record it copies carries the clusters "
                  "it has been in (header %s), and records that have been in %s are not copied back", flow.name,
@@ -91,7 +111,7 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     remote = RemoteTopics(flow, selection, source, target, options.refresh_topics_interval, configs,
                           shared.remote_names)
     remote.check_replication_factor()
-    folder = shared.state.child(flow.source.alias).child(flow.target.alias)
+    folder = context.folder
     check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, source, target)
     if options.refresh_topics:
         remote.refresh(force_target_check=True)
@@ -107,21 +127,21 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
     identity = TopicIdentity(folder, flow.name, source, target, loss, marks, SparkOffsetLog(checkpoint), offsets)
     figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias)
-    supervisor: FlowSupervisor | None = None  # bound below, once the query exists
+    restarts = RestartRequests()  # asked by the control tasks below, acted on by the supervisor
 
     def check_identity(full: bool = False) -> dict[str, str]:
         """The identity check (the checkpoint round's is not ``full``); returns the remote topics'
         ids it read (the checkpoint round uses them)."""
-        if identity.check(remote.plan.remote, remote.plan.partitions, full) and supervisor is not None:
-            supervisor.restart_requested = "a source topic was re-created"
+        if identity.check(remote.plan.remote, remote.plan.partitions, full):
+            restarts.ask("a source topic was re-created")
         return dict(identity.remote_ids)
 
     def refresh_topics() -> None:
         plan = remote.refresh(force_target_check=True)
         check_identity(full=True)
         figures.forget_topics(set(plan.remote.values()), set(plan.remote))
-        if (reason := query.replan_reason(plan)) is not None and supervisor is not None:
-            supervisor.restart_requested = reason
+        if (reason := query.replan_reason(plan)) is not None:
+            restarts.ask(reason)
 
     identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything
     scheduler = GatedScheduler(shared.scheduler, writing) if writing is not None else shared.scheduler
@@ -151,7 +171,7 @@ def assemble_flow(flow: FlowConfig, policy: ReplicationPolicy, shared: Shared,
     start = QueryStart(flow, selection, remote, load_positions(folder))  # where MM2 stopped, after a takeover
     query = FlowQuery(flow, start, checkpoint, guard, offsets.on_written if offsets.enabled else None, figures,
                       shared.ship_files, before_start)
-    supervisor = FlowSupervisor(query, loss, shared.metrics)
+    supervisor = FlowSupervisor(query=query, loss=loss, metrics=shared.metrics, requests=restarts)
     probe = LagProbe(metrics=shared.metrics, flow_name=flow.name, source=flow.source.alias, target=flow.target.alias,
                      admin=source, source_conf=source_conf, read_committed=flow.reads_committed,
                      planned_topics=lambda: list(remote.plan.remote), positions=query.committed_positions,

@@ -1,8 +1,8 @@
 """The REST API's view of the running flows: state, figures and lag per flow, and control.
 
 It implements ``rest.controller.Controller`` for the runner. It lives beside the runner because it
-reads the pipeline's objects (queries, supervisors, lag probes); the REST package knows only the
-protocol, so ``rest/`` never imports ``pipeline/``, and the runner is seen here through
+asks the pipeline's ``Flow`` objects (their state, parts and controls); the REST package knows only
+the protocol, so ``rest/`` never imports ``pipeline/``, and the runner is seen here through
 ``RunningFlows``, not imported.
 """
 from __future__ import annotations
@@ -20,10 +20,8 @@ from mirrorspark.rest.controller import UnknownFlow
 if TYPE_CHECKING:
     from mirrorspark.client import MirrorClient
     from mirrorspark.config.model import MirrorConfig
-    from mirrorspark.metrics.lag import LagProbe
-    from mirrorspark.pipeline.flow_query import FlowQuery
-    from mirrorspark.pipeline.flow_seat import Standby
-    from mirrorspark.pipeline.supervision import FlowSupervisor
+    from mirrorspark.pipeline.flow import Flow, Standby
+    from mirrorspark.pipeline.flow_assembly import AssembledFlow
 
 TRANSLATE_TTL = 5.0  # seconds a translation is served from memory instead of re-reading checkpoints
 
@@ -58,23 +56,13 @@ class TranslationCache:
 
 
 class RunningFlows(Protocol):
-    """What the controller reads of the process (the runner's ``Replicator``)."""
+    """What the controller reads of the process (the runner's ``Replicator``): its flows by name."""
 
     config: MirrorConfig
     spark: Any
-
-    @property
-    def flows(self) -> list[FlowQuery]: ...
-
-    @property
-    def supervisors(self) -> dict[str, FlowSupervisor]: ...
-
-    @property
-    def lag_probes(self) -> dict[str, LagProbe]: ...
+    flows: dict[str, Flow]
 
     def cluster_conf(self, alias: str) -> dict[str, str] | None: ...
-
-    def standbys(self) -> list[Standby]: ...
 
 
 class ReplicatorController:
@@ -83,35 +71,37 @@ class ReplicatorController:
         self._lock = threading.Lock()  # one control action at a time
         self._translations = TranslationCache(self._client)
 
-    def _find(self, name: str):
-        for flow in self.replicator.flows:
-            if flow.flow.name == name:
-                return flow
-        for standby in self.replicator.standbys():
-            if standby.flow.name == name and standby.failure is not None:
-                raise Conflict(f"flow {name!r} is not running in this process yet: starting it failed and is retried "
-                               f"({standby.failure})")
-            if standby.flow.name == name:
-                raise Conflict(f"flow {name!r} is a standby in this process: another instance writes it (lease group "
-                               f"{standby.group}); ask that instance, or stop it and this one takes over")
-        known = ", ".join(f.flow.name for f in self.replicator.flows)
+    def _find(self, name: str) -> Flow:
+        """The flow this process writes; a standby or an unknown name is refused, saying why."""
+        flow = self.replicator.flows.get(name)
+        if flow is not None and flow.parts is not None:
+            return flow
+        standby = flow.standby() if flow is not None else None
+        if standby is not None and standby.failure is not None:
+            raise Conflict(f"flow {name!r} is not running in this process yet: starting it failed and is retried "
+                           f"({standby.failure})")
+        if standby is not None:
+            raise Conflict(f"flow {name!r} is a standby in this process: another instance writes it (lease group "
+                           f"{standby.group}); ask that instance, or stop it and this one takes over")
+        known = ", ".join(self.replicator.flows)
         raise UnknownFlow(f"no flow {name!r} in this process (flows: {known})")
 
-    def _summary(self, flow, detail: bool) -> dict[str, Any]:
-        probe = self.replicator.lag_probes.get(flow.flow.name)
-        lags = probe.latest if probe is not None else []
-        figures = flow.metrics.snapshot() if flow.metrics is not None else {}
-        supervisor = self.replicator.supervisors.get(flow.flow.name)
+    @staticmethod
+    def _summary(flow: Flow, parts: AssembledFlow, detail: bool) -> dict[str, Any]:
+        query, supervisor, probe = parts.query, parts.supervisor, parts.probe
+        lags = probe.latest
+        figures = query.metrics.snapshot() if query.metrics is not None else {}
+        plan = query.remote_topics.plan
         out: dict[str, Any] = {
-            "name": flow.flow.name,
-            "source": flow.flow.source.alias,
-            "target": flow.flow.target.alias,
+            "name": flow.name,
+            "source": flow.config.source.alias,
+            "target": flow.config.target.alias,
             "role": "active",
-            "state": supervisor.state() if supervisor else flow.state(),
-            "error": supervisor.reason() if supervisor else flow.error(),
-            "restart_attempts": supervisor.attempts if supervisor else 0,
-            "restarts": supervisor.restarts if supervisor else 0,
-            "records_lost": supervisor.loss.total() if supervisor else 0,
+            "state": supervisor.state(),
+            "error": supervisor.reason(),
+            "restart_attempts": supervisor.attempts,
+            "restarts": supervisor.restarts,
+            "records_lost": supervisor.loss.total(),
             "records_replicated": figures.get("records", 0),
             "bytes_replicated": figures.get("bytes", 0),
             "records_recopied": figures.get("recopied", 0),
@@ -119,17 +109,25 @@ class ReplicatorController:
             "last_batch_time": figures.get("last_batch_time"),
             "lag_offsets": sum(lag.offsets for lag in lags),
             "lag_seconds": max((lag.seconds for lag in lags), default=0.0),
-            "lag_measured_at": probe.measured_at if probe is not None else None,
-            "topics": sorted(flow.remote_topics.plan.remote.items()) if detail else len(flow.remote_topics.plan.remote),
+            "lag_measured_at": probe.measured_at,
+            "topics": sorted(plan.remote.items()) if detail else len(plan.remote),
         }
         if detail:
             out["partitions"] = figures.get("partitions", [])
             out["lag"] = [lag.__dict__ for lag in lags]
-            out["last_batch_durations_ms"] = flow.batch_durations() if flow.query is not None else {}
-            out["last_batch_python_ms"] = dict(flow.batch_phases_ms)
-            out["executors"] = sorted(flow.executors)  # Spark executors whose tasks wrote records
-            out["data_loss"] = [r.__dict__ for r in supervisor.loss.reports[-50:]] if supervisor else []
+            out["last_batch_durations_ms"] = query.batch_durations() if query.query is not None else {}
+            out["last_batch_python_ms"] = dict(query.batch_phases_ms)
+            out["executors"] = sorted(query.executors)  # Spark executors whose tasks wrote records
+            out["data_loss"] = [r.__dict__ for r in supervisor.loss.reports[-50:]]
         return out
+
+    def _view(self, flow: Flow, detail: bool) -> dict[str, Any] | None:
+        """The flow as REST shows it (read once: a flow may be taken or left meanwhile)."""
+        parts = flow.parts
+        if parts is not None:
+            return self._summary(flow, parts, detail)
+        standby = flow.standby()
+        return self._standby_summary(standby) if standby is not None else None
 
     @staticmethod
     def _standby_summary(standby: Standby) -> dict[str, Any]:
@@ -149,15 +147,16 @@ class ReplicatorController:
                 "lag_offsets": 0, "lag_seconds": 0.0, "lag_measured_at": None, "topics": 0}
 
     def flows(self) -> list[dict[str, Any]]:
-        active = [self._summary(flow, detail=False) for flow in list(self.replicator.flows)]
-        waiting = [self._standby_summary(s) for s in self.replicator.standbys()]
-        return active + waiting
+        """The flows written here first, then the standbys (each in the configuration's order)."""
+        views = [(flow.parts is None, self._view(flow, detail=False)) for flow in list(self.replicator.flows.values())]
+        return [view for _, view in sorted(views, key=lambda pair: pair[0]) if view is not None]
 
     def flow(self, name: str) -> dict[str, Any]:
-        for standby in self.replicator.standbys():
-            if standby.flow.name == name:
-                return self._standby_summary(standby)
-        return self._summary(self._find(name), detail=True)
+        flow = self.replicator.flows.get(name)
+        view = self._view(flow, detail=True) if flow is not None else None
+        if view is None:
+            raise UnknownFlow(f"no flow {name!r} in this process (flows: {', '.join(self.replicator.flows)})")
+        return view
 
     def _act(self, name: str, action: str) -> dict[str, Any]:
         flow = self._find(name)
@@ -170,10 +169,8 @@ class ReplicatorController:
             elif action == "resume":
                 flow.resume(spark)  # Conflict when it is not paused
             else:
-                supervisor = self.replicator.supervisors.get(name)
-                supervisor.manual_restart(spark) if supervisor else flow.restart(spark, unpause=True)
-        supervisor = self.replicator.supervisors.get(name)
-        return {"flow": name, "state": supervisor.state() if supervisor else flow.state()}
+                flow.restart(spark)
+        return {"flow": name, "state": flow.state()}
 
     def pause(self, name: str) -> dict[str, Any]:
         return self._act(name, "pause")

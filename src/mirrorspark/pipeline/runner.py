@@ -1,7 +1,7 @@
 """The process: every enabled flow of a configuration in one SparkSession, until asked to stop.
 
-This module owns the lifecycle (prepare, start, run, stop, signals, progress); a flow's wiring is
-``flow_assembly.py`` and cluster access ``control/clusters.py``.
+This module owns the process's lifecycle (prepare, start, run, stop, signals, progress); each flow
+owns its own (``flow.py``), its wiring is ``flow_assembly.py`` and cluster access ``control/clusters.py``.
 """
 from __future__ import annotations
 
@@ -20,23 +20,19 @@ from mirrorspark.control.remote_topics import RemoteNames
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.coordination.claims import instance_id
 from mirrorspark.errors import ConfigError, OperationalError
-from mirrorspark.metrics.lag import LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
-from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
-from mirrorspark.pipeline.flow_assembly import AssembledFlow, Shared, assemble_heartbeats
-from mirrorspark.pipeline.flow_query import FlowQuery
-from mirrorspark.pipeline.flow_seat import FlowSeat, Standby
+from mirrorspark.pipeline.flow import Flow
+from mirrorspark.pipeline.flow_assembly import FlowContext, Shared, assemble_heartbeats
 from mirrorspark.pipeline.preflight import heartbeat_flows, preflight
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.retriable import retriable
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
-from mirrorspark.pipeline.supervision import FlowSupervisor
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
-from mirrorspark.takeover.lost_state import StateLost, has_no_state
+from mirrorspark.takeover.lost_state import has_no_state
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +44,7 @@ class FlowsFailed(OperationalError):
 class Replicator:
     """All flows of one mirrorspark process."""
 
-    def __init__(self, config: MirrorConfig, state_dir: Path, fresh_copy: bool = False) -> None:
+    def __init__(self, config: MirrorConfig, state_dir: Path, *, fresh_copy: bool = False) -> None:
         self.config = config
         self.state_dir = state_dir
         self.fresh_copy = fresh_copy  # a flow without state may copy again next to its remote topics
@@ -65,31 +61,12 @@ class Replicator:
         self.ship_files = False  # executors in other JVMs: client files shipped, executors checked
         self.shipped: list[Path] = []
         self._policies: dict[str, ReplicationPolicy] = {}
-        # Every enabled flow, written here or by another instance. A seat owns its flow's parts while
-        # this process writes it (``seat.assembled``); the views below are read from the seats, never
-        # kept beside them, so a flow taken or left cannot leave a part behind.
-        self.seats: dict[str, FlowSeat] = {}
+        # Every enabled flow by name, written here or by another instance; each owns its parts.
+        self.flows: dict[str, Flow] = {}
 
-    @property
-    def running(self) -> list[AssembledFlow]:
+    def writing(self) -> list[Flow]:
         """The flows this process writes now, in the configuration's order."""
-        return [seat.assembled for seat in self.seats.values() if seat.assembled is not None]
-
-    @property
-    def flows(self) -> list[FlowQuery]:
-        return [flow.query for flow in self.running]
-
-    @property
-    def supervisors(self) -> dict[str, FlowSupervisor]:
-        return {flow.query.flow.name: flow.supervisor for flow in self.running}
-
-    @property
-    def offsets(self) -> list[FlowOffsets]:
-        return [flow.offsets for flow in self.running]
-
-    @property
-    def lag_probes(self) -> dict[str, LagProbe]:
-        return {flow.query.flow.name: flow.probe for flow in self.running}
+        return [flow for flow in self.flows.values() if flow.parts is not None]
 
     def prepare(self) -> None:
         """Everything that can fail on bad input, done before any data moves, then the control plane
@@ -135,116 +112,59 @@ class Replicator:
         # held back the flow's start (beats begin with the scheduler, once the flows started).
         restart = any(not has_no_state(self.state.child(f.source.alias).child(f.target.alias)) for f in flows)
         self.heartbeats = assemble_heartbeats(self.config, self._policies, shared, self._writes, restart)
-        for flow in flows:
-            self.seats[flow.name] = FlowSeat(flow, self._policies[flow.name], shared, instance)
+        for config in flows:
+            self.flows[config.name] = Flow(context=FlowContext(config=config, policy=self._policies[config.name],
+                                                               shared=shared, instance=instance))
         _warn_reverse_elsewhere(flows)
-        for seat in self.seats.values():
-            seat.join()
-        for seat in self.seats.values():
-            seat.wait(limit=seat.flow.options.lease_timeout + 5)
-            if seat.may_write():
-                self._take_at_start(seat)
+        for flow in self.flows.values():
+            flow.join()
+        for flow in self.flows.values():
+            flow.wait(limit=flow.config.options.lease_timeout + 5)
+            if flow.may_write():
+                self._take_at_start(flow)
             else:
-                seat.publish_standby()
+                flow.publish_standby()
                 log.warning("flow %s: standby: another instance writes it (lease group %s on cluster %r); this one "
-                            "takes over when that one stops or stops answering", seat.flow.name,
-                            seat.lease.group if seat.lease else "", seat.flow.target.alias)
+                            "takes over when that one stops or stops answering", flow.name,
+                            flow.lease.group if flow.lease else "", flow.config.target.alias)
         self._start_rest()
 
-    def _take_at_start(self, seat: FlowSeat) -> None:
+    def _take_at_start(self, flow: Flow) -> None:
         """Assemble a flow at start. A cluster out of reach at a first start is most likely a wrong
         address: refused, the process exits. A flow that has copied before (its state says where it
         stopped) is being restarted during an outage: it waits, ``degraded``, and is retried with the
         takeovers' backoff, as MM2's tasks retry until the cluster answers; the other flows start."""
         try:
-            self._take(seat)
+            flow.assemble()
+            self._link_reverse()
         except ConfigError:
             raise
         except Exception as exc:
-            if not (retriable(f"{type(exc).__name__}: {exc}") and seat.ran_before()):
+            if not (retriable(f"{type(exc).__name__}: {exc}") and flow.ran_before()):
                 raise
-            seat.take_failed(exc)
+            flow.take_failed(exc)
             log.warning("flow %s: it has copied before, so this process stays up and starts it when the cluster "
-                        "answers (a restart during an outage, not a wrong address): %s", seat.flow.name,
+                        "answers (a restart during an outage, not a wrong address): %s", flow.name,
                         str(exc).splitlines()[0][:300])
 
     def _writes(self, flow_name: str) -> bool:
         """This process writes the flow of that pair (or runs no flow of it: heartbeats only)."""
-        seat = self.seats.get(flow_name)
-        return seat is None or (seat.assembled is not None and seat.may_write())
-
-    def _take(self, seat: FlowSeat) -> AssembledFlow:
-        """Assemble a flow this process now writes; its offsets learn the reverse flow's."""
-        assembled = seat.activate()
-        self._link_reverse()
-        return assembled
+        flow = self.flows.get(flow_name)
+        return flow is None or flow.writes()
 
     def _link_reverse(self) -> None:
-        by_pair = {(o.flow.source.alias, o.flow.target.alias): o for o in self.offsets}
+        """A flow's offsets learn the reverse flow's, when this process writes both."""
+        by_pair = {(f.config.source.alias, f.config.target.alias): f.parts.offsets
+                   for f in self.flows.values() if f.parts is not None}
         for (source, target), offsets in by_pair.items():
             if (target, source) in by_pair:
                 offsets.link_reverse(by_pair[(target, source)])
 
-
-    @staticmethod
-    def _leave(seat: FlowSeat) -> None:
-        seat.deactivate()
-
     def steer(self) -> None:
-        """Follow each flow's lease: stop writing a flow this process lost, take one it was given, hand
-        a flow that failed here to a standby."""
-        for seat in self.seats.values():
-            supervisor = seat.assembled.supervisor if seat.assembled is not None else None
-            if seat.rejoin_due():
-                seat.rejoin()
-            elif supervisor is not None and supervisor.failed and supervisor.query.loss_stop is None \
-                    and seat.another_member():  # data.loss = fail: the gap needs a person, not another instance
-                log.warning("flow %s: failed here (%s); another instance waits in lease group %s: the flow is handed "
-                            "to it, this one joins again as a standby later", seat.flow.name, supervisor.last_error,
-                            seat.lease.group if seat.lease else "")
-                self._leave(seat)
-                seat.hand_over()
-            elif seat.should_leave():
-                log.warning("flow %s: fenced: this process no longer holds the flow's lease (another instance took "
-                            "it over, or this one was stopped or cut off too long); it stops writing and waits as a "
-                            "standby", seat.flow.name)
-                self._leave(seat)
-            elif seat.should_take() and self.spark is not None:
-                self._take_over(seat)
-
-    def _take_over(self, seat: FlowSeat) -> None:
-        """A standby given the flow: assemble and start it. Bad input stops the process as at start; a
-        failure that may pass (a cluster unreachable), or a state this instance cannot resume from
-        (``StateLost``: the other flows must not stop for it), is undone and retried with backoff."""
-        waited = time.time() - seat.standby_since
-        try:
-            assembled = self._take(seat)
-            self._bind_fence(seat)
-            assembled.query.start(self.spark)
-        except StateLost as exc:  # this flow cannot resume here; the process's other flows go on
-            self._leave(seat)
-            seat.take_failed(exc)
-            if seat.another_member():  # another instance may hold the state this one lacks
-                log.warning("flow %s: cannot resume here without state; handed to another instance of lease group "
-                            "%s", seat.flow.name, seat.lease.group if seat.lease else "")
-                seat.hand_over()
-            return
-        except ConfigError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any other failure of the takeover is retried
-            self._leave(seat)
-            seat.take_failed(exc)
-            return
-        if assembled.query.metrics is not None:
-            assembled.query.metrics.set_running(True)
-        log.warning("flow %s: took over after %.1f s as a standby: this process writes it now", seat.flow.name, waited)
-
-    def standbys(self) -> list[Standby]:
-        return [s for seat in self.seats.values() if (s := seat.standby()) is not None]
-
-    def _bind_fence(self, seat: FlowSeat) -> None:
-        if seat.lease is not None and self.spark is not None:
-            seat.lease.bind_jvm(self.spark._jvm.io.mirrorspark.sink.Fences)
+        """Each flow follows its lease: stops writing when lost, is taken when given, is handed to a
+        standby when it failed here."""
+        for flow in self.flows.values():
+            flow.steer(self.spark, assembled=self._link_reverse)
 
     def _start_rest(self) -> None:
         settings = RestSettings.from_config(self.config.top_level)
@@ -296,13 +216,11 @@ class Replicator:
     def start(self) -> None:
         if self.spark is None:
             self._start_spark()
-        for seat in self.seats.values():
-            self._bind_fence(seat)
-        for flow in self.flows:
-            flow.start(self.spark)
-            if flow.metrics is not None:
-                flow.metrics.set_running(True)
-            log.info("flow %s started: topics matching %s", flow.flow.name, flow.subscribe_pattern())
+        for flow in self.flows.values():
+            flow.bind_fence(self.spark)  # a standby's too: its fence is ready when it takes over
+            if flow.parts is not None:
+                flow.start(self.spark)
+                log.info("flow %s started: topics matching %s", flow.name, flow.parts.query.subscribe_pattern())
         self.scheduler.start()
 
     def _start_spark(self) -> None:
@@ -322,16 +240,15 @@ class Replicator:
 
     def run(self, progress: Callable[[str], None] | None = None, progress_interval: float = 10.0,
             until: Callable[[], bool] | None = None) -> None:
-        """Block until stop is requested (signal, ``until()`` true) or a query fails; then stop all."""
+        """Block until stop is requested (signal, ``until()`` true) or every flow failed; then stop all."""
         last_report = time.monotonic()
         try:
             while not self._stop.is_set():
                 self.steer()
-                for supervisor in list(self.supervisors.values()):
-                    supervisor.poll(self.spark)
-                standing_by = any(seat.assembled is None for seat in self.seats.values())
-                if (not standing_by and all(s.failed for s in self.supervisors.values())) \
-                        or (until is not None and until()):
+                for flow in self.flows.values():
+                    flow.poll(self.spark)
+                every_failed = all(flow.failed for flow in self.flows.values())  # a standby has not failed
+                if every_failed or (until is not None and until()):
                     break
                 if progress is not None and time.monotonic() - last_report >= progress_interval:
                     last_report = time.monotonic()
@@ -340,51 +257,27 @@ class Replicator:
                 self._stop.wait(0.5)
         finally:
             self.stop()
-        failed = [s for s in self.supervisors.values() if s.failed]
+        failed = [flow for flow in self.writing() if flow.failed]
         if failed:  # a stop asked while some flows had failed is no clean exit either
-            which = "every flow" if len(failed) == len(self.supervisors) else \
-                f"{len(failed)} of {len(self.supervisors)} flows"
+            written = len(self.writing())
+            which = "every flow" if len(failed) == written else f"{len(failed)} of {written} flows"
             raise FlowsFailed(f"{which} failed: " + "; ".join(
-                f"{s.query.flow.name}: {s.last_error}" for s in failed)) from None
+                f"{flow.name}: {flow.parts.supervisor.last_error}" for flow in failed if flow.parts)) from None
 
     def progress_lines(self) -> list[str]:
-        """One line per flow: records copied since start and the rate of the latest batches."""
-        lines = [f"{s.flow.name}: standby (waiting for the flow's lease: another instance writes it, or the target's "
-                 "group coordinator is out of reach)" for s in self.standbys()]
-        for flow in self.flows:
-            flow.collect_progress()
-            supervisor = self.supervisors.get(flow.flow.name)
-            if supervisor is not None and supervisor.state() in ("failed", "restarting", "degraded"):
-                lines.append(f"{flow.flow.name}: {supervisor.state()}: {supervisor.reason()}")
-                continue
-            if flow.paused:
-                lines.append(f"{flow.flow.name}: paused")
-                continue
-            if flow.last_batch_id is None:
-                lines.append(f"{flow.flow.name}: waiting for the first batch")
-                continue
-            lines.append(
-                f"{flow.flow.name}: {flow.records_read} records replicated in {flow.data_batches} "
-                f"batches since start, latest {flow.last_rate:.0f} records/s"
-            )
-        return lines
+        """One line per flow: records copied since start and the rate of the latest batches, or its role."""
+        return [flow.progress_line() for flow in self.flows.values()]
 
     def stop(self) -> None:
+        """Every flow's query first, then their offsets and leases, then Spark."""
         self.scheduler.stop()
         if self.rest is not None:
             self.rest.stop()
             self.rest = None
-        for probe in self.lag_probes.values():
-            probe.close()
-        for flow in self.flows:
-            try:
-                flow.stop()
-            except Exception as exc:  # noqa: BLE001 - a query that already failed may refuse to stop
-                log.debug("stopping flow %s: %s", flow.flow.name, exc)
-        for offsets in self.offsets:
-            offsets.close()
-        for seat in self.seats.values():
-            seat.close()  # leaves the lease groups: a standby takes over at once
+        for flow in self.flows.values():
+            flow.stop_writing()
+        for flow in self.flows.values():
+            flow.close()
         if self.spark is not None:
             self.spark.stop()
             self.spark = None

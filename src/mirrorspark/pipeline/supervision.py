@@ -26,8 +26,27 @@ QUICK_RESTARTS = 3  # restarts in a row a batch may ask for before they count as
 RETRY_BACKOFF_CAP = 15.0  # a cluster back after an outage is read again within this long (ADR 0021)
 
 
+class RestartRequests:
+    """Why the flow's query should start again (a source topic re-created, a new plan), asked by
+    control tasks made before the query and its supervisor exist; the supervisor takes the latest."""
+
+    def __init__(self) -> None:
+        self._reason: str | None = None
+
+    def ask(self, reason: str) -> None:
+        self._reason = reason
+
+    def pending(self) -> str | None:
+        return self._reason
+
+    def take(self) -> str | None:
+        reason, self._reason = self._reason, None
+        return reason
+
+
 class FlowSupervisor:
-    def __init__(self, query: FlowQuery, loss: LossLog, metrics: MirrorMetrics) -> None:
+    def __init__(self, *, query: FlowQuery, loss: LossLog, metrics: MirrorMetrics,
+                 requests: RestartRequests | None = None) -> None:
         self.query = query
         self.loss = loss
         self.metrics = metrics
@@ -39,7 +58,7 @@ class FlowSupervisor:
         self.last_error: str | None = None
         self.failed = False
         self.restart_at: float | None = None
-        self.restart_requested: str | None = None  # e.g. a source topic re-created while running
+        self.requests = requests or RestartRequests()  # e.g. a source topic re-created while running
         self.retries = 0  # consecutive retriable failures (never make the flow fail)
         self.retrying_since: float | None = None  # wall clock of the first of them
         self._written = query.batches_written
@@ -85,9 +104,8 @@ class FlowSupervisor:
             self._publish()
             return
         now = time.monotonic()
-        if self.restart_requested is not None and q.query is not None and q.query.isActive:
-            log.warning("flow %s: restarting: %s", q.flow.name, self.restart_requested)
-            self.restart_requested = None
+        if self.requests.pending() is not None and q.query is not None and q.query.isActive:
+            log.warning("flow %s: restarting: %s", q.flow.name, self.requests.take())
             self._restart(spark)
         elif self.restart_at is None and q.query is not None and not q.query.isActive and \
                 (reason := q.take_restart_reason()) is not None and self.attempts == 0:

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 from mirrorspark.coordination import claims
-from mirrorspark.pipeline import flow_seat
-from mirrorspark.pipeline.flow_seat import FlowSeat
+from mirrorspark.pipeline import flow as flow_module
+from mirrorspark.pipeline.flow import Flow
+from mirrorspark.pipeline.flow_assembly import FlowContext
 from mirrorspark.state.files import LocalFiles
 
 FLOW = "a->b"
@@ -36,7 +37,7 @@ def topic(monkeypatch) -> ClaimsTopic:
     monkeypatch.setattr(claims, "read_to_end", fake.read_to_end)
     monkeypatch.setattr(claims, "send_all", fake.send_all)
     monkeypatch.setattr(claims, "producer", lambda conf: None)
-    monkeypatch.setattr(flow_seat, "assemble_flow", lambda flow, policy, shared, writing: "assembled")
+    monkeypatch.setattr(flow_module, "assemble_flow", lambda context, writing: "assembled")
     return fake
 
 
@@ -51,16 +52,16 @@ def _state_dir(root) -> LocalFiles:
     return state
 
 
-def _seat(state: LocalFiles, instance: str, group: str | None) -> FlowSeat:
+def _seat(state: LocalFiles, instance: str, group: str | None) -> Flow:
     options = SimpleNamespace(lease_enabled=True, lease_group=group, lease_timeout=10.0)
     flow = SimpleNamespace(name=FLOW, source=SimpleNamespace(alias="a"), target=SimpleNamespace(alias="b"),
                            options=options, target_producer=dict)
     clusters = SimpleNamespace(admin=lambda cluster: (None, {"bootstrap.servers": "target:9092"}))
     shared = SimpleNamespace(clusters=clusters, state=state, scheduler=None, metrics=None)
-    return FlowSeat(flow, policy=None, shared=shared, instance=instance)
+    return Flow(context=FlowContext(config=flow, policy=None, shared=shared, instance=instance))
 
 
-def _intact(seat: FlowSeat) -> bool:
+def _intact(seat: Flow) -> bool:
     return seat.folder.child("checkpoint").child("offsets").read("0") is not None
 
 
@@ -71,22 +72,22 @@ def test_deployments_in_separate_lease_groups_keep_their_own_state_across_restar
     for _restart in range(2):
         for state, instance, group in ((east, "east", "mirror.orders"), (west, "west", "mirror.payments")):
             seat = _seat(state, instance, group)
-            seat.activate()
+            seat.assemble()
             assert _intact(seat), f"{instance}'s state was set aside after the other deployment's claim"
 
 
 def test_a_standby_of_the_same_deployment_still_finds_its_state_out_of_date(topic, tmp_path):
     writer, standby = _seat(_state_dir(tmp_path / "one"), "one", "g"), _seat(_state_dir(tmp_path / "two"), "two", "g")
-    writer.activate()
+    writer.assemble()
     assert _intact(writer)
-    standby.activate()  # the writer stopped; the standby took the flow over
+    standby.assemble()  # the writer stopped; the standby took the flow over
     assert not _intact(standby)
-    writer.activate()  # and back: the first writer's state is older than the standby's copy now
+    writer.assemble()  # and back: the first writer's state is older than the standby's copy now
     assert not _intact(writer)
 
 
 def test_the_default_group_is_one_deployment_too(topic, tmp_path):
     first, second = _seat(_state_dir(tmp_path / "1"), "1", None), _seat(_state_dir(tmp_path / "2"), "2", None)
-    first.activate()
-    second.activate()
+    first.assemble()
+    second.assemble()
     assert _intact(first) and not _intact(second)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from mirrorspark.coordination.claims import Claim, instance_id
-from mirrorspark.pipeline.flow_seat import set_aside_if_stale
+from mirrorspark.pipeline.flow import set_aside_if_stale
 from mirrorspark.state.files import LocalFiles
 
 

@@ -10,7 +10,8 @@ import pytest
 from mirrorspark.coordination import stale_writes
 from mirrorspark.coordination.stale_writes import LateWrites, StaleReport, digest, parse, twins
 from mirrorspark.metrics.registry import MirrorMetrics
-from mirrorspark.pipeline.flow_seat import FlowSeat
+from mirrorspark.pipeline.flow import Flow
+from mirrorspark.pipeline.flow_assembly import FlowContext
 
 LATE = ('{"flushed":true,"partitions":[{"topic":"primary.t","partition":0,"from":44,"dropped":0,"offsets":[45,46]},'
         '{"topic":"primary.t","partition":1,"from":-1,"dropped":3,"offsets":[]}]}')
@@ -191,17 +192,17 @@ def test_twins_the_new_writer_makes_after_the_old_writer_left_are_counted_too(mo
     flow = SimpleNamespace(name="primary->backup", source=SimpleNamespace(alias="primary"),
                            target=SimpleNamespace(alias="backup"), target_producer=dict,
                            options=SimpleNamespace(lease_enabled=False, lease_timeout=10.0))
-    seat = FlowSeat(flow, policy=None, shared=SimpleNamespace(metrics=metrics, scheduler=SimpleNamespace(
-        cancel=lambda lanes: None)), instance="me")
+    shared = SimpleNamespace(metrics=metrics, scheduler=SimpleNamespace(cancel=lambda lanes: None))
+    seat = Flow(context=FlowContext(config=flow, policy=None, shared=shared, instance="me"))  # type: ignore[arg-type]
     late = iter([LATE])
     seat.lease = SimpleNamespace(group="g", late_writes=lambda flush_ms=10_000: next(late, None), stop=lambda: None)
     counted: list = []
     query = SimpleNamespace(stop=lambda commit_timeout: None,
                             metrics=SimpleNamespace(set_running=lambda running: None, count_recopied=counted.append))
-    seat.assembled = SimpleNamespace(query=query, probe=SimpleNamespace(close=lambda: None),
+    seat.parts = SimpleNamespace(query=query, probe=SimpleNamespace(close=lambda: None),
                                      offsets=SimpleNamespace(close=lambda: None))
     try:
-        seat.deactivate()
+        seat.leave()
         deadline = time.monotonic() + 5
         while not counted and time.monotonic() < deadline:
             time.sleep(0.01)

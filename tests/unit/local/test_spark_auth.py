@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,10 @@ def master(tmp_path) -> Iterator[tuple[LocalSpark, str]]:
     fake = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", MASTER_CLASS, "--host",
                              "127.0.0.1", "--port", "7", "--properties-file", str(local.folder / DAEMON_CONF)],
                             stdin=subprocess.PIPE)
+    cmdline = f"/proc/{fake.pid}/cmdline"
+    deadline = time.monotonic() + 10
+    while MASTER_CLASS not in Path(cmdline).read_text() and time.monotonic() < deadline:
+        time.sleep(0.01)  # until exec: before it, the process shows its parent's command line
     try:
         yield local, "spark://127.0.0.1:7"
     finally:

@@ -119,7 +119,7 @@ def test_a_batch_asking_for_a_restart_is_restarted_at_once_and_not_counted_as_a_
             return "remote partition(s) went back"
 
     query = Query()
-    supervisor = FlowSupervisor(query, LossLog(LocalFiles(tmp_path), "a->b"), MirrorMetrics())  # type: ignore[arg-type]
+    supervisor = FlowSupervisor(query=query, loss=LossLog(LocalFiles(tmp_path), "a->b"), metrics=MirrorMetrics())  # type: ignore[arg-type]
     for _ in range(QUICK_RESTARTS):
         supervisor.poll(None)
     assert query.restarts == QUICK_RESTARTS and supervisor.attempts == 0 and supervisor.restart_at is None

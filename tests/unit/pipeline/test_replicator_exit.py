@@ -10,6 +10,9 @@ import pytest
 from mirrorspark.config import parse_config
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.errors import OperationalError
+from mirrorspark.metrics.registry import MirrorMetrics
+from mirrorspark.pipeline.flow import Flow
+from mirrorspark.pipeline.flow_assembly import FlowContext
 from mirrorspark.pipeline.runner import FlowsFailed, Replicator
 
 
@@ -17,9 +20,13 @@ class Supervisor:
     def __init__(self, name: str, failed: bool) -> None:
         self.failed, self.last_error = failed, "TopicAuthorizationException" if failed else None
         self.query = Query(name)
+        self.polled = 0
 
     def poll(self, spark) -> None:
-        pass
+        self.polled += 1
+
+    def state(self) -> str:
+        return "failed" if self.failed else "running"
 
 
 class Offsets:
@@ -37,24 +44,61 @@ class Probe:
 
 class Query:
     def __init__(self, name: str) -> None:
-        self.flow, self.loss_stop, self.stopped = SimpleNamespace(name=name), None, 0
+        self.flow, self.loss_stop, self.stopped, self.metrics = SimpleNamespace(name=name), None, 0, None
+
+    def stop(self, commit_timeout: float = 60.0) -> None:
+        self.stopped += 1
+
+
+class Lease:
+    """A flow's lease as the steering sees it: joined, left, and the late writes it had none of."""
+
+    def __init__(self, group: str) -> None:
+        self.group, self.started, self.stopped = group, 0, 0
+
+    def start(self) -> None:
+        self.started += 1
 
     def stop(self) -> None:
         self.stopped += 1
+
+    def held(self) -> bool:
+        return True
+
+    def active(self) -> bool:
+        return True
+
+    def late_writes(self) -> None:
+        return None
 
 
 CONFIG = parse_config(parse_properties("clusters = a, b\na.bootstrap.servers = localhost:9\n"
                                        "b.bootstrap.servers = localhost:9\na->b.enabled = true\n"))
 
 
+def written_here(supervisor: Supervisor, others: bool = False) -> Flow:
+    """A real ``Flow`` this process writes, its parts small fakes; ``others``: another instance waits
+    in its lease group."""
+    name = supervisor.query.flow.name
+    source, target = name.split("->")
+    config = SimpleNamespace(name=name, source=SimpleNamespace(alias=source), target=SimpleNamespace(alias=target),
+                             options=SimpleNamespace(lease_enabled=False, lease_timeout=10.0))
+    shared = SimpleNamespace(metrics=MirrorMetrics(), scheduler=SimpleNamespace(cancel=lambda lanes: None))
+    flow = Flow(context=FlowContext(config=config, policy=None, shared=shared, instance="me"))  # type: ignore[arg-type]
+    flow.parts = SimpleNamespace(query=supervisor.query, supervisor=supervisor,  # type: ignore[assignment]
+                                 offsets=Offsets(), probe=Probe())
+    flow.lease = Lease("g")  # type: ignore[assignment]
+    flow._new_lease = Lease  # type: ignore[method-assign]
+    flow.another_member = lambda: others  # type: ignore[method-assign]
+    return flow
+
+
 def bare(supervisors, tmp_path: Path, others: bool = False) -> Replicator:
-    """A Replicator of one configuration, nothing started; each supervisor's flow is written here (a
-    seat holding its assembled parts)."""
+    """A Replicator of one configuration, nothing started; each supervisor's flow is written here."""
     replicator = Replicator(CONFIG, tmp_path)
     for supervisor in supervisors:
-        name = supervisor.query.flow.name
-        replicator.seats[name] = Seat(name, others=others, assembled=SimpleNamespace(
-            query=supervisor.query, supervisor=supervisor, offsets=Offsets(), probe=Probe()))
+        flow = written_here(supervisor, others)
+        replicator.flows[flow.name] = flow
     return replicator
 
 
@@ -69,8 +113,9 @@ def test_a_stop_with_every_flow_healthy_is_a_clean_exit(tmp_path):
     replicator = bare([Supervisor("a->b", failed=False)], tmp_path)
     replicator.request_stop()
     replicator.run()
-    assembled = replicator.seats["a->b"].assembled
-    assert (assembled.query.stopped, assembled.offsets.closed, replicator.seats["a->b"].closed) == (1, 1, 1), \
+    flow = replicator.flows["a->b"]
+    parts = flow.parts
+    assert parts is not None and (parts.query.stopped, parts.offsets.closed, flow.lease.stopped) == (1, 1, 1), \
         "each part of the flow is stopped once"
 
 
@@ -126,57 +171,22 @@ def test_a_control_plane_failure_beside_spark_is_raised_once_spark_is_up(monkeyp
     assert begun == ["spark"]
 
 
-class Seat:
-    """A flow's seat as the process sees it: the parts it holds while written here, and whether its
-    lease group holds another member."""
-
-    def __init__(self, name: str, others: bool, assembled=None) -> None:
-        self.flow = SimpleNamespace(name=name)
-        self.lease = SimpleNamespace(group="g")
-        self.others, self.handed, self.rejoined, self.closed = others, 0, 0, 0
-        self.assembled = assembled
-        self.left: list[str] = []
-        self.rejoin_at: float | None = None
-
-    def deactivate(self) -> None:
-        self.left.append(self.flow.name)
-        self.assembled = None
-
-    def close(self) -> None:
-        self.closed += 1
-
-    def rejoin_due(self) -> bool:
-        return self.rejoin_at is not None
-
-    def rejoin(self) -> None:
-        self.rejoined += 1
-        self.rejoin_at = None
-
-    def another_member(self) -> bool:
-        return self.others
-
-    def hand_over(self) -> None:
-        self.handed += 1
-        self.rejoin_at = 1.0
-
-    def should_leave(self) -> bool:
-        return False
-
-    def should_take(self) -> bool:
-        return False
-
-
 @pytest.mark.parametrize("others", [True, False])
 def test_a_flow_failed_here_is_handed_to_a_waiting_standby_and_joined_again_later(others, tmp_path):
     """What a retry cannot fix here may pass on another instance (another host, another state): a flow
     that failed holds its lease no longer while a standby waits; alone, it stays failed, as before."""
     replicator = bare([Supervisor("a->b", failed=True)], tmp_path, others=others)
-    seat = replicator.seats["a->b"]
+    flow = replicator.flows["a->b"]
+    first = flow.lease
     replicator.steer()
-    assert (seat.handed, seat.left) == ((1, ["a->b"]) if others else (0, []))
-    assert list(replicator.supervisors) == ([] if others else ["a->b"]), "a flow left is gone from every view"
+    assert (first.stopped, flow.parts is None) == ((1, True) if others else (0, False))
+    assert [f.name for f in replicator.writing()] == ([] if others else ["a->b"]), "a flow left is written no more"
+    assert flow.state() == ("standby" if others else "failed")
+    if others:
+        assert flow.rejoin_at is not None and flow.lease is not first, "a new lease, joined later"
+        flow.rejoin_at = 0.0  # the time out of the group has passed
     replicator.steer()
-    assert seat.rejoined == (1 if others else 0) and seat.handed == (1 if others else 0)
+    assert flow.lease.started == (1 if others else 0) and first.stopped == (1 if others else 0)
 
 
 def test_a_flow_stopped_by_data_loss_fail_is_not_handed_over(tmp_path):
@@ -185,4 +195,5 @@ def test_a_flow_stopped_by_data_loss_fail_is_not_handed_over(tmp_path):
     supervisor.query.loss_stop = "source records are gone before they were copied"
     replicator = bare([supervisor], tmp_path, others=True)
     replicator.steer()
-    assert replicator.seats["a->b"].handed == 0
+    flow = replicator.flows["a->b"]
+    assert flow.parts is not None and flow.lease.stopped == 0

@@ -50,7 +50,7 @@ class FailingQuery:
 
 
 def supervise(query: FailingQuery, tmp_path) -> FlowSupervisor:
-    return FlowSupervisor(query, LossLog(LocalFiles(tmp_path), "a->b"), MirrorMetrics())  # type: ignore[arg-type]
+    return FlowSupervisor(query=query, loss=LossLog(LocalFiles(tmp_path), "a->b"), metrics=MirrorMetrics())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("text", [SOURCE_DOWN, STALLED, "KafkaException: KafkaError{code=_TRANSPORT,val=-195,"

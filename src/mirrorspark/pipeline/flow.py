@@ -1,0 +1,391 @@
+"""One flow of this process: its parts, its lease and its lifecycle (start, pause, stop, take over, leave).
+
+A ``Flow`` is built from one ``FlowContext`` and owns everything of its flow: the parts assembled
+while this process writes it (``flow_assembly``: query, supervisor, offsets, lag probe), its lease
+and claims, and the steps between writer and standby. The runner holds flows by name and asks them;
+REST, status and progress read a flow, never a collection kept beside it.
+
+Instances that run the same flow share a lease group on the flow's target (``coordination.lease``).
+The one holding it assembles the flow (``flow_assembly``) and runs its query; the others wait. When
+the writer stops, is killed or stops answering, the group gives the lease to a standby, which
+first compares the group's previous claim of the flow with itself (``coordination.claims``): if
+another instance of the group wrote the flow since this state folder was saved, the folder's Spark
+checkpoint and write marks are set aside, and the flow resumes after the last record the target
+holds (``takeover.lost_state``), copying nothing twice. A writer that loses the lease stops its
+query, its control tasks and its offset syncs at once and becomes a standby itself.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mirrorspark.config.model import FlowConfig
+from mirrorspark.coordination import stale_writes
+from mirrorspark.coordination.claims import Claim, Claims
+from mirrorspark.coordination.lease import FlowLease, default_group
+from mirrorspark.errors import ConfigError, Conflict
+from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.partition import Partition
+from mirrorspark.pipeline.flow_assembly import AssembledFlow, FlowContext, assemble_flow
+from mirrorspark.pipeline.supervision import publish_state
+from mirrorspark.state.files import StateFiles
+from mirrorspark.takeover.lost_state import StateLost, has_no_state
+from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
+
+log = logging.getLogger(__name__)
+
+LEASE_KEY = "mirrorspark.flow.lease.enabled"
+STALE = ("checkpoint", WriteMarks.FILE, TAKEOVER_FILE)  # what another writer made out of date
+
+
+def set_aside_if_stale(folder: StateFiles, flow: str, previous: Claim | None, instance: str) -> bool:
+    """When another instance claimed ``flow`` last, this folder's copy position is older than the
+    target's: move it aside (kept for inspection) so the start resumes from the target."""
+    if previous is None or previous.instance == instance or has_no_state(folder):
+        return False
+    suffix = time.strftime(".stale-%Y%m%d-%H%M%S")
+    moved = [name for name in STALE if folder.set_aside(name, name + suffix)]
+    log.warning("flow %s: %s wrote this flow after the state in %s was saved; that state is out of date (%s set aside "
+                "as *%s): the flow resumes after the last record the target holds", flow, previous.describe(),
+                folder.uri(), ", ".join(moved), suffix)
+    return True
+
+
+@dataclass
+class Standby:
+    """What REST and ``status`` show for a flow this process does not write now: another instance
+    writes it, or (``failure`` set) starting it here failed for a reason that may pass, retried."""
+
+    flow: FlowConfig
+    group: str
+    since: float
+    failure: str | None = None
+    failing_since: float | None = None
+    attempts: int = 0
+
+
+HAND_OVER_CHECK = 30.0  # seconds between looks for a standby to hand a failed flow to
+HAND_OVER_REJOIN = 60.0  # seconds out of the lease group after handing a failed flow over
+
+
+class Flow:
+    """One enabled flow of the process, written here or by another instance of its lease group."""
+
+    def __init__(self, *, context: FlowContext) -> None:
+        self.context = context
+        self.config = context.config
+        self.name = context.config.name
+        self.parts: AssembledFlow | None = None  # while this process writes the flow
+        self.lease: FlowLease | None = None
+        self.claims: Claims | None = None
+        self._target_conf: dict = {}
+        self.standby_since = time.time()
+        self.takeovers = 0
+        self.failed_takes = 0  # in a row
+        self.last_failure: str | None = None  # why the last attempt to take the flow failed
+        self.failing_since: float | None = None  # epoch seconds of the first failed attempt in a row
+        self.retry_at = 0.0  # monotonic: no new attempt to take the flow before
+        self.rejoin_at: float | None = None  # monotonic: a flow handed over after failing here joins again then
+        self.hand_over_checked = 0.0  # monotonic: when the lease group was last asked for another member
+        self._late: stale_writes.LateWatch | None = None  # the search for copies made twice after leaving
+        options = self.config.options
+        if options.lease_enabled:
+            target, target_conf = context.shared.clusters.admin(self.config.target)
+            self._target_conf = target_conf
+            self.claims = Claims(target, target_conf)
+            group = options.lease_group or default_group(self.config.source.alias, self.config.target.alias)
+            self.lease = self._new_lease(group)
+
+    # -- the lease: writer or standby ------------------------------------------------------------
+
+    def _new_lease(self, group: str) -> FlowLease:
+        return FlowLease(flow=self.name, group=group, target_conf=self._target_conf,
+                         timeout=self.config.options.lease_timeout, instance=self.context.instance)
+
+    def join(self) -> None:
+        """Join the lease group (the claims topic is created first if needed)."""
+        if self.lease is None or self.claims is None:
+            return
+        self.claims.ensure_topic()
+        self.lease.start()
+
+    def wait(self, limit: float) -> None:
+        """Until it is known whether this process writes the flow; refused when the group cannot be used."""
+        if self.lease is None:
+            return
+        self.lease.wait_decided(limit)
+        if self.lease.refused is not None:
+            raise ConfigError(
+                f"flow {self.name}: the lease group {self.lease.group} on cluster {self.config.target.alias!r} "
+                f"cannot be used: {self.lease.refused}. Grant the replicator's principal READ on that group and "
+                f"READ, WRITE and DESCRIBE on topic mirrorspark.leases.internal, or set {self.config.where(LEASE_KEY)} "
+                "= false (then nothing keeps a second instance from copying the flow again)", LEASE_KEY)
+
+    def may_write(self) -> bool:
+        return self.lease is None or self.lease.active()
+
+    def should_take(self) -> bool:
+        return self.parts is None and self.may_write() and time.monotonic() >= self.retry_at
+
+    def should_leave(self) -> bool:
+        """Membership is lost (another member owns the flow, or this one was expelled). A lease held
+        but not confirmed (the target unreachable) keeps the flow: its batches wait for confirmation."""
+        return self.parts is not None and self.lease is not None and not self.lease.held()
+
+    def writes(self) -> bool:
+        """This process writes the flow now (its heartbeats beat here too)."""
+        return self.parts is not None and self.may_write()
+
+    def another_member(self) -> bool:
+        """Another instance waits in this flow's lease group (asked at most every half minute)."""
+        if self.lease is None or time.monotonic() - self.hand_over_checked < HAND_OVER_CHECK:
+            return False
+        self.hand_over_checked = time.monotonic()
+        try:
+            admin = self.context.shared.clusters.admin(self.config.target)[0]
+            group = admin.describe_consumer_groups([self.lease.group], request_timeout=10)[self.lease.group].result(15)
+        except Exception as exc:  # noqa: BLE001 - the target out of reach: nobody to hand over to now
+            log.debug("flow %s: lease group not described: %s", self.name, exc)
+            return False
+        return len(group.members) > 1
+
+    def hand_over(self) -> None:
+        """The flow failed here for a reason a retry cannot fix: leave its lease group so a standby
+        takes it (another host, another state, another chance), and join again later as a standby."""
+        if self.lease is None:
+            return
+        group = self.lease.group
+        self.lease.stop()
+        self.lease = self._new_lease(group)
+        self.rejoin_at = time.monotonic() + max(HAND_OVER_REJOIN, 3 * self.config.options.lease_timeout)
+
+    def rejoin_due(self) -> bool:
+        return self.rejoin_at is not None and time.monotonic() >= self.rejoin_at
+
+    def rejoin(self) -> None:
+        self.rejoin_at = None
+        if self.lease is not None:
+            self.lease.start()
+
+    @property
+    def folder(self) -> StateFiles:
+        return self.context.folder
+
+    def ran_before(self) -> bool:
+        """This state folder says where the flow stopped: it has copied before, from these clusters."""
+        return not has_no_state(self.folder)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def assemble(self) -> AssembledFlow:
+        """Claim the flow, set stale state aside, and assemble it (raises on bad input, as at start)."""
+        if self.claims is not None and self.lease is not None:
+            group = self.lease.group  # the deployment: its members' claims, not another group's, date this state
+            previous = self.claims.last(flow=self.name, group=group)
+            set_aside_if_stale(self.folder, self.name, previous, self.context.instance)
+            self.claims.write(Claim.mine(flow=self.name, group=group, instance=self.context.instance,
+                                         state=self.folder))
+        writing = self.lease.confirmed if self.lease is not None else None
+        self.parts = assemble_flow(self.context, writing=writing)
+        self.takeovers += 1
+        self.failed_takes = 0
+        self.last_failure = self.failing_since = None
+        return self.parts
+
+    def bind_fence(self, spark: Any) -> None:
+        """The lease's deadline reaches the executors' writers through the driver JVM (``sink/Fences``)."""
+        if self.lease is not None and spark is not None:
+            self.lease.bind_jvm(spark._jvm.io.mirrorspark.sink.Fences)
+
+    def start(self, spark: Any) -> None:
+        """Start the assembled flow's query (at process start, or once taken over)."""
+        if self.parts is None:
+            return
+        self.bind_fence(spark)
+        query = self.parts.query
+        query.start(spark)
+        if query.metrics is not None:
+            query.metrics.set_running(True)
+
+    def take_failed(self, error: BaseException) -> None:
+        """Taking the flow over failed for a reason that may pass (a cluster unreachable): undo, retry later."""
+        self.context.shared.scheduler.cancel(self.context.lanes)
+        self.failed_takes += 1
+        self.last_failure = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+        if self.failing_since is None:
+            self.failing_since = time.time()
+        publish_state(self.context.shared.metrics, self.config.source.alias, self.config.target.alias, "degraded")
+        delay = min(60.0, 5.0 * 2 ** (self.failed_takes - 1))
+        self.retry_at = time.monotonic() + delay
+        log.warning("flow %s: taking the flow over failed (attempt %d), retried in %.0f s: %s", self.name,
+                    self.failed_takes, delay, str(error).splitlines()[0][:300])
+
+    def take_over(self, spark: Any, *, assembled: Callable[[], None]) -> None:
+        """A standby given the flow: assemble and start it (``assembled`` runs in between: the process
+        links the reverse flow's offsets). Bad input stops the process as at start; a failure that may
+        pass (a cluster unreachable), or a state this instance cannot resume from (``StateLost``: the
+        other flows must not stop for it), is undone and retried with backoff."""
+        waited = time.time() - self.standby_since
+        try:
+            self.assemble()
+            assembled()
+            self.start(spark)
+        except StateLost as exc:  # this flow cannot resume here; the process's other flows go on
+            self.leave()
+            self.take_failed(exc)
+            if self.another_member():  # another instance may hold the state this one lacks
+                log.warning("flow %s: cannot resume here without state; handed to another instance of lease group "
+                            "%s", self.name, self.lease.group if self.lease else "")
+                self.hand_over()
+            return
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any other failure of the takeover is retried
+            self.leave()
+            self.take_failed(exc)
+            return
+        log.warning("flow %s: took over after %.1f s as a standby: this process writes it now", self.name, waited)
+
+    def steer(self, spark: Any, *, assembled: Callable[[], None]) -> None:
+        """Follow the lease: stop writing when it is lost, take the flow when given it, hand it to a
+        standby when it failed here."""
+        supervisor = self.parts.supervisor if self.parts is not None else None
+        if self.rejoin_due():
+            self.rejoin()
+        elif supervisor is not None and supervisor.failed and supervisor.query.loss_stop is None \
+                and self.another_member():  # data.loss = fail: the gap needs a person, not another instance
+            log.warning("flow %s: failed here (%s); another instance waits in lease group %s: the flow is handed "
+                        "to it, this one joins again as a standby later", self.name, supervisor.last_error,
+                        self.lease.group if self.lease else "")
+            self.leave()
+            self.hand_over()
+        elif self.should_leave():
+            log.warning("flow %s: fenced: this process no longer holds the flow's lease (another instance took "
+                        "it over, or this one was stopped or cut off too long); it stops writing and waits as a "
+                        "standby", self.name)
+            self.leave()
+        elif self.should_take() and spark is not None:
+            self.take_over(spark, assembled=assembled)
+
+    def poll(self, spark: Any) -> None:
+        """One look at the query (restarts, failures), about twice a second."""
+        if self.parts is not None:
+            self.parts.supervisor.poll(spark)
+
+    def pause(self) -> None:
+        self._writing().query.pause()
+
+    def resume(self, spark: Any) -> None:
+        self._writing().query.resume(spark)  # Conflict when it is not paused
+
+    def restart(self, spark: Any) -> None:
+        self._writing().supervisor.manual_restart(spark)
+
+    def _writing(self) -> AssembledFlow:
+        parts = self.parts
+        if parts is None:
+            raise Conflict(f"flow {self.name!r} is not written by this process now")
+        return parts
+
+    def leave(self) -> None:
+        """Stop writing: the query (its batch in flight is refused), control tasks and offset syncs."""
+        if self.parts is None:
+            return
+        self.standby_since = time.time()
+        self.publish_standby()  # before the role changes: /metrics never lags what REST shows
+        parts, self.parts = self.parts, None
+        self.context.shared.scheduler.cancel(self.context.lanes)
+        parts.probe.close()
+        try:
+            parts.query.stop(commit_timeout=5.0)
+        except Exception as exc:  # noqa: BLE001 - a fenced query has usually failed already
+            log.debug("flow %s: stopping the fenced query: %s", self.name, exc)
+        parts.offsets.close()
+        metrics = parts.query.metrics
+        if metrics is not None:
+            metrics.set_running(False)
+        if self.lease is not None:
+            self._watch_late_writes(self.lease, metrics.count_recopied if metrics is not None else None)
+
+    def stop_writing(self) -> None:
+        """At process stop, first step: the lag probe and the query (every flow's queries stop before
+        any flow's offsets close: a reverse flow's batches read this one's offset runs)."""
+        if self.parts is None:
+            return
+        self.parts.probe.close()
+        try:
+            self.parts.query.stop()
+        except Exception as exc:  # noqa: BLE001 - a query that already failed may refuse to stop
+            log.debug("stopping flow %s: %s", self.name, exc)
+
+    def close(self) -> None:
+        """At process stop, last step: offset syncs flushed, the lease group left (a standby takes over at once)."""
+        if self.parts is not None:
+            self.parts.offsets.close()
+        if self._late is not None:
+            self._late.stop()
+        if self.lease is not None:
+            self.lease.stop()
+
+    def _watch_late_writes(self, lease: FlowLease, count_recopied: Callable[[Mapping[Partition, int]], None]
+                           | None) -> None:
+        """Count what this instance sent after it lost the flow and the new writer copied too: searched
+        now and again for a while in a thread of its own (``stale_writes.LateWatch``), not blocking steering."""
+        text = lease.late_writes()
+        if self._late is not None and self._late.running() and self._late.add(text, left_again=True):
+            return
+        if not text:
+            return
+        watch = stale_writes.LateWatch(
+            flow=self.name, conf=self._target_conf, collect=lease.late_writes,
+            window=stale_writes.window(lease_timeout=self.config.options.lease_timeout,
+                                       producer=self.config.target_producer()),
+            count_recopied=count_recopied or (lambda _counts: None))
+        watch.add(text)
+        if watch.pending():
+            self._late = watch
+            watch.start()
+
+    # -- what REST, status and progress read ------------------------------------------------------
+
+    @property
+    def failed(self) -> bool:
+        """Written here, and its query failed for good."""
+        return self.parts is not None and self.parts.supervisor.failed
+
+    def publish_standby(self) -> None:
+        publish_state(self.context.shared.metrics, self.config.source.alias, self.config.target.alias, "standby")
+
+    def standby(self) -> Standby | None:
+        if self.parts is not None or (self.lease is None and self.last_failure is None):
+            return None
+        return Standby(self.config, self.lease.group if self.lease is not None else "", self.standby_since,
+                       self.last_failure, self.failing_since, self.failed_takes)
+
+    def state(self) -> str:
+        parts = self.parts
+        if parts is None:
+            return "standby" if self.last_failure is None else "degraded"
+        return parts.supervisor.state()
+
+    def progress_line(self) -> str:
+        """One line for the console: records copied since start and the rate of the latest batches."""
+        parts = self.parts
+        if parts is None:
+            if self.last_failure is not None:
+                return f"{self.name}: degraded: starting it failed, retried: {self.last_failure}"
+            return (f"{self.name}: standby (waiting for the flow's lease: another instance writes it, or the target's "
+                    "group coordinator is out of reach)")
+        query, supervisor = parts.query, parts.supervisor
+        query.collect_progress()
+        if supervisor.state() in ("failed", "restarting", "degraded"):
+            return f"{self.name}: {supervisor.state()}: {supervisor.reason()}"
+        if query.paused:
+            return f"{self.name}: paused"
+        if query.last_batch_id is None:
+            return f"{self.name}: waiting for the first batch"
+        return (f"{self.name}: {query.records_read} records replicated in {query.data_batches} batches since start, "
+                f"latest {query.last_rate:.0f} records/s")

@@ -1,17 +1,12 @@
 package io.mirrorspark.kafka;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Where the writer's acknowledgements become offset runs, until the driver drains them.
- *
- * A run {@code (upstream, downstream, count)} says that source offsets upstream..upstream+count-1
- * were written, in order, at target offsets downstream..downstream+count-1 of the same partition.
- * Acknowledgements that continue a run on both sides extend it, so a contiguous partition costs
- * one run per batch however many records it carries. A run of count 0 marks a failed write: the
- * next run is not known to follow the previous one.
+ * Where the writer's acknowledgements become offset runs ({@link OffsetRunList}), until the driver
+ * drains them. Acknowledgements that continue a run on both sides extend it, so a contiguous
+ * partition costs one run per batch however many records it carries. A run of count 0 marks a
+ * failed write: the next run is not known to follow the previous one.
  *
  * Filled on the driver from the sink's commit messages (io.mirrorspark.sink), or in-process by the
  * interceptor; the state is a {@link JvmShared} map, so Spark's class loader and py4j's see the same runs.
@@ -24,46 +19,42 @@ public final class OffsetRuns {
     private OffsetRuns() {
     }
 
-    private static Map<String, List<long[]>> store() {
+    /** Per flow and target partition, its runs not drained yet, each list as its JDK form ({@link OffsetRunList#array}). */
+    private static ConcurrentHashMap<String, long[]> store() {
         return JvmShared.map(STORE);
     }
 
-    private static List<long[]> runs(String flow, String topic, int partition) {
-        return store().computeIfAbsent(flow + SEP + topic + SEP + partition, k -> new ArrayList<>());
+    private static String key(String flow, String topic, int partition) {
+        return flow + SEP + topic + SEP + partition;
     }
 
     /** One acknowledged record: source offset {@code upstream} landed at {@code downstream}. */
     public static void record(String flow, String topic, int partition, long upstream, long downstream) {
-        List<long[]> list = runs(flow, topic, partition);
-        synchronized (list) {
-            long[] last = list.isEmpty() ? null : list.get(list.size() - 1);
-            if (last != null && last[2] > 0 && last[0] + last[2] == upstream && last[1] + last[2] == downstream) {
-                last[2]++;
-            } else {
-                list.add(new long[] {upstream, downstream, 1});
-            }
-        }
+        store().compute(key(flow, topic, partition),
+            (k, held) -> OffsetRunList.over(held).merge(upstream, downstream, 1).array());
     }
 
-    /** A run reported whole (a task's commit message): extends the last run when it continues it. */
-    public static void add(String flow, String topic, int partition, long upstream, long downstream, long count) {
-        List<long[]> list = runs(flow, topic, partition);
-        synchronized (list) {
-            long[] last = list.isEmpty() ? null : list.get(list.size() - 1);
-            if (last != null && last[2] > 0 && last[0] + last[2] == upstream && last[1] + last[2] == downstream) {
-                last[2] += count;
-            } else {
-                list.add(new long[] {upstream, downstream, count});
+    /**
+     * The runs of a task's commit messages, in source order: each extends the last run when it
+     * continues it; a break is kept as one (the record it stood for is not said).
+     */
+    public static void add(String flow, String topic, int partition, OffsetRunList runs) {
+        store().compute(key(flow, topic, partition), (k, held) -> {
+            OffsetRunList list = OffsetRunList.over(held);
+            for (int i = 0; i < runs.size(); i++) {
+                if (runs.isBreak(i)) {
+                    list.add(-1L, -1L, 0L);
+                } else {
+                    list.merge(runs.sourceStart(i), runs.targetStart(i), runs.count(i));
+                }
             }
-        }
+            return list.array();
+        });
     }
 
     /** A write failed: whatever comes next for this partition does not continue the last run. */
     public static void broken(String flow, String topic, int partition) {
-        List<long[]> list = runs(flow, topic, partition);
-        synchronized (list) {
-            list.add(new long[] {-1, -1, 0});
-        }
+        store().compute(key(flow, topic, partition), (k, held) -> OffsetRunList.over(held).add(-1L, -1L, 0L).array());
     }
 
     /**
@@ -73,21 +64,21 @@ public final class OffsetRuns {
     public static String drain(String flow) {
         StringBuilder out = new StringBuilder();
         String prefix = flow + SEP;
-        for (Map.Entry<String, List<long[]>> entry : store().entrySet()) {
-            String key = entry.getKey();
+        for (String key : store().keySet()) {
             if (!key.startsWith(prefix)) {
                 continue;
+            }
+            long[] taken = store().remove(key);
+            if (taken == null) {
+                continue;  // drained meanwhile
             }
             int split = key.lastIndexOf(SEP);
             String topic = key.substring(prefix.length(), split);
             String partition = key.substring(split + 1);
-            List<long[]> list = entry.getValue();
-            synchronized (list) {
-                for (long[] run : list) {
-                    out.append(topic).append('\t').append(partition).append('\t').append(run[0]).append('\t')
-                        .append(run[1]).append('\t').append(run[2]).append('\n');
-                }
-                list.clear();
+            OffsetRunList runs = OffsetRunList.over(taken);
+            for (int i = 0; i < runs.size(); i++) {
+                out.append(topic).append('\t').append(partition).append('\t').append(runs.sourceStart(i)).append('\t')
+                    .append(runs.targetStart(i)).append('\t').append(runs.count(i)).append('\n');
             }
         }
         return out.toString();

@@ -1,26 +1,24 @@
 package io.mirrorspark.sink;
 
 import java.io.Serializable;
-import java.util.Arrays;
 
 import io.mirrorspark.kafka.FlowStats;
+import io.mirrorspark.kafka.OffsetRunList;
 
 /**
- * The acknowledged records of one target partition in one task: offset runs
- * {@code (upstream, downstream, count)} and MM2's per-partition figures ({@link FlowStats} layout).
- * A record whose target offset is not known (a row a re-run skips as committed whose pair the
- * progress no longer holds, an acknowledgement without an offset) is a break {@code (upstream, -1, 0)}:
- * the records around it are on the target, but where is not known, so the runs on either side must
- * not be taken for contiguous. Filled by the producer's I/O thread, read by the task thread after
- * {@code flush()}.
+ * The acknowledged records of one target partition in one task: offset runs ({@link OffsetRunList})
+ * and MM2's per-partition figures ({@link FlowStats} layout). A record whose target offset is not
+ * known (a row a re-run skips as committed whose pair the progress no longer holds, an
+ * acknowledgement without an offset) is a break: the records around it are on the target, but where
+ * is not known, so the runs on either side must not be taken for contiguous. Filled by the
+ * producer's I/O thread, read by the task thread after {@code flush()}.
  */
 final class PartitionAcks implements Serializable {
     private static final long serialVersionUID = 1L;
 
     final String topic;
     final int partition;
-    private long[] runs = new long[3 * 4];
-    private int count;
+    private final OffsetRunList runs = new OffsetRunList();
     private final long[] stats = FlowStats.fresh();
     /** Rows found already on the target (paired, not sent) and target records written again. */
     long resumed;
@@ -55,30 +53,12 @@ final class PartitionAcks implements Serializable {
      * {@code downstream} (not known) is a break, one for consecutive unknown records.
      */
     synchronized void pair(long upstream, long downstream) {
-        if (count > 0) {
-            int last = (count - 1) * 3;
-            long n = runs[last + 2];
-            if (downstream < 0 && n == 0) {
-                return;  // the break already there covers this record too
-            }
-            if (n > 0 && downstream >= 0 && runs[last] + n == upstream && runs[last + 1] + n == downstream) {
-                runs[last + 2] = n + 1;
-                return;
-            }
-        }
-        if ((count + 1) * 3 > runs.length) {
-            runs = Arrays.copyOf(runs, runs.length * 2);
-        }
-        int at = count * 3;
-        runs[at] = upstream;
-        runs[at + 1] = downstream < 0 ? -1L : downstream;
-        runs[at + 2] = downstream < 0 ? 0L : 1L;
-        count++;
+        runs.pair(upstream, downstream);
     }
 
-    /** The runs as {@code upstream, downstream, count} triples; a break has count 0. */
-    synchronized long[] runs() {
-        return Arrays.copyOf(runs, count * 3);
+    /** A copy of the runs so far; a break has count 0. */
+    synchronized OffsetRunList runs() {
+        return runs.copy();
     }
 
     synchronized long[] stats() {

@@ -1,6 +1,6 @@
 package io.mirrorspark.sink;
 
-import java.util.Arrays;
+import io.mirrorspark.kafka.OffsetRunList;
 
 /**
  * What one target partition's last committed transaction says, exactly-once mode: {@code next},
@@ -26,19 +26,19 @@ final class Progress {
     static final int MAX_METADATA = 3_000;
     private static final String VERSION = "ms2";
     private static final String VERSION_1 = "ms1";
-    static final Progress NONE = new Progress(-1L, new long[0], false, null);
+    static final Progress NONE = new Progress(-1L, new OffsetRunList(), false, null);
 
     /** The first source offset not committed yet; -1: this flow never committed the partition. */
     final long next;
-    /** {@code upstream, downstream, count} triples of the last transaction, oldest first. */
-    private final long[] runs;
+    /** The offset runs of the last transaction, oldest first. */
+    private final OffsetRunList runs;
     /** Older pairs of the last transaction did not fit in the metadata (their rows have no pair here). */
     final boolean partial;
     /** {@code <source topic id>|<remote topic id>} it was committed for (a part may be empty: not known
      *  then); null: committed by an earlier version, which did not say. */
     final String topics;
 
-    Progress(long next, long[] runs, boolean partial, String topics) {
+    Progress(long next, OffsetRunList runs, boolean partial, String topics) {
         this.next = next;
         this.runs = runs;
         this.partial = partial;
@@ -52,12 +52,7 @@ final class Progress {
 
     /** The target offset holding the committed copy of {@code upstream}, or -1 when not known here. */
     long downstream(long upstream) {
-        for (int i = 0; i < runs.length; i += 3) {
-            if (upstream >= runs[i] && upstream < runs[i] + runs[i + 2]) {
-                return runs[i + 1] + (upstream - runs[i]);
-            }
-        }
-        return -1L;
+        return runs.targetOf(upstream);
     }
 
     /**
@@ -85,15 +80,15 @@ final class Progress {
     }
 
     /** The metadata string for {@code runs} of a batch not told its topics' ids. */
-    static String encode(long[] runs) {
+    static String encode(OffsetRunList runs) {
         return encode(null, runs);
     }
 
     /** The metadata string for {@code runs} of {@code topics}; the newest pairs are kept when they do not all fit. */
-    static String encode(String topics, long[] runs) {
-        long[] kept = withoutBreaks(runs);
+    static String encode(String topics, OffsetRunList runs) {
+        OffsetRunList kept = runs.withoutBreaks();
         String head = VERSION + ";" + (topics == null ? "" : topics) + ";";
-        int n = kept.length / 3;
+        int n = kept.size();
         // From the newest back: each run costs its distance from the one before; the oldest kept, its absolute form.
         int used = 0;
         int first = n;
@@ -115,27 +110,15 @@ final class Progress {
         return (first > 0 ? VERSION + "p" + head.substring(VERSION.length()) : head) + out;
     }
 
-    private static long[] withoutBreaks(long[] runs) {
-        long[] out = new long[runs.length];
-        int at = 0;
-        for (int i = 0; i + 2 < runs.length; i += 3) {
-            if (runs[i + 2] > 0) {
-                out[at++] = runs[i];
-                out[at++] = runs[i + 1];
-                out[at++] = runs[i + 2];
-            }
-        }
-        return Arrays.copyOf(out, at);
+    private static String absolute(OffsetRunList runs, int i) {
+        return runs.sourceStart(i) + ":" + runs.targetStart(i) + ":" + runs.count(i);
     }
 
-    private static String absolute(long[] runs, int i) {
-        return runs[3 * i] + ":" + runs[3 * i + 1] + ":" + runs[3 * i + 2];
-    }
-
-    private static String relative(long[] runs, int i) {
-        long before = runs[3 * i - 1];
-        return (runs[3 * i] - runs[3 * i - 3] - before) + ":" + (runs[3 * i + 1] - runs[3 * i - 2] - before)
-            + ":" + runs[3 * i + 2];
+    /** Run {@code i} as its distance from the end of run {@code i - 1} on both sides, and its count. */
+    private static String relative(OffsetRunList runs, int i) {
+        long before = runs.count(i - 1);
+        return (runs.sourceStart(i) - runs.sourceStart(i - 1) - before) + ":"
+            + (runs.targetStart(i) - runs.targetStart(i - 1) - before) + ":" + runs.count(i);
     }
 
     /** The progress an offset commit holds; an offset without mirrorspark's metadata has no pairs. */
@@ -144,29 +127,29 @@ final class Progress {
             int flags = metadata.indexOf(';');
             int topicsEnd = flags < 0 ? -1 : metadata.indexOf(';', flags + 1);
             if (topicsEnd < 0) {
-                return new Progress(next, new long[0], true, null);
+                return new Progress(next, new OffsetRunList(), true, null);
             }
             boolean partial = flags > VERSION.length() && metadata.charAt(VERSION.length()) == 'p';
             String topics = metadata.substring(flags + 1, topicsEnd);
-            long[] runs = runs(metadata.substring(topicsEnd + 1), true);
-            return runs == null ? new Progress(next, new long[0], true, topics) : new Progress(next, runs, partial, topics);
+            OffsetRunList runs = runs(metadata.substring(topicsEnd + 1), true);
+            return runs == null ? new Progress(next, new OffsetRunList(), true, topics) : new Progress(next, runs, partial, topics);
         }
         if (metadata != null && metadata.startsWith(VERSION_1)) {
             int split = metadata.indexOf(';');
             boolean partial = split > VERSION_1.length() && metadata.charAt(VERSION_1.length()) == 'p';
-            long[] runs = runs(split < 0 ? "" : metadata.substring(split + 1), false);
-            return runs == null ? new Progress(next, new long[0], true, null) : new Progress(next, runs, partial, null);
+            OffsetRunList runs = runs(split < 0 ? "" : metadata.substring(split + 1), false);
+            return runs == null ? new Progress(next, new OffsetRunList(), true, null) : new Progress(next, runs, partial, null);
         }
-        return new Progress(next, new long[0], true, null);
+        return new Progress(next, new OffsetRunList(), true, null);
     }
 
-    /** The triples of {@code body}, each after the first relative to the one before when {@code relative}; null: damaged. */
-    private static long[] runs(String body, boolean relative) {
+    /** The runs of {@code body}, each after the first relative to the one before when {@code relative}; null: damaged. */
+    private static OffsetRunList runs(String body, boolean relative) {
+        OffsetRunList runs = new OffsetRunList();
         if (body.isEmpty()) {
-            return new long[0];
+            return runs;
         }
         String[] parts = body.split(",");
-        long[] runs = new long[parts.length * 3];
         try {
             for (int i = 0; i < parts.length; i++) {
                 String[] f = parts[i].split(":");
@@ -176,12 +159,10 @@ final class Progress {
                 long up = Long.parseLong(f[0]);
                 long down = Long.parseLong(f[1]);
                 if (relative && i > 0) {
-                    up += runs[3 * i - 3] + runs[3 * i - 1];
-                    down += runs[3 * i - 2] + runs[3 * i - 1];
+                    up += runs.sourceStart(i - 1) + runs.count(i - 1);
+                    down += runs.targetStart(i - 1) + runs.count(i - 1);
                 }
-                runs[3 * i] = up;
-                runs[3 * i + 1] = down;
-                runs[3 * i + 2] = Long.parseLong(f[2]);
+                runs.add(up, down, Long.parseLong(f[2]));
             }
         } catch (NumberFormatException e) {
             return null;
@@ -191,7 +172,7 @@ final class Progress {
 
     @Override
     public String toString() {
-        return "Progress(next=" + next + ", runs=" + Arrays.toString(runs) + (partial ? ", partial" : "")
+        return "Progress(next=" + next + ", runs=" + runs + (partial ? ", partial" : "")
             + (topics == null ? "" : ", topics=" + topics) + ")";
     }
 }

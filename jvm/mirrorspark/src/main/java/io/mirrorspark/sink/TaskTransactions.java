@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.mirrorspark.kafka.OffsetRunList;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Callback;
@@ -167,7 +168,7 @@ final class TaskTransactions {
             txn.entry.producer.flush();
             failure.check();
             FaultPoints.reached(FaultPoints.SENT, SENT.get(), txn.sent);
-            long[] runs = txn.target.runs();
+            OffsetRunList runs = txn.target.runs();
             String topics = settings.topicsOf(txn.target.topic);
             OffsetAndMetadata progress = new OffsetAndMetadata(txn.next, Progress.encode(topics, runs));
             txn.entry.producer.sendOffsetsToTransaction(

@@ -1,9 +1,6 @@
 package io.mirrorspark.sink;
 
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -11,6 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import io.mirrorspark.kafka.FlowStats;
 import io.mirrorspark.kafka.JvmShared;
+import io.mirrorspark.kafka.OffsetRunList;
 import io.mirrorspark.kafka.OffsetRuns;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
@@ -27,7 +25,7 @@ public final class WrittenBatches {
     }
 
     static void accept(String flow, WriterCommitMessage[] messages) {
-        Map<String, List<long[]>> runs = new HashMap<>();
+        Map<String, OffsetRunList> runs = new HashMap<>();
         Set<String> executors = executors(flow);
         for (WriterCommitMessage message : messages) {
             if (!(message instanceof TaskReport)) {
@@ -41,29 +39,17 @@ public final class WrittenBatches {
                     JvmShared.<String>map(RESUMED).merge(flow,
                         part.topic + '\t' + part.partition + '\t' + part.resumed + '\t' + part.recopied + '\n', String::concat);
                 }
-                long[] triples = part.runs();
-                List<long[]> list = runs.computeIfAbsent(part.topic + '\u0000' + part.partition, k -> new ArrayList<>());
-                for (int i = 0; i < triples.length; i += 3) {
-                    list.add(new long[] {triples[i], triples[i + 1], triples[i + 2]});
-                }
+                runs.computeIfAbsent(part.topic + '\u0000' + part.partition, k -> new OffsetRunList()).addAll(part.runs());
             }
         }
         // Each source partition is read by one task (mirrorspark never sets minPartitions); the runs
         // are still handed over in source order, as the offset mapping expects them. A break keeps
         // its place: it carries the source offset of the first record it stands for.
-        for (Map.Entry<String, List<long[]>> entry : runs.entrySet()) {
+        for (Map.Entry<String, OffsetRunList> entry : runs.entrySet()) {
             int split = entry.getKey().lastIndexOf('\u0000');
             String topic = entry.getKey().substring(0, split);
             int partition = Integer.parseInt(entry.getKey().substring(split + 1));
-            List<long[]> list = entry.getValue();
-            list.sort(Comparator.comparingLong(r -> r[0]));
-            for (long[] r : list) {
-                if (r[2] == 0) {  // records on the target whose offsets are not known: not contiguous
-                    OffsetRuns.broken(flow, topic, partition);
-                } else {
-                    OffsetRuns.add(flow, topic, partition, r[0], r[1], r[2]);
-                }
-            }
+            OffsetRuns.add(flow, topic, partition, entry.getValue().sortedBySource());
         }
     }
 

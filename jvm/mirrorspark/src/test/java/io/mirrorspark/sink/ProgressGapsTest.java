@@ -1,11 +1,11 @@
 package io.mirrorspark.sink;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 
+import io.mirrorspark.kafka.OffsetRunList;
 import io.mirrorspark.kafka.OffsetRuns;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
@@ -42,7 +42,7 @@ final class ProgressGapsTest {
         TaskTransactions.Open older = open(Progress.decode(20, "ms1p;10:110:10"));
         skip(older, 0, 20);
         older.target.ack(20, 120, 1, 0, 0);  // the first row sent again continues the known run
-        assertArrayEquals(new long[] {0, -1, 0, 10, 110, 11}, older.target.runs(),
+        assertEquals(OffsetRunList.of(0, -1, 0, 10, 110, 11), older.target.runs(),
             "one break for the unknown rows, then the known run");
         assertEquals("t\t0\t-1\t-1\t0\nt\t0\t10\t110\t11\n", drained("gaps-older", older.target),
             "the driver drains the break before the run");
@@ -81,7 +81,7 @@ final class ProgressGapsTest {
         acks.ack(0, 50, 1, 0, 0);
         acks.ack(1, -1, 1, 0, 0);
         acks.ack(2, 52, 1, 0, 0);
-        assertArrayEquals(new long[] {0, 50, 1, 1, -1, 0, 2, 52, 1}, acks.runs(),
+        assertEquals(OffsetRunList.of(0, 50, 1, 1, -1, 0, 2, 52, 1), acks.runs(),
             "an acknowledgement without an offset breaks the run");
     }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mirrorspark.kafka.OffsetRunList;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -16,7 +17,7 @@ final class ProgressTest {
 
     @Test
     void pairsRoundTripAndMapBelowNext() {
-        long[] runs = {100, 5_000, 50, 152, 5_051, 10};  // a gap at 150-151 (an aborted source transaction)
+        OffsetRunList runs = OffsetRunList.of(100, 5_000, 50, 152, 5_051, 10);  // a gap at 150-151 (an aborted source transaction)
         String meta = Progress.encode(runs);
         assertTrue(meta.length() <= Progress.MAX_METADATA, "metadata fits");
         Progress p = Progress.decode(162, meta);
@@ -33,11 +34,9 @@ final class ProgressTest {
 
     @Test
     void tooManyPairsKeepTheNewestAndSaySo() {
-        long[] many = new long[3 * 1_000];
+        OffsetRunList many = new OffsetRunList();
         for (int i = 0; i < 1_000; i++) {
-            many[3 * i] = 2L * i;
-            many[3 * i + 1] = 3L * i;
-            many[3 * i + 2] = 1;
+            many.add(2L * i, 3L * i, 1);
         }
         String big = Progress.encode(many);
         assertTrue(big.length() <= Progress.MAX_METADATA, "too many pairs still fit: " + big.length());

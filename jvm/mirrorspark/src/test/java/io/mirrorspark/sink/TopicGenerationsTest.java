@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.HashMap;
 import java.util.Map;
 
+import io.mirrorspark.kafka.OffsetRunList;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -23,7 +24,7 @@ import org.junit.jupiter.api.Test;
  * from the run before, so a transactional source's many short runs fit.
  */
 final class TopicGenerationsTest {
-    private static final long[] RUNS = {100, 5_000, 50, 152, 5_051, 10};
+    private static final OffsetRunList RUNS = OffsetRunList.of(100, 5_000, 50, 152, 5_051, 10);
 
     private static Map<String, String> options(String topicIds) {
         Map<String, String> options = new HashMap<>();
@@ -57,9 +58,9 @@ final class TopicGenerationsTest {
         WriteSettings librdkafka = WriteSettings.from(schema(), options("orders\t+/////////9+/////////w\t/////////////////////w"));
         assertEquals("+/////////9+/////////w|/////////////////////w", librdkafka.topicsOf("a.orders"),
             "ids in librdkafka's standard base64 ('+' and '/')");
-        assertTrue(Progress.decode(1, Progress.encode(librdkafka.topicsOf("a.orders"), new long[0]))
+        assertTrue(Progress.decode(1, Progress.encode(librdkafka.topicsOf("a.orders"), new OffsetRunList()))
             .heldFor(librdkafka.topicsOf("a.orders")), "such ids round trip and compare");
-        assertFalse(Progress.decode(1, Progress.encode(librdkafka.topicsOf("a.orders"), new long[0]))
+        assertFalse(Progress.decode(1, Progress.encode(librdkafka.topicsOf("a.orders"), new OffsetRunList()))
             .heldFor("+/////////9+/////////w|AAAAAAdbzRUAAAAAOt5osQ"), "such ids round trip and compare");
         for (String bad : new String[] {"orders\tS1", "orders\tS|1\tR1", "\tS1\tR1", "orders\tS1\tR1\tx"}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
@@ -113,18 +114,16 @@ final class TopicGenerationsTest {
         assertEquals(-1, Progress.decode(10, "ms2;S1|R1;1:x:3").downstream(1), "damaged pairs give none");
         assertEquals(-1, Progress.decode(10, "ms2;S1|R1").downstream(1), "damaged metadata gives no pair");
         assertTrue(Progress.decode(10, "ms2;S1|R1").committed(5), "damaged metadata still says what is committed");
-        assertEquals(104, Progress.decode(10, Progress.encode("S1|R1", new long[] {0, 100, 5, 5, -1, 0})).downstream(4),
+        assertEquals(104, Progress.decode(10, Progress.encode("S1|R1", OffsetRunList.of(0, 100, 5, 5, -1, 0))).downstream(4),
             "a break is not committed as a pair");
     }
 
     /** A transactional source: a marker after every 3 records, 2,000 short runs in one transaction. */
     @Test
     void manyShortRunsOfATransactionalSourceFit() {
-        long[] marked = new long[3 * 2_000];
+        OffsetRunList marked = new OffsetRunList();
         for (int i = 0; i < 2_000; i++) {
-            marked[3 * i] = 1_000_000L + 4L * i;
-            marked[3 * i + 1] = 7_000_000L + 3L * i;
-            marked[3 * i + 2] = 3;
+            marked.add(1_000_000L + 4L * i, 7_000_000L + 3L * i, 3);
         }
         String meta = Progress.encode("S1|R1", marked);
         Progress q = Progress.decode(1_008_000, meta);

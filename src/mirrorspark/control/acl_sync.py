@@ -48,7 +48,7 @@ def remote_binding(binding: AclBinding, remote: Mapping[str, str]) -> AclBinding
 class AclSync:
     """One flow's ACL sync; ``sync(remote)`` is called on the flow's ACL interval."""
 
-    def __init__(self, flow_name: str, source: AdminClient, target: AdminClient, timeout: float = 30.0) -> None:
+    def __init__(self, *, flow_name: str, source: AdminClient, target: AdminClient, timeout: float = 30.0) -> None:
         self.flow_name = flow_name
         self.source = source
         self.target = target

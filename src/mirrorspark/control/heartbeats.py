@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 class HeartbeatEmitter:
     """The heartbeat side of one ordered pair (MM2's MirrorHeartbeatTask)."""
 
-    def __init__(self, flow: FlowConfig, policy: ReplicationPolicy, target: AdminClient,
+    def __init__(self, *, flow: FlowConfig, policy: ReplicationPolicy, target: AdminClient,
                  target_conf: dict[str, Any], replication_factor: int) -> None:
         self.flow = flow
         self.topic = policy.heartbeats_topic()

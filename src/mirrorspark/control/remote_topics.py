@@ -73,7 +73,7 @@ class RemoteTopicsError(OperationalError):
 class RemoteTopics:
     """Maintains the remote topics of one flow on its target cluster."""
 
-    def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
+    def __init__(self, *, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
                  target_refresh_seconds: float = 600.0, configs: TopicConfigs | None = None,
                  names: RemoteNames | None = None) -> None:
         self.flow = flow

@@ -21,7 +21,7 @@ KAFKA_DEFAULT_MESSAGE_BYTES = 1048588  # the broker's message.max.bytes default 
 class TopicConfigs:
     """Reads source topic configs and applies them to remote topics for one flow."""
 
-    def __init__(self, flow: FlowConfig, source: AdminClient, target: AdminClient) -> None:
+    def __init__(self, *, flow: FlowConfig, source: AdminClient, target: AdminClient) -> None:
         self.flow = flow
         self.source = source
         self.target = target

@@ -60,7 +60,7 @@ class OffsetMapping(Protocol):
 class TopicIdentity:
     """Checks one flow's topics against the ids (and source end offsets) seen last."""
 
-    def __init__(self, files: StateFiles, flow_name: str, source: AdminClient, target: AdminClient,
+    def __init__(self, *, files: StateFiles, flow_name: str, source: AdminClient, target: AdminClient,
                  loss: LossLog, marks: WriteMarks, spark_log: SparkOffsetLog,
                  mapping: OffsetMapping) -> None:
         self.files = files

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 class FlowOffsets:
     """Offset syncs, checkpoints and group offset sync of one flow."""
 
-    def __init__(self, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
+    def __init__(self, *, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
                  source_conf: dict[str, Any], target_conf: dict[str, Any], state: StateFiles,
                  source_of: Callable[[str], str | None], metrics: MirrorMetrics | None = None) -> None:
         self.flow = flow

@@ -107,9 +107,10 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                                                     shared.clusters.admin(flow.target))
     if flow.exactly_once:
         check_transactions(flow, target, target_conf)  # before any topic is created or record copied
-    configs = TopicConfigs(flow, source, target)
-    remote = RemoteTopics(flow, selection, source, target, options.refresh_topics_interval, configs,
-                          shared.remote_names)
+    configs = TopicConfigs(flow=flow, source=source, target=target)
+    remote = RemoteTopics(flow=flow, selection=selection, source=source, target=target,
+                          target_refresh_seconds=options.refresh_topics_interval, configs=configs,
+                          names=shared.remote_names)
     remote.check_replication_factor()
     folder = context.folder
     check_state_identity(folder, flow.name, flow.source.alias, flow.target.alias, source, target)
@@ -120,12 +121,13 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     # Before the offset state is loaded: a flow without state resumes from what the target holds.
     resume_from_target(flow, selection, remote.plan, Clients(source, source_conf, target, target_conf), folder,
                        shared.fresh_copy, remote.created)
-    offsets = FlowOffsets(flow, selection, source, target, source_conf, target_conf, folder,
-                          source_of=remote.source_of, metrics=shared.metrics)
+    offsets = FlowOffsets(flow=flow, selection=selection, source=source, target=target, source_conf=source_conf,
+                          target_conf=target_conf, state=folder, source_of=remote.source_of, metrics=shared.metrics)
     offsets.check_replication_factors()
     checkpoint = folder.child("checkpoint")
     marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
-    identity = TopicIdentity(folder, flow.name, source, target, loss, marks, SparkOffsetLog(checkpoint), offsets)
+    identity = TopicIdentity(files=folder, flow_name=flow.name, source=source, target=target, loss=loss, marks=marks,
+                             spark_log=SparkOffsetLog(checkpoint), mapping=offsets)
     figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias)
     restarts = RestartRequests()  # asked by the control tasks below, acted on by the supervisor
 
@@ -151,7 +153,7 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                     lane=topics_lane)
     scheduler.every(f"flow {flow.name}: topic config sync", options.topic_configs_interval,
                     lambda: configs.sync(remote.plan.remote), lane=topics_lane)
-    acls = AclSync(flow.name, source, target)
+    acls = AclSync(flow_name=flow.name, source=source, target=target)
     scheduler.every(f"flow {flow.name}: ACL sync", options.topic_acls_interval,
                     lambda: acls.sync(remote.plan.remote), lane=topics_lane)
     offsets.start()
@@ -168,7 +170,8 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
         identity.check(plan.remote, plan.partitions)  # ... and its offset mapping bound to the new one
         identity.apply_rewinds()
 
-    start = QueryStart(flow, selection, remote, load_positions(folder))  # where MM2 stopped, after a takeover
+    start = QueryStart(flow=flow, selection=selection, remote_topics=remote,
+                       takeover=load_positions(folder))  # where MM2 stopped, after a takeover
     query = FlowQuery(flow, start, checkpoint, guard, offsets.on_written if offsets.enabled else None, figures,
                       shared.ship_files, before_start)
     supervisor = FlowSupervisor(query=query, loss=loss, metrics=shared.metrics, requests=restarts)
@@ -226,7 +229,7 @@ def _heartbeat_emitter(flow: FlowConfig, policy: ReplicationPolicy, shared: Shar
     rf_key = "heartbeats.topic.replication.factor"
     rf = flow.heartbeats.replication_factor
     check_replication_factor(target, rf, flow.where(rf_key), f"cluster {flow.target.alias!r}")
-    emitter = HeartbeatEmitter(flow, policy, target, target_conf, rf)
+    emitter = HeartbeatEmitter(flow=flow, policy=policy, target=target, target_conf=target_conf, replication_factor=rf)
     emitter.start()
     return emitter
 

@@ -25,7 +25,7 @@ class QueryStart:
     """A flow's subscription and first positions; ``takeover`` holds where MM2 stopped
     (``migrate from-mm2 --execute``), empty otherwise."""
 
-    def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
+    def __init__(self, *, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
                  takeover: Mapping[Partition, int] | None = None) -> None:
         self.flow = flow
         self.selection = selection

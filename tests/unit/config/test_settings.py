@@ -60,13 +60,13 @@ def test_deprecated_aliases_and_empty_lists():
 
 def test_empty_config_properties_exclude_copies_every_config():
     flow = parse_config({**BASE, "config.properties.exclude": ""}).enabled_flows[0]
-    configs = TopicConfigs(flow, None, None)  # type: ignore[arg-type]  # no admin call at construction
+    configs = TopicConfigs(flow=flow, source=None, target=None)  # type: ignore[arg-type]  # no admin call at construction
 
     class Entry:
         name, is_read_only, is_sensitive, source = "min.insync.replicas", False, False, 1
     assert configs.replicable(Entry())  # type: ignore[arg-type]
     default_flow = parse_config(BASE).enabled_flows[0]
-    assert not TopicConfigs(default_flow, None, None).replicable(Entry())  # type: ignore[arg-type]
+    assert not TopicConfigs(flow=default_flow, source=None, target=None).replicable(Entry())  # type: ignore[arg-type]
 
 
 def test_group_filter_uses_the_resolved_lists():

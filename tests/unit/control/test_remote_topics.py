@@ -72,7 +72,8 @@ def remote_topics(source: FakeAdmin, target: FakeAdmin, extra: str = "", name: s
                   **kwargs: Any) -> RemoteTopics:
     flow = flow_of(extra, name)
     selection = TopicSelection(flow, policy_for_flow(flow.settings, flow.source.alias))
-    return RemoteTopics(flow, selection, source, target, **kwargs)  # type: ignore[arg-type]
+    return RemoteTopics(flow=flow, selection=selection, source=source, target=target,  # type: ignore[arg-type]
+                        **kwargs)
 
 
 def test_remote_topics_are_created_with_the_source_partition_counts():

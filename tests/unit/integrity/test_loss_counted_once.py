@@ -47,8 +47,9 @@ def identity(tmp_path: Path, remote_ids: dict[str, str], written: int) -> tuple[
     marks.batch_written(0, "p", [WrittenRun.of("a.t", p, 0, 0, written) for p in (0, 1)], {"a.t": "t"})
     loss = LossLog(files, "a->b")
     (tmp_path / "checkpoint").mkdir()
-    return TopicIdentity(files, "a->b", None, None, loss, marks,  # type: ignore[arg-type]
-                         SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")), Mapping()), loss
+    return TopicIdentity(files=files, flow_name="a->b", source=None, target=None,  # type: ignore[arg-type]
+                         loss=loss, marks=marks, spark_log=SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")),
+                         mapping=Mapping()), loss
 
 
 def test_a_remote_topic_recreation_seen_again_after_a_failed_check_counts_once(tmp_path, monkeypatch):

@@ -52,8 +52,9 @@ def identity(tmp_path: Path, monkeypatch, source_id: list[str], copied: int) -> 
     marks.batch_written(0, "p", [WrittenRun.of("a.t", p, 0, 0, copied) for p in (0, 1)], {"a.t": "t"})
     loss = LossLog(files, "a->b")
     (tmp_path / "checkpoint").mkdir()
-    ident = TopicIdentity(files, "a->b", "source", "target", loss, marks,  # type: ignore[arg-type]
-                          SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")), Mapping())
+    ident = TopicIdentity(files=files, flow_name="a->b", source="source", target="target",  # type: ignore[arg-type]
+                          loss=loss, marks=marks, spark_log=SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")),
+                          mapping=Mapping())
     monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": source_id[0]})
     monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("R1", {0: 1, 1: 1})})
     monkeypatch.setattr(topic_identity, "partition_offsets",

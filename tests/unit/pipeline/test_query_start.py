@@ -19,7 +19,7 @@ def start(reset: str, takeover: dict | None = None, fixed: frozenset | None = No
     remote = SimpleNamespace(plan=plan, source="admin", fixed_topics=fixed)
     selection = SimpleNamespace(custom_filter=custom_filter, subscribe_pattern=lambda: "orders|pay.*",
                                 exact_pattern=lambda topics: "|".join(sorted(topics)))
-    return QueryStart(flow, selection, remote, takeover)
+    return QueryStart(flow=flow, selection=selection, remote_topics=remote, takeover=takeover)
 
 
 @pytest.fixture(autouse=True)

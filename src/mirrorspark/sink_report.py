@@ -4,8 +4,8 @@ When ``save()`` returns inside ``foreachBatch``, Spark has called the sink's ``B
 on the driver with every task's commit message, and ``WrittenBatches.accept`` has folded them into
 per-flow stores of the driver's JVM (``jvm/mirrorspark/.../sink/WrittenBatches.java``,
 ``kafka/OffsetRuns.java``, ``kafka/FlowStats.java``; JDK maps that Spark's and py4j's class
-loaders share). :func:`drain` takes them once per batch, as text through py4j, one line a row,
-fields separated by TAB; every topic is a remote (target) topic:
+loaders share). ``jvm_bridge.SparkJvm`` drains them once per batch, as text through py4j, and hands
+it to :func:`parse_report`: one line a row, fields separated by TAB; every topic is a remote (target) topic:
 
 ``OffsetRuns.drain``
     ``topic partition upstream downstream count``: source offsets ``upstream..upstream+count-1``
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from mirrorspark.errors import OperationalError
 from mirrorspark.partition import OffsetRun, Partition
@@ -165,20 +165,6 @@ def parse_report(runs: str = "", stats: str = "", resumed: str = "", executors: 
                        _rows(stats, PartitionStats, len(fields(PartitionStats)), "FlowStats.drain"),
                        _rows(resumed, ResumedPartition, len(fields(ResumedPartition)), "WrittenBatches.drainResumed"),
                        frozenset(filter(None, executors.split(","))))
-
-
-def drain_written(jvm: Any, flow: str) -> BatchReport:
-    """Take what the sink wrote for ``flow`` since the last drain (offset runs, executors); ``jvm`` is
-    py4j's view of the package ``io.mirrorspark`` (``spark._jvm.io.mirrorspark``)."""
-    return parse_report(runs=jvm.kafka.OffsetRuns.drain(flow),
-                        executors=jvm.sink.WrittenBatches.drainExecutors(flow))
-
-
-def drain_figures(jvm: Any, flow: str) -> BatchReport:
-    """Take the sink's figures for ``flow`` (per-partition stats, resumed partitions). Drained only once
-    the batch's bookkeeping succeeded: when it fails they stay in the JVM and count with the next batch,
-    since the records were written all the same."""
-    return parse_report(resumed=jvm.sink.WrittenBatches.drainResumed(flow), stats=jvm.kafka.FlowStats.drain(flow))
 
 
 def resume_option(ranges: Iterable[ResumeRange]) -> str:

@@ -11,8 +11,6 @@ from mirrorspark.sink_report import (
     ResumedPartition,
     ResumeRange,
     WrittenRun,
-    drain_figures,
-    drain_written,
     parse_report,
     resume_option,
 )
@@ -61,36 +59,6 @@ def test_a_line_of_another_format_fails_the_batch_naming_the_store_and_line(stor
         parse_report(**{store: text})
     assert isinstance(caught.value, OperationalError)
     assert where in str(caught.value) and repr(text.rstrip("\n")) in str(caught.value)
-
-
-def test_the_written_rows_and_the_figures_are_drained_apart():
-    calls: list[tuple[str, str]] = []
-
-    def store(name: str, text: str):
-        def take(flow: str) -> str:
-            calls.append((name, flow))
-            return text
-        return take
-
-    class Jvm:
-        class kafka:
-            class OffsetRuns:
-                drain = staticmethod(store("runs", "r\t0\t1\t2\t3\n"))
-
-            class FlowStats:
-                drain = staticmethod(store("stats", "r\t0\t5\t50\t1\t2\t3\t4\t5\t6\t5\n"))
-
-        class sink:
-            class WrittenBatches:
-                drainResumed = staticmethod(store("resumed", ""))
-                drainExecutors = staticmethod(store("executors", "7"))
-
-    written = drain_written(Jvm, "A->B")
-    assert written == BatchReport(runs=(WrittenRun.of("r", 0, 1, 2, 3),), executors=frozenset({"7"}))
-    assert sorted(calls) == [("executors", "A->B"), ("runs", "A->B")]  # figures stay until the bookkeeping is done
-    figures = drain_figures(Jvm, "A->B")
-    assert not figures.runs and [s.count for s in figures.stats] == [5]
-    assert sorted(calls[2:]) == [("resumed", "A->B"), ("stats", "A->B")]
 
 
 def test_the_resume_option_is_one_line_per_range():

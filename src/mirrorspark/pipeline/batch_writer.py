@@ -17,11 +17,12 @@ from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
 from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop, Fenced, RemoteTopicGone
 from mirrorspark.integrity.spark_offsets import Positions, SparkOffsetLog
+from mirrorspark.jvm_bridge import SparkJvm
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.partition import Partition
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, remote_topics_option
 from mirrorspark.policy.topic_selection import TopicSelection
-from mirrorspark.sink_report import BatchReport, WrittenRun, drain_figures, drain_written, topic_ids_option
+from mirrorspark.sink_report import BatchReport, WrittenRun, topic_ids_option
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +116,13 @@ class BatchWriter:
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the report of this batch is all here, from whichever executor.
-            t3 = self._record(df.sparkSession._jvm.io.mirrorspark, batch_id, planned, plan,
+            t3 = self._record(SparkJvm(session=df.sparkSession), batch_id, planned, plan,
                               lambda _report: (starts, ends))
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
                                     "offsets": round((t3 - t2) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t3) * 1000, 1)}
 
-    def record_epoch(self, jvm, epoch: int) -> None:
+    def record_epoch(self, jvm: SparkJvm, epoch: int) -> None:
         """Real-time mode: what a real-time batch wrote, made durable before Spark commits the batch (the
         sink's commit waits for it). The positions come from the batch's runs: each source partition
         starts where this flow's marks say it had copied up to."""
@@ -146,11 +147,11 @@ class BatchWriter:
                     starts[(topic, partition)] = mark
         return starts, ends
 
-    def _record(self, jvm, batch_id: int, planned: str, plan: TopicPlan,
+    def _record(self, jvm: SparkJvm, batch_id: int, planned: str, plan: TopicPlan,
                 positions: Callable[[BatchReport], tuple[Positions, Positions]]) -> float:
         """What the sink reported for a written batch: loss check, offset pairs, marks and figures.
         Returns when the offsets were handed over (the phases' clock)."""
-        report = drain_written(jvm, self.flow.name)
+        report = jvm.drain_written(self.flow.name)
         self.executors |= report.executors
         if self.guard.writing is not None and not self.guard.writing():
             # Lost while the batch wrote (executors in other JVMs are not fenced, ADR 0011): its offset
@@ -169,7 +170,7 @@ class BatchWriter:
         self.batches_written += 1
         return handed
 
-    def _account(self, jvm, batch_id: int, planned: str, runs: Sequence[WrittenRun],
+    def _account(self, jvm: SparkJvm, batch_id: int, planned: str, runs: Sequence[WrittenRun],
                  source_of: Mapping[str, str]) -> None:
         """Records copied again (marks and resumed partitions) and the batch's figures, into the metrics."""
         recopied = self.guard.marks.batch_written(batch_id, planned, runs, source_of)
@@ -184,7 +185,7 @@ class BatchWriter:
             log.warning("flow %s: batch %d wrote %d record(s) of %s while its remote topic was being re-created; the "
                         "refill copies them again (counted in mirrorspark_records_recopied_total)", self.flow.name,
                         batch_id, sum(reported.run.count for reported in late_runs), ", ".join(sorted(late)))
-        figures = drain_figures(jvm, self.flow.name)
+        figures = jvm.drain_figures(self.flow.name)
         for row in figures.resumed:
             recopied[(row.topic, row.partition)] = recopied.get((row.topic, row.partition), 0) + row.recopied
             log.info("flow %s: batch %d resumed %s[%s]: %s record(s) already on the target were not sent "

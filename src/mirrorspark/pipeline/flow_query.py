@@ -17,6 +17,7 @@ from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import Conflict
 from mirrorspark.integrity.batch_guard import BatchGuard
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.jvm_bridge import SparkJvm
 from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.pipeline import realtime
 from mirrorspark.pipeline.batch_writer import BatchWriter
@@ -173,7 +174,7 @@ class FlowQuery:
         for key, value in options.items():
             reader = reader.option(key, value)
         rows = reader.load()
-        self.recorder = realtime.EpochRecorder(self.writer, spark._jvm, self.flow.name)
+        self.recorder = realtime.EpochRecorder(self.writer, SparkJvm(session=spark), self.flow.name)
         self.recorder.start()
         try:
             self.query = (

@@ -23,6 +23,7 @@ from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+from mirrorspark.jvm_bridge import JvmError, SparkJvm
 from mirrorspark.pipeline.batch_writer import REALTIME_PLANNED, BatchWriter
 from mirrorspark.sink_report import ResumeRange, resume_option
 
@@ -167,16 +168,15 @@ class EpochRecorder:
 
     WAIT_MS = 500
 
-    def __init__(self, writer: BatchWriter, jvm, flow: str) -> None:
+    def __init__(self, writer: BatchWriter, jvm: SparkJvm, flow: str) -> None:
         self.writer = writer
-        self.batches = jvm.io.mirrorspark.sink.WrittenBatches
-        self.jvm = jvm.io.mirrorspark
+        self.jvm = jvm
         self.flow = flow
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"realtime-{flow}", daemon=True)
 
     def start(self) -> None:
-        self.batches.resetEpochs(self.flow)
+        self.jvm.reset_epochs(self.flow)
         self._thread.start()
 
     def stop(self) -> None:
@@ -186,8 +186,8 @@ class EpochRecorder:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                epoch = self.batches.awaitEpoch(self.flow, self.WAIT_MS)
-            except Exception as exc:  # noqa: BLE001 - the gateway closed (process stopping)
+                epoch = self.jvm.await_epoch(self.flow, self.WAIT_MS)
+            except JvmError as exc:  # the gateway closed (process stopping)
                 log.debug("flow %s: real-time recorder stops: %s", self.flow, exc)
                 return
             if epoch < 0:
@@ -197,6 +197,6 @@ class EpochRecorder:
             except Exception as exc:  # noqa: BLE001 - refused: the batch is not committed and is replayed
                 log.error("flow %s: real-time batch %d could not be recorded (%s); it is not committed", self.flow,
                           epoch, exc)
-                self.batches.refuse(self.flow, epoch, str(exc)[:500])
+                self.jvm.refuse_epoch(self.flow, epoch, str(exc)[:500])
                 continue
-            self.batches.taken(self.flow, epoch)
+            self.jvm.epoch_taken(self.flow, epoch)

@@ -102,19 +102,18 @@ def test_retriable_reads_the_whole_failure(text, expected):
     assert retriable(text) is expected
 
 
-def test_a_batch_that_finishes_after_the_lease_was_lost_records_nothing(monkeypatch):
+def test_a_batch_that_finishes_after_the_lease_was_lost_records_nothing():
     """Executors in other JVMs are not fenced: a batch they finish after the driver lost the flow must
     not add offset pairs or marks next to the new writer's."""
     from mirrorspark.integrity.batch_guard import Fenced
     from mirrorspark.pipeline import batch_writer
     from mirrorspark.sink_report import BatchReport, WrittenRun
 
-    monkeypatch.setattr(batch_writer, "drain_written",
-                        lambda jvm, flow: BatchReport(runs=(WrittenRun.of("r.t", 0, 10, 3, 5),)))
+    jvm = SimpleNamespace(drain_written=lambda flow: BatchReport(runs=(WrittenRun.of("r.t", 0, 10, 3, 5),)))
     recorded: list[str] = []
     guard = SimpleNamespace(writing=lambda: False, after_write=lambda *a: recorded.append("loss check"))
     writer = SimpleNamespace(flow=SimpleNamespace(name="a->b"), executors=set(), guard=guard,
                              on_written=lambda *a: recorded.append("offset pairs"))
     with pytest.raises(Fenced, match="5 record"):
-        batch_writer.BatchWriter._record(writer, None, 3, "planned", SimpleNamespace(), lambda r: ({}, {}))  # type: ignore[arg-type]
+        batch_writer.BatchWriter._record(writer, jvm, 3, "planned", SimpleNamespace(), lambda r: ({}, {}))  # type: ignore[arg-type]
     assert recorded == []

@@ -17,6 +17,7 @@ from typing import Any
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.jvm_bridge import JvmError, SparkJvm
 
 PROVIDER = "mirrorspark-file"
 PROVIDER_CLASS = "io.mirrorspark.kafka.ShippedFileProvider"
@@ -72,16 +73,14 @@ def through_provider(settings: Mapping[str, str]) -> dict[str, str]:
 def check_executors(spark, shipped: list[Path], timeout: float = 120.0) -> list[str]:
     """Run the JVM probe on the executors; returns their ids, raises ExecutorSetupError naming what
     lacks, or saying that no executor came within ``timeout`` (Spark itself would wait forever)."""
-    from py4j.protocol import Py4JJavaError
-
-    outcome: dict[str, Any] = {}  # "report": the JVM's answer, or "error": the Py4JJavaError (py4j is untyped)
+    jvm = SparkJvm(session=spark)
+    outcome: dict[str, Any] = {}  # "report": the JVM's answer, or "error": the JvmError
 
     def probe() -> None:
         spark.sparkContext.setJobGroup("mirrorspark-preflight", "mirrorspark: executor check", True)
         try:
-            outcome["report"] = spark._jvm.io.mirrorspark.sink.Preflight.check(
-                spark._jsc, "\n".join(p.name for p in shipped))
-        except Py4JJavaError as exc:
+            outcome["report"] = jvm.preflight(p.name for p in shipped)
+        except JvmError as exc:
             outcome["error"] = exc
 
     worker = threading.Thread(target=probe, name="mirrorspark-preflight", daemon=True)
@@ -93,10 +92,10 @@ def check_executors(spark, shipped: list[Path], timeout: float = 120.0) -> list[
             f"no Spark executor ran the check within {timeout:.0f} s on {spark.conf.get('spark.master')}: do the "
             "workers offer the cores and memory asked for (spark.executor.cores, spark.executor.memory, "
             "spark.cores.max)? The master's web UI shows why the application waits")
-    report = outcome.get("report")
-    exc = outcome.get("error")
+    report: str = outcome.get("report", "")
+    exc: JvmError | None = outcome.get("error")
     if exc is not None:
-        text = str(exc.java_exception)
+        text = exc.text
         # The job's closure holds only mirrorspark's probe: an executor that cannot load it fails with
         # ClassNotFoundException, or with a ClassCastException on the SerializedLambda wrapping it.
         missing_class = "io.mirrorspark" in text and ("ClassNotFound" in text or "NoClassDefFound" in text)
@@ -105,9 +104,10 @@ def check_executors(spark, shipped: list[Path], timeout: float = 120.0) -> list[
                 "executors cannot load mirrorspark's jar (io.mirrorspark classes): it is shipped with spark.jars "
                 f"({spark.conf.get('spark.jars', '')}); check that executors can fetch files from the driver "
                 "(spark.driver.host / spark.driver.port reachable from the workers)") from None
-        raise ExecutorSetupError(f"the executor check job failed: {text.splitlines()[0][:500]}") from None
+        first = text.strip().splitlines()[0][:500] if text.strip() else exc.kind
+        raise ExecutorSetupError(f"the executor check job failed: {first}") from None
     executors, problems = [], []
-    for line in str(report).splitlines():
+    for line in report.splitlines():
         executor, _, missing = line.partition("\t")
         executors.append(executor)
         if missing:

@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.producer.Callback;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -29,7 +29,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 final class MirrorDataWriter implements DataWriter<InternalRow> {
     private final WriteSettings settings;
-    private final KafkaProducer<byte[], byte[]> producer;
+    private final WriterClients clients;
+    private final Producer<byte[], byte[]> producer;
     private final Map<String, Map<Integer, PartitionAcks>> acks = new HashMap<>();
     private volatile Exception failure;
     private boolean released;
@@ -61,13 +62,24 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     /** {@code resume}: the target ranges this writer compares with (a real-time batch: what the
      *  batches before it left of them, {@link ResumeLedger}). */
     MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume) {
+        this(settings, resume, WriterClients.POOLED, retriedAttempt());
+    }
+
+    /** {@code clients}: where its Kafka clients come from; {@code retried}: a retry of a failed task attempt. */
+    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, WriterClients clients, boolean retried) {
         this.settings = settings;
+        this.clients = clients;
         this.resume = resume;
         this.fence = Fences.of(settings.flow);
-        this.transactions = settings.exactlyOnce ? new TaskTransactions(settings) : null;
-        this.producer = settings.exactlyOnce ? null : Producers.acquire(settings.flow, settings.producer);
+        this.transactions = settings.exactlyOnce ? new TaskTransactions(settings, clients) : null;
+        this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
+        this.retried = retried;
+    }
+
+    /** True in a retry of a failed task attempt (the running task's attempt number is above 0). */
+    private static boolean retriedAttempt() {
         TaskContext task = TaskContext.get();
-        this.retried = task != null && task.attemptNumber() > 0;
+        return task != null && task.attemptNumber() > 0;
     }
 
     @Override
@@ -138,8 +150,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             if (from == null || (to != TargetTail.END_NOW && to <= from)) {
                 return false;
             }
-            tail = new TargetTail(settings.producer, target.topic, target.partition, from, to,
-                settings.provenanceSource != null);
+            tail = new TargetTail(clients.tailConsumer(settings, target.topic, target.partition), target.topic,
+                target.partition, from, to, settings.provenanceSource != null);
             tails.put(k, tail);
         }
         if (!tail.active()) {
@@ -234,7 +246,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
                 // the target's end to compare with.
                 producer.flush();
             }
-            Producers.release(settings.producer, producer, failure != null);
+            clients.releaseProducer(settings, producer, failure != null);
             if (fence != null) {
                 for (Map<Integer, PartitionAcks> byPartition : acks.values()) {
                     for (PartitionAcks target : byPartition.values()) {

@@ -13,6 +13,7 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -28,12 +29,12 @@ final class Producers {
     /** A producer no task used this long is closed. */
     static final long IDLE_MS = 10 * 60_000L;
     static final long SWEEP_EVERY_MS = 30_000L;
-    private static final Pool<KafkaProducer<byte[], byte[]>> POOL =
+    private static final Pool<Producer<byte[], byte[]>> POOL =
         new Pool<>(Producers::create, p -> p.close(Duration.ofSeconds(10)));
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            for (KafkaProducer<byte[], byte[]> producer : POOL.all()) {
+            for (Producer<byte[], byte[]> producer : POOL.all()) {
                 producer.close(Duration.ofSeconds(5));
             }
         }, "mirrorspark-producers-close"));
@@ -43,18 +44,18 @@ final class Producers {
     }
 
     /** The shared producer of {@code flow} for {@code settings}; every acquire is paired with a release. */
-    static KafkaProducer<byte[], byte[]> acquire(String flow, Map<String, String> settings) {
+    static Producer<byte[], byte[]> acquire(String flow, Map<String, String> settings) {
         return POOL.acquire(flow, settings, System.currentTimeMillis());
     }
 
     /** A task is done with {@code producer}; {@code failed}: it saw a send fail, retire it. */
-    static void release(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer, boolean failed) {
+    static void release(Map<String, String> settings, Producer<byte[], byte[]> producer, boolean failed) {
         POOL.release(settings, producer, failed, System.currentTimeMillis());
     }
 
     /** Waits until every pooled producer has sent what it holds (acknowledged or failed). */
     static void flushAll() {
-        for (KafkaProducer<byte[], byte[]> producer : POOL.all()) {
+        for (Producer<byte[], byte[]> producer : POOL.all()) {
             try {
                 producer.flush();
             } catch (RuntimeException e) {
@@ -63,7 +64,7 @@ final class Producers {
         }
     }
 
-    private static KafkaProducer<byte[], byte[]> create(Map<String, String> settings) {
+    private static Producer<byte[], byte[]> create(Map<String, String> settings) {
         Map<String, Object> config = new HashMap<>(settings);
         config.put("key.serializer", ByteArraySerializer.class.getName());
         config.put("value.serializer", ByteArraySerializer.class.getName());

@@ -7,6 +7,7 @@ import java.util.Iterator;
 import java.util.Map;
 
 import io.mirrorspark.kafka.ConnectionSettings;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
@@ -30,7 +31,7 @@ final class TargetTail implements AutoCloseable {
 
     final long from;
     final long to;
-    private final KafkaConsumer<byte[], byte[]> consumer;
+    private final Consumer<byte[], byte[]> consumer;
     private Iterator<ConsumerRecord<byte[], byte[]>> buffered = Collections.emptyIterator();
     private long position;
     long matched;
@@ -40,21 +41,27 @@ final class TargetTail implements AutoCloseable {
      *  flow's copies; they are passed over, not compared. */
     private final boolean copiesOnly;
 
-    TargetTail(Map<String, String> producerSettings, String topic, int partition, long from, long to,
+    /** {@code consumer}: a consumer of the target cluster, assigned nothing yet; the tail closes it. */
+    TargetTail(Consumer<byte[], byte[]> consumer, String topic, int partition, long from, long to,
                boolean copiesOnly) {
         this.from = from;
         this.copiesOnly = copiesOnly;
         this.position = from;
-        Map<String, Object> conf = ConnectionSettings.of(producerSettings);
-        conf.put("enable.auto.commit", "false");
-        conf.put("isolation.level", "read_uncommitted");
-        conf.put("client.id", "mirrorspark-resume-" + topic + "-" + partition);
-        this.consumer = new KafkaConsumer<>(conf, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        this.consumer = consumer;
         TopicPartition tp = new TopicPartition(topic, partition);
         consumer.assign(Collections.singletonList(tp));
         consumer.seek(tp, from);
         this.to = to == END_NOW ? consumer.endOffsets(Collections.singletonList(tp), Duration.ofSeconds(30))
             .getOrDefault(tp, from) : to;
+    }
+
+    /** A consumer of the target partition, on the producer's connection, that reads what is not committed too. */
+    static Consumer<byte[], byte[]> consumer(Map<String, String> producerSettings, String topic, int partition) {
+        Map<String, Object> conf = ConnectionSettings.of(producerSettings);
+        conf.put("enable.auto.commit", "false");
+        conf.put("isolation.level", "read_uncommitted");
+        conf.put("client.id", "mirrorspark-resume-" + topic + "-" + partition);
+        return new KafkaConsumer<>(conf, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
     boolean active() {

@@ -31,6 +31,7 @@ final class TaskTransactions {
     /** Records this JVM sent in transactions: where the fault drills' moments are counted from. */
     private static final AtomicLong SENT = new AtomicLong();
     private final WriteSettings settings;
+    private final WriterClients clients;
     private final Map<String, Open> open = new LinkedHashMap<>();
 
     /** Bytes a transaction may hold before its partition's speed is known (its first commit measures it). */
@@ -56,8 +57,9 @@ final class TaskTransactions {
 
     private final long budgetMs;
 
-    TaskTransactions(WriteSettings settings) {
+    TaskTransactions(WriteSettings settings, WriterClients clients) {
         this.settings = settings;
+        this.clients = clients;
         this.budgetMs = budgetMs(settings.producer);
     }
 
@@ -113,7 +115,7 @@ final class TaskTransactions {
         String key = WriteSettings.key(target.topic, target.partition);
         Open txn = open.get(key);
         if (txn == null) {
-            txn = new Open(Transactions.acquire(settings, target.topic, target.partition), target);
+            txn = new Open(clients.acquireTransactional(settings, target.topic, target.partition), target);
             open.put(key, txn);
         }
         return txn;
@@ -215,7 +217,7 @@ final class TaskTransactions {
     /** Gives every producer back; one left mid-transaction or broken is closed, not kept. */
     void release() {
         for (Open txn : open.values()) {
-            Transactions.release(settings, txn.entry, txn.broken || txn.begun);
+            clients.releaseTransactional(settings, txn.entry, txn.broken || txn.begun);
         }
         open.clear();
     }

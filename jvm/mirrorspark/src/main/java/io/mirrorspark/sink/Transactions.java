@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -48,7 +49,7 @@ final class Transactions {
     /** A pooled producer, the flow's last commit on its partition, and whether a task holds it. */
     static final class Entry {
         final String id;
-        final KafkaProducer<byte[], byte[]> producer;
+        final Producer<byte[], byte[]> producer;
         final TopicPartition target;
         /** The producer settings it was made with. */
         final Map<String, String> settings;
@@ -60,11 +61,11 @@ final class Transactions {
         double rate;
         long bytes;
 
-        Entry(String id, KafkaProducer<byte[], byte[]> producer, TopicPartition target, Progress progress) {
+        Entry(String id, Producer<byte[], byte[]> producer, TopicPartition target, Progress progress) {
             this(id, producer, target, progress, Map.of());
         }
 
-        Entry(String id, KafkaProducer<byte[], byte[]> producer, TopicPartition target, Progress progress,
+        Entry(String id, Producer<byte[], byte[]> producer, TopicPartition target, Progress progress,
               Map<String, String> settings) {
             this.id = id;
             this.producer = producer;
@@ -155,7 +156,7 @@ final class Transactions {
             return reused;
         }
         TopicPartition target = new TopicPartition(topic, partition);
-        KafkaProducer<byte[], byte[]> producer = create(s, id);
+        Producer<byte[], byte[]> producer = create(s, id);
         try {
             producer.initTransactions();  // fences the earlier producers of this id, aborts their open transaction
             Progress progress = Progress.forTopics(read(s, target), topics);
@@ -239,7 +240,7 @@ final class Transactions {
         }
     }
 
-    private static KafkaProducer<byte[], byte[]> create(WriteSettings s, String id) {
+    private static Producer<byte[], byte[]> create(WriteSettings s, String id) {
         Map<String, Object> config = new HashMap<>(s.producer);
         config.put("transactional.id", id);
         config.put("enable.idempotence", "true");

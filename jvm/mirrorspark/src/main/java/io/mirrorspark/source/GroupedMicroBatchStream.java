@@ -14,6 +14,7 @@ import java.util.regex.Pattern;
 
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
@@ -46,7 +47,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     private final String checkpointLocation;
     private final Pattern pattern;
     private final IdleHold hold;
-    private KafkaConsumer<byte[], byte[]> driver;
+    private Consumer<byte[], byte[]> driver;
     private List<TopicPartition> partitions = List.of();
     private Map<String, Integer> listedCounts = Map.of();  // topic -> partition count of the listing
     private long listedAt;
@@ -57,13 +58,19 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     private PartitionOffsets lastParsed;   // ... parsed once
 
     GroupedMicroBatchStream(SourceSettings settings, String checkpointLocation) {
+        this(settings, checkpointLocation, null);
+    }
+
+    /** {@code driver}: the consumer that lists the partitions and their offsets; null: one made from the settings when needed. */
+    GroupedMicroBatchStream(SourceSettings settings, String checkpointLocation, Consumer<byte[], byte[]> driver) {
         this.settings = settings;
         this.checkpointLocation = checkpointLocation;
+        this.driver = driver;
         this.pattern = Pattern.compile(settings.pattern);
         this.hold = new IdleHold(settings.holdPattern, settings.holdMs);
     }
 
-    private KafkaConsumer<byte[], byte[]> driver() {
+    private Consumer<byte[], byte[]> driver() {
         if (driver == null) {
             Map<String, Object> config = new HashMap<>(settings.consumer);
             config.remove("group.id");

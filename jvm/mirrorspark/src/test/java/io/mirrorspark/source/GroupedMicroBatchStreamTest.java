@@ -9,23 +9,35 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.junit.jupiter.api.Test;
 
 /**
- * A batch's plan from its start and end offsets, without brokers or Spark: no partition is new in
- * these batches, so the stream never needs its consumer.
+ * A batch's plan from its start and end offsets, without brokers or Spark; where a partition is new
+ * in a batch, its earliest offset comes from a mock driver consumer.
  */
 final class GroupedMicroBatchStreamTest {
 
-    private static GroupedMicroBatchStream stream(int groups) {
+    /** {@code maxRecords}: the batch bound ({@code maxOffsetsPerTrigger}), null: none. */
+    private static SourceSettings settings(int groups, String maxRecords) {
         Map<String, String> options = new HashMap<>();
         options.put("kafka.bootstrap.servers", "unused:9092");
-        options.put("subscribePattern", "t|u|gone");
+        options.put("subscribePattern", "t|u|v|gone");
         options.put("groups", String.valueOf(groups));
-        return new GroupedMicroBatchStream(new SourceSettings(options), "unused-checkpoint");
+        options.put("idleCheckMs", "0");  // no end watcher: it would need a broker
+        if (maxRecords != null) {
+            options.put("maxOffsetsPerTrigger", maxRecords);
+        }
+        return new SourceSettings(options);
+    }
+
+    private static GroupedMicroBatchStream stream(int groups) {
+        return new GroupedMicroBatchStream(settings(groups, null), "unused-checkpoint");
     }
 
     private static Map<TopicPartition, Long> offsets(Object... topicPartitionOffset) {
@@ -37,8 +49,26 @@ final class GroupedMicroBatchStreamTest {
         return out;
     }
 
+    /** The driver's consumer of a source whose partitions begin at {@code earliest} and end at {@code ends}. */
+    private static MockConsumer<byte[], byte[]> source(Map<TopicPartition, Long> earliest, Map<TopicPartition, Long> ends) {
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE);
+        consumer.updateBeginningOffsets(earliest);
+        consumer.updateEndOffsets(ends);
+        Map<String, List<PartitionInfo>> topics = new HashMap<>();
+        for (TopicPartition tp : ends.keySet()) {
+            topics.computeIfAbsent(tp.topic(), t -> new ArrayList<>()).add(new PartitionInfo(tp.topic(), tp.partition(), null, null, null));
+        }
+        topics.forEach(consumer::updatePartitions);
+        return consumer;
+    }
+
     private static List<List<String>> plan(int groups, Map<TopicPartition, Long> start, Map<TopicPartition, Long> end) {
-        InputPartition[] tasks = stream(groups).planInputPartitions(new PartitionOffsets(start), new PartitionOffsets(end));
+        return plan(stream(groups), start, end);
+    }
+
+    private static List<List<String>> plan(GroupedMicroBatchStream stream, Map<TopicPartition, Long> start,
+                                           Map<TopicPartition, Long> end) {
+        InputPartition[] tasks = stream.planInputPartitions(new PartitionOffsets(start), new PartitionOffsets(end));
         List<List<String>> out = new ArrayList<>();
         for (InputPartition task : tasks) {
             List<String> ranges = new ArrayList<>();
@@ -76,6 +106,33 @@ final class GroupedMicroBatchStreamTest {
         List<List<String>> tasks = plan(4, offsets("t", 0, 5L, "gone", 0, 3L, "u", 0, 40L),
             offsets("t", 0, 9L, "u", 0, 2L));
         assertEquals(List.of(List.of("t-0:5..9")), tasks, "only the partition still there, read forward");
+    }
+
+    @Test
+    void anAddedTopicOrPartitionIsReadFromItsEarliestOffsetInTheGroups() {
+        // t-1 (a partition added to t) kept records from 20 on; v (a topic created since) from 0.
+        MockConsumer<byte[], byte[]> driver = source(offsets("t", 1, 20L, "v", 0, 0L), Map.of());
+        GroupedMicroBatchStream s = new GroupedMicroBatchStream(settings(2, null), "unused-checkpoint", driver);
+        List<List<String>> tasks = plan(s, offsets("t", 0, 5L), offsets("t", 0, 10L, "t", 1, 30L, "v", 0, 12L));
+        assertEquals(List.of(List.of("v-0:0..12"), List.of("t-0:5..10", "t-1:20..30")), tasks,
+            "the new partitions from their earliest offsets; the largest range alone, the two smaller together");
+        s.stop();
+        assertTrue(driver.closed(), "the driver's consumer is closed with the stream");
+    }
+
+    @Test
+    void aBoundedBatchSharesItsRecordsWithAnAddedPartitionByItsSize() {
+        // t-0 was read to 0; t-1 was added with records 50..99: 150 records wait, 30 are taken.
+        MockConsumer<byte[], byte[]> driver = source(offsets("t", 1, 50L), offsets("t", 0, 100L, "t", 1, 100L));
+        GroupedMicroBatchStream s = new GroupedMicroBatchStream(settings(2, "30"), "unused-checkpoint", driver);
+        PartitionOffsets start = new PartitionOffsets(offsets("t", 0, 0L));
+        Offset end = s.latestOffset(start, s.getDefaultReadLimit());
+        Map<TopicPartition, Long> bounded = ((PartitionOffsets) end).positions();
+        assertEquals(offsets("t", 0, 20L, "t", 1, 60L), bounded,
+            "each partition gets its share of the 30 records, the new one counted from its earliest");
+        assertEquals(List.of(List.of("t-0:0..20"), List.of("t-1:50..60")), plan(s, start.positions(), bounded),
+            "the batch reads the new partition from its earliest too");
+        s.stop();
     }
 
     @Test

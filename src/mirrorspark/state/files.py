@@ -8,10 +8,17 @@ rename but not the data, and a zero-length file replaces a good one.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from mirrorspark.errors import OperationalError
+from mirrorspark.jvm_bridge import JvmError, JvmStateFiles, SparkJvm
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+T = TypeVar("T")
 
 
 class StateFiles(Protocol):
@@ -108,62 +115,50 @@ class StateError(OperationalError):
     """The state location failed a read or a write; the message names the file and the cause."""
 
 
-def java_cause(exc) -> tuple[str, str]:
-    """(simple class name, message) of the Java exception behind a ``Py4JJavaError``."""
-    cause = exc.java_exception
-    return str(cause.getClass().getSimpleName()), str(cause.getMessage())
-
-
-def _hadoop_call(what: str, uri: str, call, *args):
-    from py4j.protocol import Py4JJavaError
-
+def _hadoop_call(what: str, uri: str, call: Callable[[], T]) -> T:
     try:
-        return call(*args)
-    except Py4JJavaError as exc:
-        kind, text = java_cause(exc)
-        raise StateError(f"state location: cannot {what} {uri}: {kind}: {text}") from None
+        return call()
+    except JvmError as exc:
+        raise StateError(f"state location: cannot {what} {uri}: {exc.kind}: {exc.detail}") from None
 
 
 class HadoopFiles:
     """A folder under a Hadoop-compatible URI (file://, hdfs://, s3a://...), read and written by the
-    driver JVM (``io.mirrorspark.state.StateFiles``)."""
+    driver JVM (``io.mirrorspark.state.StateFiles`` through the bridge)."""
 
-    def __init__(self, uri: str, java, conf) -> None:
-        """``java``: the ``StateFiles`` class over py4j; ``conf``: one Hadoop configuration, built once
-        and shared by every child folder (building one copies the whole session configuration)."""
+    def __init__(self, uri: str, *, jvm: JvmStateFiles) -> None:
         self._uri = uri.rstrip("/")
-        self._java = java
-        self._conf = conf
+        self._jvm = jvm  # one Hadoop configuration, shared by every child folder
 
     @classmethod
-    def of(cls, uri: str, spark) -> HadoopFiles:
-        return cls(uri, spark._jvm.io.mirrorspark.state.StateFiles, spark._jsparkSession.sessionState().newHadoopConf())
+    def of(cls, uri: str, spark: SparkSession) -> HadoopFiles:
+        return cls(uri, jvm=SparkJvm(session=spark).state_files())
 
     def child(self, name: str) -> HadoopFiles:
-        return HadoopFiles(f"{self._uri}/{name}", self._java, self._conf)
+        return HadoopFiles(f"{self._uri}/{name}", jvm=self._jvm)
 
     def qualified(self) -> HadoopFiles:
-        """This folder under its fully qualified URI, created and proven writable (Py4JJavaError if not)."""
-        return HadoopFiles(str(self._java.probe(self._uri, self._conf)), self._java, self._conf)
+        """This folder under its fully qualified URI, created and proven writable (JvmError if not)."""
+        return HadoopFiles(self._jvm.probe(self._uri), jvm=self._jvm)
 
     def uri(self) -> str:
         return self._uri
 
     def read(self, name: str) -> str | None:
         uri = f"{self._uri}/{name}"
-        return _hadoop_call("read", uri, self._java.read, uri, self._conf)
+        return _hadoop_call("read", uri, lambda: self._jvm.read(uri))
 
     def write(self, name: str, text: str) -> None:
         uri = f"{self._uri}/{name}"
-        _hadoop_call("write", uri, self._java.write, uri, text, self._conf)
+        _hadoop_call("write", uri, lambda: self._jvm.write(uri, text))
 
     def list(self) -> list[str]:
-        return [n for n in _hadoop_call("list", self._uri, self._java.list, self._uri, self._conf).split("\n") if n]
+        return _hadoop_call("list", self._uri, lambda: self._jvm.list(self._uri))
 
     def delete(self, name: str) -> None:
         uri = f"{self._uri}/{name}"
-        _hadoop_call("delete", uri, self._java.delete, uri, self._conf)
+        _hadoop_call("delete", uri, lambda: self._jvm.delete(uri))
 
     def set_aside(self, name: str, new_name: str) -> bool:
         uri = f"{self._uri}/{name}"
-        return bool(_hadoop_call("move", uri, self._java.rename, uri, f"{self._uri}/{new_name}", self._conf))
+        return _hadoop_call("move", uri, lambda: self._jvm.rename(uri, f"{self._uri}/{new_name}"))

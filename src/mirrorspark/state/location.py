@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirrorspark.errors import ConfigError
-from mirrorspark.state.files import HadoopFiles, LocalFiles, StateFiles, java_cause
+from mirrorspark.jvm_bridge import JvmError
+from mirrorspark.state.files import HadoopFiles, LocalFiles, StateFiles
 
 KEY = "mirrorspark.state.location"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -65,12 +66,10 @@ class StateLocation:
 
 
 def _qualified(uri: str, spark) -> HadoopFiles:
-    from py4j.protocol import Py4JJavaError
-
     try:
         return HadoopFiles.of(uri, spark).qualified()
-    except Py4JJavaError as exc:
-        kind, text = java_cause(exc)
+    except JvmError as exc:
+        kind, text = exc.kind, exc.detail
         if kind == "UnsupportedFileSystemException" or "No FileSystem for scheme" in text:
             raise ConfigError(f"{KEY}={uri}: no Hadoop file system for this scheme ({text}); use file://, hdfs:// "
                               "or s3a:// (with its connector jars in spark.jars.packages)", KEY) from None

@@ -29,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.control.admin import consumer
 from mirrorspark.coordination.claims import LEASE_TOPIC
+from mirrorspark.jvm_bridge import JvmError, JvmFences
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class FlowLease:
         self._joined_at: float | None = None
         self.refused: str | None = None  # the broker refuses the group or topic (ACLs): said at start
         self.losses = 0
-        self._fence: Any = None  # io.mirrorspark.sink.Fences over py4j, once Spark runs
+        self._fence: JvmFences | None = None  # the driver JVM's write fences, once Spark runs
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"mirrorspark-lease {flow}", daemon=True)
 
@@ -75,8 +76,10 @@ class FlowLease:
         if self._thread.is_alive():  # a lease handed over and not joined again was never started
             self._thread.join(timeout=self.timeout + 5)
 
-    def bind_jvm(self, fences: Any) -> None:
+    def bind_jvm(self, fences: JvmFences) -> None:
         """From now on each confirmation renews the write fence of this JVM (local executors)."""
+        if not isinstance(fences, JvmFences):  # py4j's class, from pipeline/flow.py until it asks jvm_bridge
+            fences = JvmFences(java=fences)
         self._fence = fences
 
     def late_writes(self, flush_ms: int = 10_000) -> str | None:
@@ -86,8 +89,8 @@ class FlowLease:
         if fence is None:
             return None
         try:
-            return str(fence.lateWrites(self.flow, flush_ms))
-        except Exception as exc:  # noqa: BLE001 - the JVM is gone (stopping): it sends nothing more
+            return fence.late_writes(self.flow, flush_ms)
+        except JvmError as exc:  # the JVM is gone (stopping): it sends nothing more
             log.debug("flow %s: late writes not read: %s", self.flow, exc)
             return None
 
@@ -219,7 +222,7 @@ class FlowLease:
                 fence.renew(self.flow, until_ms)  # blocks while the JVM is stopped: see the module's doc
             else:
                 fence.revoke(self.flow)
-        except Exception as exc:  # noqa: BLE001 - the JVM is gone (stopping): nothing left to fence
+        except JvmError as exc:  # the JVM is gone (stopping): nothing left to fence
             log.debug("flow %s: write fence not updated: %s", self.flow, exc)
 
 

@@ -3,9 +3,11 @@ fence is told, and a refused confirmation (held again when the group kept the pa
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from py4j.protocol import Py4JNetworkError
 
 from mirrorspark.coordination.claims import LEASE_TOPIC
 from mirrorspark.coordination.lease import FlowLease
+from mirrorspark.jvm_bridge import JvmFences
 
 
 class Member:
@@ -36,7 +38,7 @@ class Clock:
 
 
 class Fences:
-    """``io.mirrorspark.sink.Fences`` as the lease calls it over py4j: each renewal's deadline, 0 for a revoke."""
+    """``io.mirrorspark.sink.Fences`` as the bridge calls it over py4j: each renewal's deadline, 0 for a revoke."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
@@ -59,7 +61,7 @@ def test_a_confirmation_lets_the_flow_write_for_half_a_session_timeout_and_the_f
     that stops at half of it (and its JVM with it) has stopped before any standby starts."""
     clock, fences = Clock(), Fences()
     lease = _lease(clock, timeout=10.0)
-    lease.bind_jvm(fences)
+    lease.bind_jvm(JvmFences(java=fences))
     lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
     assert lease.held() and not lease.active(), "held but not confirmed: nothing is written yet"
     sent = clock.wall()
@@ -76,7 +78,7 @@ def test_a_confirmation_lets_the_flow_write_for_half_a_session_timeout_and_the_f
 def test_losing_the_lease_revokes_the_fence_at_once_and_counts_the_loss():
     clock, fences = Clock(), Fences()
     lease = _lease(clock)
-    lease.bind_jvm(fences)
+    lease.bind_jvm(JvmFences(java=fences))
     lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
     lease._confirm(Member(assigned=True, refuse=False))
     lease._revoked(None, [TopicPartition(LEASE_TOPIC, 0)])
@@ -87,7 +89,7 @@ def test_losing_the_lease_revokes_the_fence_at_once_and_counts_the_loss():
 def test_a_refused_confirmation_revokes_the_fence_until_the_next_one_succeeds():
     fences = Fences()
     lease = _lease()
-    lease.bind_jvm(fences)
+    lease.bind_jvm(JvmFences(java=fences))
     lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
     lease._confirm(Member(assigned=True, refuse=False))
     lease._confirm(Member(assigned=True, refuse=True))
@@ -134,3 +136,20 @@ def test_a_lease_the_group_takes_away_is_dropped():
 def test_a_lease_never_started_stops_without_error():
     """A flow handed over leaves its lease unstarted until it joins again; a stop meanwhile must not raise."""
     _lease().stop()
+
+
+def test_a_driver_jvm_that_is_gone_neither_stops_the_lease_nor_reports_late_writes():
+    """While the process stops, the gateway closes before the lease leaves its group."""
+    class Gone:
+        def __getattr__(self, name: str):
+            def call(*args):
+                raise Py4JNetworkError("Error while sending or receiving")
+            return call
+
+    lease = _lease()
+    lease.bind_jvm(JvmFences(java=Gone()))
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
+    lease._confirm(Member(assigned=True, refuse=False))
+    assert lease.active() and lease.late_writes() is None
+    lease._revoked(None, [TopicPartition(LEASE_TOPIC, 0)])
+    assert not lease.held()

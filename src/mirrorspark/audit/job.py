@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from mirrorspark.audit.plan import Bounds, PartitionRuns, read_window
 from mirrorspark.audit.report import COUNTS, PartitionAudit
 from mirrorspark.errors import OperationalError
+from mirrorspark.jvm_bridge import JvmError, spark_job
 from mirrorspark.partition import Partition
 from mirrorspark.pipeline.record_columns import PATH_HEADER
 
@@ -39,14 +40,10 @@ class AuditError(OperationalError):
 
 def spark_call(what: str, call: Callable[[], T]) -> T:
     """``call()``; a failure of the Spark job becomes one line naming what was being done."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
     try:
-        return call()
-    except (Py4JError, PySparkException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise AuditError(f"{what} failed: {first[:500]}") from None
+        return spark_job(what, call)
+    except JvmError as exc:
+        raise AuditError(str(exc)) from None
 
 
 def kafka_read(spark: SparkSession, options: Mapping[str, str],

@@ -2,6 +2,8 @@
 the Java exception, and the sink's drains hand their texts to ``sink_report``."""
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,6 +13,14 @@ from pyspark.errors import PySparkException
 from mirrorspark.errors import OperationalError
 from mirrorspark.jvm_bridge import JvmError, SparkJvm, jvm_error, spark_job
 from mirrorspark.sink_report import BatchReportError
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "mirrorspark"
+SESSION_INTERNALS = {"_jvm", "_jsc", "_jsparkSession"}  # pyspark's handles on the driver JVM
+# spark_session.py builds the session. runner.py and flow.py: the flow's fence binding (flow.py line ~201) is
+# restructured by issue 43's other half, which moves it to SparkJvm.fences(); drop them from here then.
+MAY_REACH_THE_SESSION_JVM = {"jvm_bridge.py", "pipeline/spark_session.py", "pipeline/runner.py", "pipeline/flow.py"}
+# The plug-in JVM (plugins/java_host.py) is another process with its own gateway: its own bridge.
+MAY_IMPORT_PY4J = {"jvm_bridge.py", "plugins/java_host.py", "plugins/java_filters.py", "policy/java_policy.py"}
 
 
 class Throwable:
@@ -160,3 +170,36 @@ def test_the_state_files_share_one_hadoop_configuration_and_return_python_values
     assert files.read("s3a://b/x") == "s3a://b/x with conf" and files.read("s3a://b/missing") is None
     assert files.list("s3a://b") == ["a.json", "b.json"] and files.rename("s3a://b/x", "s3a://b/y") is False
     assert made == ["conf"]
+
+
+def _modules():
+    for path in sorted(SRC.rglob("*.py")):
+        yield path.relative_to(SRC).as_posix(), ast.parse(path.read_text(), str(path))
+
+
+def test_only_the_bridge_reaches_the_spark_driver_jvm():
+    found = [f"src/mirrorspark/{name}:{node.lineno}: .{node.attr}" for name, tree in _modules()
+             if name not in MAY_REACH_THE_SESSION_JVM for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and node.attr in SESSION_INTERNALS]
+    assert not found, ("these lines reach the Spark driver JVM through pyspark's internals; call a method of "
+                       "mirrorspark.jvm_bridge.SparkJvm instead (add one there if the call is new):\n"
+                       + "\n".join(found))
+
+
+def _imported(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+
+
+def test_py4j_stays_in_the_bridge_and_the_plug_in_jvm():
+    found = [f"src/mirrorspark/{name}:{node.lineno}: import {module}" for name, tree in _modules()
+             if name not in MAY_IMPORT_PY4J for node in ast.walk(tree)
+             for module in _imported(node) if module.split(".")[0] == "py4j"]
+    assert not found, ("these lines import py4j outside mirrorspark.jvm_bridge: catch its JvmError (py4j's "
+                       "failures, translated once) instead:\n" + "\n".join(found))
+
+
+def test_the_allowed_files_exist():
+    names = {name for name, _ in _modules()}
+    assert not (MAY_REACH_THE_SESSION_JVM | MAY_IMPORT_PY4J) - names

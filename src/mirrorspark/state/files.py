@@ -128,37 +128,37 @@ class HadoopFiles:
 
     def __init__(self, uri: str, *, jvm: JvmStateFiles) -> None:
         self._uri = uri.rstrip("/")
-        self._jvm = jvm  # one Hadoop configuration, shared by every child folder
+        self._files = jvm  # one Hadoop configuration, shared by every child folder
 
     @classmethod
     def of(cls, uri: str, spark: SparkSession) -> HadoopFiles:
         return cls(uri, jvm=SparkJvm(session=spark).state_files())
 
     def child(self, name: str) -> HadoopFiles:
-        return HadoopFiles(f"{self._uri}/{name}", jvm=self._jvm)
+        return HadoopFiles(f"{self._uri}/{name}", jvm=self._files)
 
     def qualified(self) -> HadoopFiles:
         """This folder under its fully qualified URI, created and proven writable (JvmError if not)."""
-        return HadoopFiles(self._jvm.probe(self._uri), jvm=self._jvm)
+        return HadoopFiles(self._files.probe(self._uri), jvm=self._files)
 
     def uri(self) -> str:
         return self._uri
 
     def read(self, name: str) -> str | None:
         uri = f"{self._uri}/{name}"
-        return _hadoop_call("read", uri, lambda: self._jvm.read(uri))
+        return _hadoop_call("read", uri, lambda: self._files.read(uri))
 
     def write(self, name: str, text: str) -> None:
         uri = f"{self._uri}/{name}"
-        _hadoop_call("write", uri, lambda: self._jvm.write(uri, text))
+        _hadoop_call("write", uri, lambda: self._files.write(uri, text))
 
     def list(self) -> list[str]:
-        return _hadoop_call("list", self._uri, lambda: self._jvm.list(self._uri))
+        return _hadoop_call("list", self._uri, lambda: self._files.list(self._uri))
 
     def delete(self, name: str) -> None:
         uri = f"{self._uri}/{name}"
-        _hadoop_call("delete", uri, lambda: self._jvm.delete(uri))
+        _hadoop_call("delete", uri, lambda: self._files.delete(uri))
 
     def set_aside(self, name: str, new_name: str) -> bool:
         uri = f"{self._uri}/{name}"
-        return _hadoop_call("move", uri, lambda: self._jvm.rename(uri, f"{self._uri}/{new_name}"))
+        return _hadoop_call("move", uri, lambda: self._files.rename(uri, f"{self._uri}/{new_name}"))

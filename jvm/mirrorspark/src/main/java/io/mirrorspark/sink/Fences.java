@@ -17,8 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * deadline (wall-clock milliseconds) about every second while the flow's lease on the target is
  * confirmed. A JVM stopped past its deadline (SIGSTOP, a long pause) finds it expired when it
  * runs again, and its tasks send nothing more: another instance holds the flow by then.
- * A flow never renewed in this JVM (executors of a cluster, a flow without a lease) is not fenced
- * here; its driver refuses the next batch instead.
+ * A flow never renewed in this JVM (executors of a cluster) reads its deadline from the target
+ * instead ({@link LeaseWatch}); a flow without a lease is not fenced.
  *
  * <p>The check comes before {@code send}: records a JVM had handed to its producer before it was
  * stopped still leave when it runs again (Kafka has no conditional append outside transactions).
@@ -58,6 +58,19 @@ public final class Fences {
     /** The deadline holder of {@code flow}, or null when this JVM has none. */
     static AtomicLong of(String flow) {
         return UNTIL.get(flow);
+    }
+
+    /**
+     * The deadline a writer of {@code settings} checks: the one the driver renews in this JVM, else
+     * (an executor in a JVM of its own) the one read from the flow's lease group on the target
+     * ({@link LeaseWatch}); null when the flow has no lease.
+     */
+    static AtomicLong forWriter(WriteSettings settings) {
+        AtomicLong local = UNTIL.get(settings.flow);
+        if (local != null || settings.leaseGroup == null) {
+            return local;
+        }
+        return LeaseWatch.of(settings);
     }
 
     /** True when {@code deadline} (from {@link #of}) is set and has passed. */

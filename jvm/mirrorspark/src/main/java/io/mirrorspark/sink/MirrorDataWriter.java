@@ -42,7 +42,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     /** A retry of a failed task attempt (an executor lost, a task error): it compares too. */
     private final boolean retried;
     private boolean aborted;
-    /** How long this JVM may write the flow (renewed by the driver's lease thread), null: no fence here. */
+    /** How long this JVM may write the flow (renewed by the driver's lease thread, or read from the
+     *  target by an executor of its own, {@link LeaseWatch}), null: no lease. */
     private final AtomicLong fence;
     /** Exactly-once mode: the task's transactions, one per target partition (null otherwise). */
     private final TaskTransactions transactions;
@@ -70,7 +71,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         this.settings = settings;
         this.clients = clients;
         this.resume = resume;
-        this.fence = Fences.of(settings.flow);
+        this.fence = Fences.forWriter(settings);
         this.transactions = settings.exactlyOnce ? new TaskTransactions(settings, clients) : null;
         this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
         this.retried = retried;

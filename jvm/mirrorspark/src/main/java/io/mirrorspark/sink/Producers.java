@@ -30,7 +30,7 @@ final class Producers {
     static final long IDLE_MS = 10 * 60_000L;
     static final long SWEEP_EVERY_MS = 30_000L;
     private static final Pool<Producer<byte[], byte[]>> POOL =
-        new Pool<>(Producers::create, p -> p.close(Duration.ofSeconds(10)));
+        new Pool<>(Producers::create, p -> p.close(Duration.ofSeconds(10)), p -> p.close(Duration.ZERO));
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -51,6 +51,14 @@ final class Producers {
     /** A task is done with {@code producer}; {@code failed}: it saw a send fail, retire it. */
     static void release(Map<String, String> settings, Producer<byte[], byte[]> producer, boolean failed) {
         POOL.release(settings, producer, failed, System.currentTimeMillis());
+    }
+
+    /**
+     * {@code flow} may write no more from this JVM: its producers no other flow shares are closed at
+     * once, dropping what they held unsent (the tasks using them fail). Returns how many were closed.
+     */
+    static int abort(String flow) {
+        return POOL.abort(flow);
     }
 
     /** Waits until every pooled producer has sent what it holds (acknowledged or failed). */
@@ -75,6 +83,7 @@ final class Producers {
     static final class Pool<P> {
         private final Function<Map<String, String>, P> create;
         private final Consumer<P> close;
+        private final Consumer<P> abort;
         private final Map<Map<String, String>, Lease<P>> leases = new HashMap<>();
         /** Retired producers still used by a task: closed at their last release. */
         private final Map<P, Lease<P>> retired = new IdentityHashMap<>();
@@ -94,8 +103,43 @@ final class Producers {
         }
 
         Pool(Function<Map<String, String>, P> create, Consumer<P> close) {
+            this(create, close, close);
+        }
+
+        /** {@code abort}: closes a producer without sending what it holds ({@link #abort(String)}). */
+        Pool(Function<Map<String, String>, P> create, Consumer<P> close, Consumer<P> abort) {
             this.create = create;
             this.close = close;
+            this.abort = abort;
+        }
+
+        /** Closes, with {@code abort}, every producer only {@code flow} uses (pooled or retired); returns how many. */
+        int abort(String flow) {
+            List<P> aborting = new ArrayList<>();
+            String prefix = flow + '\u0000';
+            synchronized (this) {
+                for (Iterator<Lease<P>> it = leases.values().iterator(); it.hasNext();) {
+                    Lease<P> lease = it.next();
+                    if (onlyOf(lease, prefix)) {
+                        it.remove();
+                        aborting.add(lease.producer);
+                    }
+                }
+                for (Iterator<Lease<P>> it = retired.values().iterator(); it.hasNext();) {
+                    Lease<P> lease = it.next();
+                    if (onlyOf(lease, prefix)) {
+                        it.remove();
+                        aborting.add(lease.producer);
+                    }
+                }
+                current.keySet().removeIf(who -> who.startsWith(prefix));
+            }
+            aborting.forEach(abort);
+            return aborting.size();
+        }
+
+        private static boolean onlyOf(Lease<?> lease, String prefix) {
+            return !lease.flows.isEmpty() && lease.flows.stream().allMatch(who -> who.startsWith(prefix));
         }
 
         P acquire(String flow, Map<String, String> settings, long now) {

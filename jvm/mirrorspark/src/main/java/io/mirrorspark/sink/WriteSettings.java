@@ -53,13 +53,20 @@ final class WriteSettings implements Serializable {
      *  {@code topicIds}, lines source topic TAB source id TAB remote id, an id not known yet empty).
      *  Exactly-once progress committed for other ids (a topic re-created since) is not used ({@link Progress#heldFor}). */
     final HashMap<String, String> topicIds;
+    /** The flow's lease (options {@code leaseGroup}, {@code leaseInstance}): its group on the target and
+     *  the instance whose tasks these are; an executor outside the driver's JVM fences itself by it
+     *  ({@link LeaseWatch}). Null: no lease. */
+    final String leaseGroup;
+    final String leaseInstance;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
                           String progressGroup, HashMap<String, String> remoteTopics, String resumeRun,
-                          HashMap<String, String> topicIds) {
+                          HashMap<String, String> topicIds, String leaseGroup, String leaseInstance) {
         this.flow = flow;
+        this.leaseGroup = leaseGroup;
+        this.leaseInstance = leaseInstance;
         this.topicIds = topicIds;
         this.remoteTopics = remoteTopics;
         this.exactlyOnce = transactionalIdPrefix != null;
@@ -111,11 +118,18 @@ final class WriteSettings implements Serializable {
                     + "'transactionalIdPrefix' and 'progressGroup'");
             }
         }
+        String leaseGroup = options.get("leaseGroup");
+        String leaseInstance = options.get("leaseInstance");
+        if ((leaseGroup == null) != (leaseInstance == null)
+            || (leaseGroup != null && (leaseGroup.isEmpty() || leaseInstance.isEmpty()))) {
+            throw new IllegalArgumentException("the mirrorspark sink needs both 'leaseGroup' and 'leaseInstance' "
+                + "or neither");
+        }
         HashMap<String, String> remotes = remoteTopics(options.get("remoteTopics"));
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
             retryFrom(options.get("retryFrom")), source, target, prefix, group, remotes,
             options.getOrDefault("resumeRun", ""),
-            topicIds(options.get("topicIds"), remotes));
+            topicIds(options.get("topicIds"), remotes), leaseGroup, leaseInstance);
     }
 
     /** The ids a target topic's exactly-once progress must have been committed for; null: not told. */

@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "mirrorspark"
 SESSION_INTERNALS = {"_jvm", "_jsc", "_jsparkSession"}  # pyspark's handles on the driver JVM
 # spark_session.py builds the session. runner.py and flow.py: the flow's fence binding (flow.py line ~201) is
 # restructured by issue 43's other half, which moves it to SparkJvm.fences(); drop them from here then.
-MAY_REACH_THE_SESSION_JVM = {"jvm_bridge.py", "pipeline/spark_session.py", "pipeline/runner.py", "pipeline/flow.py"}
+MAY_REACH_THE_SESSION_JVM = {"jvm_bridge.py", "pipeline/spark_session.py"}
 # The plug-in JVM (plugins/java_host.py) is another process with its own gateway: its own bridge.
 MAY_IMPORT_PY4J = {"jvm_bridge.py", "plugins/java_host.py", "plugins/java_filters.py", "policy/java_policy.py"}
 

@@ -15,7 +15,9 @@ stops (``active()`` false, its JVM fence expired) before any standby can start.
 The same round renews the write fence of the JVM that writes the records (``io.mirrorspark.sink.
 Fences``). That call is also the JVM's liveness check: while the JVM is stopped it blocks, the
 round stops polling, and librdkafka leaves the group after ``max.poll.interval.ms``, so a frozen
-JVM behind a live Python process loses the lease too.
+JVM behind a live Python process loses the lease too. Executors in JVMs of their own (a Spark
+cluster) read their fence from the commit itself, whose metadata names this instance and its
+deadline (``sink/LeaseWatch.java``).
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ class FlowLease:
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         """``clock`` (monotonic seconds) bounds the lease, ``wall`` (epoch seconds) the JVM's fence."""
         self.flow = flow
+        self.instance = instance
         self._clock, self._wall = clock, wall
         self.group = group
         self.timeout = timeout
@@ -78,8 +81,6 @@ class FlowLease:
 
     def bind_jvm(self, fences: JvmFences) -> None:
         """From now on each confirmation renews the write fence of this JVM (local executors)."""
-        if not isinstance(fences, JvmFences):  # py4j's class, from pipeline/flow.py until it asks jvm_bridge
-            fences = JvmFences(java=fences)
         self._fence = fences
 
     def late_writes(self, flush_ms: int = 10_000) -> str | None:
@@ -192,8 +193,13 @@ class FlowLease:
 
     def _confirm(self, member) -> None:
         sent, wall = self._clock(), self._wall()
+        valid = self.timeout / 2
+        until_ms = int(wall * 1000 + valid * 1000)
+        # The commit's metadata is the fence of executors in JVMs of their own (sink/LeaseWatch.java):
+        # which instance may write, until when. Only the group's current member can commit it.
+        confirmation = TopicPartition(LEASE_TOPIC, 0, 0, metadata=f"{self.instance} {until_ms}")
         try:
-            member.commit(offsets=[TopicPartition(LEASE_TOPIC, 0, 0)], asynchronous=False)
+            member.commit(offsets=[confirmation], asynchronous=False)
         except KafkaException as exc:
             error = exc.args[0]
             if error.code() in (KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
@@ -209,9 +215,8 @@ class FlowLease:
             else:  # the coordinator unreachable: the lease runs out unless a later round confirms it
                 log.debug("flow %s: lease confirmation failed: %s", self.flow, error.str())
             return
-        valid = self.timeout / 2
         self._valid_until = sent + valid
-        self._renew_fence(int(wall * 1000 + valid * 1000))
+        self._renew_fence(until_ms)
 
     def _renew_fence(self, until_ms: int) -> None:
         fence = self._fence

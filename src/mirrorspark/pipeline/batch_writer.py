@@ -39,10 +39,36 @@ class StopRequested(OperationalError):
     """Raised inside a batch that starts after a stop was requested, so it is never committed."""
 
 
+class BatchStarts:
+    """Where each batch starts: the end of the batch before it. Batch 0 starts where MM2 stopped after
+    a takeover (``takeover``), so a gap there (retention) is reported too. The last offset log entry
+    read is kept: the next batch starts there without reading it again from the state location (a
+    round trip per batch on HDFS or S3)."""
+
+    def __init__(self, *, spark_log: SparkOffsetLog, takeover: Mapping[Partition, int]) -> None:
+        self.spark_log = spark_log
+        self.takeover = dict(takeover)
+        self._previous: tuple[int, dict[Partition, int]] | None = None
+
+    def of(self, batch_id: int) -> dict[Partition, int]:
+        if batch_id == 0:
+            return dict(self.takeover)
+        if self._previous is not None and self._previous[0] == batch_id - 1:
+            return self._previous[1]
+        return self.spark_log.entry(batch_id - 1)[1]
+
+    def remember(self, batch_id: int, ends: dict[Partition, int]) -> None:
+        self._previous = (batch_id, ends)
+
+    def forget(self) -> None:
+        """A rewind (a re-created topic) may have rewritten the entries: read them again."""
+        self._previous = None
+
+
 class BatchWriter:
     """Called by Spark with each micro-batch; a stop lets the batch in flight finish and refuses later ones."""
 
-    def __init__(self, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
+    def __init__(self, *, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
                  spark_log: SparkOffsetLog, guard: BatchGuard, sink_options: Mapping[str, str],
                  on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None,
                  metrics: FlowMetrics | None, takeover: Mapping[Partition, int]) -> None:
@@ -54,10 +80,7 @@ class BatchWriter:
         self.sink_options = dict(sink_options)
         self.on_written = on_written
         self.metrics = metrics
-        self.takeover = dict(takeover)  # where MM2 stopped: batch 0 starts there (migrate from-mm2)
-        # The last offset log entry read (batch id, end positions): the next batch starts there, so it
-        # is not read again from the state location (a round trip per batch on HDFS or S3).
-        self._previous: tuple[int, dict[Partition, int]] | None = None
+        self.starts = BatchStarts(spark_log=spark_log, takeover=takeover)  # batch 0: where MM2 stopped
         self.rerun: int | None = None  # the batch a crash interrupted, run again first
         self.batches_written = 0
         self.loss_stop: str | None = None  # set when mirrorspark.data.loss = fail stopped the flow
@@ -72,7 +95,7 @@ class BatchWriter:
         """A (re)start: batches are accepted again; ``rerun`` is the batch Spark runs again first."""
         with self._lock:
             self._stopping = False
-            self._previous = None  # a rewind (re-created topic) may have rewritten the entries meanwhile
+            self.starts.forget()  # a rewind (re-created topic) may have rewritten the entries meanwhile
             self.rerun = rerun
 
     def stopping(self) -> int | None:
@@ -90,8 +113,8 @@ class BatchWriter:
             plan = self._plan_for(batch_id, ends)
             if not plan.remote:
                 return  # only topics this flow must not copy (e.g. cycles of a custom policy)
-            starts = self._starts(batch_id)
-            self._previous = (batch_id, ends)
+            starts = self.starts.of(batch_id)
+            self.starts.remember(batch_id, ends)
             try:
                 resume = self.guard.before_write(batch_id, planned, starts, ends, plan.remote, batch_id == self.rerun)
             except DataLossStop as exc:
@@ -213,15 +236,6 @@ class BatchWriter:
         if needed > DEFAULT_MAX_REQUEST:
             options["kafka.max.request.size"] = str(needed)
         return options
-
-    def _starts(self, batch_id: int) -> dict[Partition, int]:
-        """Where ``batch_id`` starts: the end of the batch before it. Batch 0 starts where MM2 stopped
-        after a takeover, so a gap there (retention) is reported too."""
-        if batch_id == 0:
-            return dict(self.takeover)
-        if self._previous is not None and self._previous[0] == batch_id - 1:
-            return self._previous[1]
-        return self.spark_log.entry(batch_id - 1)[1]
 
     def _plan_for(self, batch_id: int, ends: Mapping[Partition, int]) -> TopicPlan:
         """The topic plan, checked against the partitions Spark put in this batch (its offset log) so

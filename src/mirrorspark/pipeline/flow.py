@@ -28,6 +28,7 @@ from mirrorspark.coordination.claims import Claim, Claims
 from mirrorspark.coordination.lease import FlowLease, default_group
 from mirrorspark.errors import ConfigError, Conflict
 from mirrorspark.integrity.write_marks import WriteMarks
+from mirrorspark.jvm_bridge import SparkJvm
 from mirrorspark.partition import Partition
 from mirrorspark.pipeline.flow_assembly import AssembledFlow, FlowContext, assemble_flow
 from mirrorspark.pipeline.supervision import publish_state
@@ -189,7 +190,8 @@ class Flow:
             self.claims.write(Claim.mine(flow=self.name, group=group, instance=self.context.instance,
                                          state=self.folder))
         writing = self.lease.confirmed if self.lease is not None else None
-        self.parts = assemble_flow(self.context, writing=writing)
+        self.parts = assemble_flow(self.context, writing=writing,
+                                   lease_group=self.lease.group if self.lease is not None else None)
         self.takeovers += 1
         self.failed_takes = 0
         self.last_failure = self.failing_since = None
@@ -198,7 +200,7 @@ class Flow:
     def bind_fence(self, spark: Any) -> None:
         """The lease's deadline reaches the executors' writers through the driver JVM (``sink/Fences``)."""
         if self.lease is not None and spark is not None:
-            self.lease.bind_jvm(spark._jvm.io.mirrorspark.sink.Fences)
+            self.lease.bind_jvm(SparkJvm(session=spark).fences())
 
     def start(self, spark: Any) -> None:
         """Start the assembled flow's query (at process start, or once taken over)."""

@@ -31,6 +31,7 @@ from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.query_start import QueryStart
+from mirrorspark.pipeline.realtime import SlotBook
 from mirrorspark.pipeline.record_columns import PATH_HEADER
 from mirrorspark.pipeline.supervision import FlowSupervisor, RestartRequests
 from mirrorspark.policy import ReplicationPolicy
@@ -43,7 +44,7 @@ from mirrorspark.takeover.plan import load_positions
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Shared:
     """What every flow of the process shares."""
 
@@ -54,10 +55,11 @@ class Shared:
     remote_names: RemoteNames  # one source per remote topic, across every flow of the process
     ship_files: bool  # executors in other JVMs: client files shipped with the query
     lag_interval: float
+    slots: SlotBook  # the Spark application's task slots, shared by the flows (real-time mode holds many)
     fresh_copy: bool = False  # run --fresh-copy: a flow without state copies again next to its remote topics
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FlowContext:
     """What one flow is built from: its settings and replication policy, the process's shared parts
     (clients, state, scheduler, metrics) and this instance's id; its state folder and scheduler lanes
@@ -92,10 +94,12 @@ def flow_lanes(flow: FlowConfig) -> list[str]:
     return [flow_lane(flow.name, TOPICS), flow_lane(flow.name, OFFSETS)]
 
 
-def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = None) -> AssembledFlow:
+def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = None,
+                  lease_group: str | None = None) -> AssembledFlow:
     """Check and wire one enabled flow; raises a family error, before anything is copied, on bad input.
     ``writing``: whether this process still holds the flow's lease (None: no lease); batches and
-    control tasks check it before they write."""
+    control tasks check it before they write. ``lease_group``: the lease's group, which executors in
+    JVMs of their own read the lease from."""
     flow, shared = context.config, context.shared
     options = flow.options
     selection = TopicSelection(flow, context.policy)
@@ -172,8 +176,10 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
 
     start = QueryStart(flow=flow, selection=selection, remote_topics=remote,
                        takeover=load_positions(folder))  # where MM2 stopped, after a takeover
-    query = FlowQuery(flow, start, checkpoint, guard, offsets.on_written if offsets.enabled else None, figures,
-                      shared.ship_files, before_start)
+    query = FlowQuery(flow=flow, start=start, checkpoint=checkpoint, guard=guard, slots=shared.slots,
+                      on_written=offsets.on_written if offsets.enabled else None, metrics=figures,
+                      ship_files=shared.ship_files, before_start=before_start,
+                      lease=(lease_group, context.instance) if lease_group is not None else None)
     supervisor = FlowSupervisor(query=query, loss=loss, metrics=shared.metrics, requests=restarts)
     probe = LagProbe(metrics=shared.metrics, flow_name=flow.name, source=flow.source.alias, target=flow.target.alias,
                      admin=source, source_conf=source_conf, read_committed=flow.reads_committed,

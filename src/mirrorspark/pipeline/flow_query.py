@@ -45,11 +45,15 @@ def root_cause(text: str) -> str:
 class FlowQuery:
     """Builds, starts and stops the streaming query of one flow."""
 
-    def __init__(self, flow: FlowConfig, start: QueryStart, checkpoint: StateFiles, guard: BatchGuard,
+    def __init__(self, *, flow: FlowConfig, start: QueryStart, checkpoint: StateFiles, guard: BatchGuard,
+                 slots: realtime.SlotBook,
                  on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None, ship_files: bool = False,
-                 before_start: Callable[[], None] | None = None) -> None:
+                 before_start: Callable[[], None] | None = None, lease: tuple[str, str] | None = None) -> None:
+        """``slots``: the task slots of the process's Spark application, shared by its flows; ``lease``:
+        the flow's lease group and this instance, which executors of their own fence themselves by."""
         self.flow = flow
+        self.slots = slots
         self.starts = start  # the subscription and, on a first start, explicit positions
         self.remote_topics = start.remote_topics
         self.checkpoint = checkpoint  # Spark's checkpoint folder, in the flow's state location
@@ -57,9 +61,11 @@ class FlowQuery:
         self.before_start = before_start  # e.g. move the checkpoint back for a re-created topic
         self.metrics = metrics
         self._ship_files = ship_files
-        self.writer = BatchWriter(flow, start.selection, start.remote_topics, self.spark_log, guard,
-                                  sink_options(flow, report_offsets=on_written is not None, ship_files=ship_files),
-                                  on_written, metrics, start.takeover)
+        self.writer = BatchWriter(
+            flow=flow, selection=start.selection, remote_topics=start.remote_topics, spark_log=self.spark_log,
+            guard=guard, sink_options=sink_options(flow, report_offsets=on_written is not None, ship_files=ship_files,
+                                                   lease=lease),
+            on_written=on_written, metrics=metrics, takeover=start.takeover)
         self.progress = QueryProgress()
         self.query = None
         self.recorder: realtime.EpochRecorder | None = None  # real-time mode: records each batch's pairs
@@ -120,7 +126,7 @@ class FlowQuery:
         if self.flow.options.realtime:
             self._start_realtime(spark)
             return
-        realtime.SLOTS.hold(self.flow.name, 1)  # its tasks need one slot next to real-time flows
+        self.slots.hold(self.flow.name, 1)  # its tasks need one slot next to real-time flows
         rerun = self.spark_log.pending()
         self.writer.starting(rerun)
         pattern = self.starts.subscribe_pattern()
@@ -153,7 +159,7 @@ class FlowQuery:
         assign, partitions = realtime.assignment(plan)
         master = spark.conf.get("spark.master", "local[*]")
         slots, how = realtime.task_slots(spark, master)
-        realtime.SLOTS.claim(self.flow.name, self.flow.where(realtime.TRIGGER_KEY), partitions, slots, how)
+        self.slots.claim(self.flow.name, self.flow.where(realtime.TRIGGER_KEY), partitions, slots, how)
         pattern = self.starts.subscribe_pattern()
         options = source_options(self.flow, pattern, self._ship_files)
         if partitions:  # else no topic yet: the pattern, until the refresh finds one and restarts the query
@@ -280,4 +286,4 @@ class FlowQuery:
         if self.recorder is not None:
             self.recorder.stop()
             self.recorder = None
-        realtime.SLOTS.release(self.flow.name)
+        self.slots.release(self.flow.name)

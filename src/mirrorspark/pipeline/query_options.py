@@ -48,10 +48,13 @@ def source_options(flow: FlowConfig, pattern: str, ship_files: bool = False) -> 
     return options
 
 
-def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = False) -> dict[str, str]:
+def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = False,
+                 lease: tuple[str, str] | None = None) -> dict[str, str]:
     """MirrorSink options: the target producer's settings as ``kafka.*`` and the flow's name. With
     ``report_offsets`` the producer must be idempotent: exact runs need each partition's records
-    written in send order (a retried batch must not overtake an earlier one)."""
+    written in send order (a retried batch must not overtake an earlier one). ``lease``: the flow's
+    lease group and this instance; an executor in a JVM of its own reads the lease by them and stops
+    sending once another instance holds it (``sink/LeaseWatch.java``)."""
     producer = flow.target_producer()
     sent = through_provider(producer) if ship_files else producer
     options = {f"kafka.{k}": v for k, v in sent.items() if k not in _SINK_MANAGED}
@@ -78,6 +81,8 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
             raise ConfigError(f"{key}.max.in.flight.requests.per.connection={in_flight} contradicts offset syncs (an "
                               "idempotent producer allows 1 to 5)", f"{key}.max.in.flight.requests.per.connection")
     options["flow"] = flow.name  # the runs and figures the driver drains are per flow
+    if lease is not None:
+        options["leaseGroup"], options["leaseInstance"] = lease
     if flow.exactly_once:  # transactions per target partition, progress committed with the records
         options["exactlyOnce"] = "true"
         options["transactionalIdPrefix"] = flow.transactional_id_prefix

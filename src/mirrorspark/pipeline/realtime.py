@@ -81,9 +81,6 @@ class SlotBook:
             self._held[flow] = needed
 
 
-SLOTS = SlotBook()  # one Spark application per process
-
-
 def assignment(plan: TopicPlan) -> tuple[str, dict[str, int]]:
     """Spark's ``assign`` option for the planned source topics and their partition counts: a partition
     added later is read after the topic refresh has created its remote partition and restarted the query."""

@@ -25,6 +25,7 @@ from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_lo
 from mirrorspark.pipeline.flow import Flow
 from mirrorspark.pipeline.flow_assembly import FlowContext, Shared, assemble_heartbeats
 from mirrorspark.pipeline.preflight import heartbeat_flows, preflight
+from mirrorspark.pipeline.realtime import SlotBook
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.retriable import retriable
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
@@ -104,8 +105,9 @@ class Replicator:
         """The control plane's part: state, leases, remote topics, offsets, heartbeats, REST."""
         flows = self.config.enabled_flows
         self.state = self.location.open(self.spark)
-        shared = Shared(self.clusters, self.state, self.scheduler, self.metrics, RemoteNames(), self.ship_files,
-                        self.config.driver.lag_interval, self.fresh_copy)
+        shared = Shared(clusters=self.clusters, state=self.state, scheduler=self.scheduler, metrics=self.metrics,
+                        remote_names=RemoteNames(), ship_files=self.ship_files,
+                        lag_interval=self.config.driver.lag_interval, slots=SlotBook(), fresh_copy=self.fresh_copy)
         instance = instance_id(self.state)
         # Heartbeats topics first: a flow then creates their remote topics with its others. Created
         # later, one waited ~10 s behind a broker still creating thousands of remote partitions, and

@@ -15,6 +15,7 @@ class Member:
 
     def __init__(self, assigned: bool, refuse: bool) -> None:
         self.assigned, self.refuse = assigned, refuse
+        self.committed: list[TopicPartition] = []
 
     def assignment(self):
         return [TopicPartition(LEASE_TOPIC, 0)] if self.assigned else []
@@ -22,6 +23,7 @@ class Member:
     def commit(self, offsets, asynchronous):
         if self.refuse:
             raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION))
+        self.committed.extend(offsets)
 
 
 class Clock:
@@ -65,8 +67,12 @@ def test_a_confirmation_lets_the_flow_write_for_half_a_session_timeout_and_the_f
     lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
     assert lease.held() and not lease.active(), "held but not confirmed: nothing is written yet"
     sent = clock.wall()
-    lease._confirm(Member(assigned=True, refuse=False))
+    member = Member(assigned=True, refuse=False)
+    lease._confirm(member)
     assert fences.calls == [("a->b", int(sent * 1000 + 5_000))]
+    # Executors in JVMs of their own read the same deadline from the confirmation (sink/LeaseWatch.java).
+    assert [(c.topic, c.partition, c.metadata) for c in member.committed] == \
+        [(LEASE_TOPIC, 0, f"instance {int(sent * 1000 + 5_000)}")]
     clock.now += 4.9
     assert lease.active()
     clock.now += 0.2

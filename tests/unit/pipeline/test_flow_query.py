@@ -14,9 +14,8 @@ def test_root_cause_finds_the_kafka_or_python_error():
 
 
 def test_a_batch_starts_where_the_previous_entry_ended_without_reading_it_again():
-    from types import SimpleNamespace
 
-    from mirrorspark.pipeline.batch_writer import BatchWriter
+    from mirrorspark.pipeline.batch_writer import BatchStarts
 
     reads: list[int] = []
 
@@ -25,12 +24,15 @@ def test_a_batch_starts_where_the_previous_entry_ended_without_reading_it_again(
             reads.append(batch_id)
             return "", {("t", 0): batch_id * 10}
 
-    query = SimpleNamespace(takeover={("t", 0): 7}, _previous=None, spark_log=Log())
-    assert BatchWriter._starts(query, 0) == {("t", 0): 7}  # where MM2 stopped
-    assert BatchWriter._starts(query, 5) == {("t", 0): 40} and reads == [4]  # nothing cached: read
-    query._previous = (5, {("t", 0): 55})
-    assert BatchWriter._starts(query, 6) == {("t", 0): 55} and reads == [4]  # the entry batch 5 read
-    assert BatchWriter._starts(query, 8) == {("t", 0): 70} and reads == [4, 7]  # not the one before: read
+    starts = BatchStarts(spark_log=Log(), takeover={("t", 0): 7})  # type: ignore[arg-type]
+    assert starts.of(0) == {("t", 0): 7}  # where MM2 stopped
+    assert starts.of(5) == {("t", 0): 40} and reads == [4]  # nothing cached: read
+    starts.remember(5, {("t", 0): 55})
+    assert starts.of(6) == {("t", 0): 55} and reads == [4]  # the entry batch 5 read
+    assert starts.of(8) == {("t", 0): 70} and reads == [4, 7]  # not the one before: read
+    starts.remember(8, {("t", 0): 85})
+    starts.forget()  # a rewind rewrote the entries
+    assert starts.of(9) == {("t", 0): 80} and reads == [4, 7, 8]
 
 
 def test_the_sink_is_told_each_source_topics_remote_topic_and_the_largest_record():

@@ -112,8 +112,10 @@ def test_a_batch_that_finishes_after_the_lease_was_lost_records_nothing():
     jvm = SimpleNamespace(drain_written=lambda flow: BatchReport(runs=(WrittenRun.of("r.t", 0, 10, 3, 5),)))
     recorded: list[str] = []
     guard = SimpleNamespace(writing=lambda: False, after_write=lambda *a: recorded.append("loss check"))
-    writer = SimpleNamespace(flow=SimpleNamespace(name="a->b"), executors=set(), guard=guard,
-                             on_written=lambda *a: recorded.append("offset pairs"))
+    writer = batch_writer.BatchWriter(
+        flow=SimpleNamespace(name="a->b"), selection=None, remote_topics=None, spark_log=None,  # type: ignore[arg-type]
+        guard=guard, sink_options={}, on_written=lambda *a: recorded.append("offset pairs"), metrics=None,  # type: ignore[arg-type]
+        takeover={})
     with pytest.raises(Fenced, match="5 record"):
-        batch_writer.BatchWriter._record(writer, jvm, 3, "planned", SimpleNamespace(), lambda r: ({}, {}))  # type: ignore[arg-type]
+        writer._record(jvm, 3, "planned", SimpleNamespace(), lambda r: ({}, {}))  # type: ignore[arg-type]
     assert recorded == []

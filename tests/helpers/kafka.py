@@ -2,6 +2,7 @@
 what landed by sequence number."""
 from __future__ import annotations
 
+import subprocess
 import time
 from dataclasses import dataclass
 
@@ -129,3 +130,15 @@ def recreate(admin, topic: str, partitions: int) -> bool:
         return True
     except KafkaException:
         return False
+
+
+def limit_client(bootstrap: str, client_id: str, bytes_per_second: int) -> None:
+    """A produce quota on ``client_id`` (Kafka's own ConfigCommand), as a slow or metered WAN link would be."""
+    from mirrorspark import paths
+    from mirrorspark.local.cluster import java_executable
+
+    done = subprocess.run([java_executable(), "-Xmx128m", "-cp", f"{paths.kafka_libs()}/*", "kafka.admin.ConfigCommand",
+                           "--bootstrap-server", bootstrap, "--alter", "--add-config",
+                           f"producer_byte_rate={bytes_per_second}", "--entity-type", "clients", "--entity-name",
+                           client_id], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 from helpers.config import cluster_config, write_config
-from helpers.kafka import create_topic, lost_and_duplicated, produce, recreate
+from helpers.kafka import create_topic, limit_client, lost_and_duplicated, produce, recreate
 from helpers.offsets import checkpoints, commit_on
 from helpers.processes import MIRRORSPARK, java_of, running_mirrorspark, writer_and_standby
 from helpers.records import numbered
@@ -281,18 +281,6 @@ def test_executor_kill9_mid_transaction_on_a_cluster_leaves_each_record_once(
     assert not lost and duplicated == 0
     assert in_source_order(records, 2)
     assert "Traceback" not in output
-
-
-def limit_client(bootstrap: str, client_id: str, bytes_per_second: int) -> None:
-    """A produce quota on ``client_id`` (Kafka's own ConfigCommand), as a slow or metered WAN link would be."""
-    from mirrorspark import paths
-    from mirrorspark.local.cluster import java_executable
-
-    done = subprocess.run([java_executable(), "-Xmx128m", "-cp", f"{paths.kafka_libs()}/*", "kafka.admin.ConfigCommand",
-                           "--bootstrap-server", bootstrap, "--alter", "--add-config",
-                           f"producer_byte_rate={bytes_per_second}", "--entity-type", "clients", "--entity-name",
-                           client_id], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_a_backlog_larger_than_one_transaction_can_carry_reaches_a_slow_target_exactly_once(clusters, unique, tmp_path):

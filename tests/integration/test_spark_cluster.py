@@ -16,11 +16,22 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from helpers.config import cluster_config, write_config
-from helpers.kafka import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
+from helpers.kafka import (
+    count,
+    create_topic,
+    limit_client,
+    lost_and_duplicated,
+    produce,
+    produce_backlog,
+    read_all,
+    seqs,
+    wait_for_count,
+    wait_for_every_seq,
+)
 from helpers.offsets import checkpoints, consume, read_from
-from helpers.processes import MIRRORSPARK, run_cli, running_mirrorspark
+from helpers.processes import MIRRORSPARK, run_cli, running_mirrorspark, start
 from helpers.records import records, sample_records
-from helpers.rest import flow_detail
+from helpers.rest import flow_detail, recopied, wait_role
 from helpers.spark_state import committed_records, latest
 from helpers.waiting import wait_until
 
@@ -251,3 +262,56 @@ def test_executor_kill9_mid_batch_retried_task_sends_nothing_twice(
     assert not lost
     assert duplicated == recopied  # whatever is sent twice is counted; in practice nothing
     assert "already on the target were not sent again" in output  # the retried attempt compared
+
+
+@pytest.mark.long
+def test_a_stopped_drivers_executors_stop_sending_once_the_standby_holds_the_flow(
+        clusters, spark_cluster, unique, tmp_path, tmp_path_factory):
+    """SIGSTOP of the writer's driver (its Python process and JVM) mid-batch, on a Spark cluster: its
+    executors are JVMs of their own and go on running their tasks, with megabytes queued in their
+    producers behind a slow target link (a produce quota). They read the lease from the target: once
+    the driver's last confirmation runs out they stop and drop what they held unsent, so the standby,
+    which takes over from what the target holds, copies nothing the stale executors send too."""
+    topic, remote, flow = f"xfence-{unique}", f"primary.xfence-{unique}", "primary->backup"
+    total, client = 60_000, f"slow-link-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    produce_backlog(clusters["primary"], topic, total, 2)
+    limit_client(clusters["backup"], client, 150_000)  # the writer's producers: about 700 records/s
+    common = (f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+              f"mirrorspark.flow.lease.group = xfence-{unique}\n")
+    slow = f"backup.producer.client.id = {client}\n"
+    writer_config = cluster_config(tmp_path / "writer.properties", clusters, spark_cluster,
+                                   (tmp_path / "writer-state").as_uri(), common + slow)
+    standby_config = write_config(tmp_path / "standby.properties", clusters, common)  # another host: local, fast
+    first, second = tmp_path / "first", tmp_path / "second"
+    a = b = None
+    try:
+        a = start(writer_config, first)
+        wait_role(first, flow, "active", 180)
+        wait_for_count(clusters["backup"], remote, 1_000, timeout=180)  # the executors are writing
+        b = start(standby_config, second)
+        wait_role(second, flow, "standby", 120)
+        os.killpg(a.pid, signal.SIGSTOP)  # the driver freezes; its executors run on
+        at_stop = count(clusters["backup"], remote)
+        takeover = wait_role(second, flow, "active", 90)
+        landed = wait_for_every_seq(clusters["backup"], remote, total, timeout=240)
+        time.sleep(15)  # what the stale executors still sent lands now (at their pace, some 10,000 records)
+        landed = seqs(clusters["backup"], remote)
+        reported = recopied(second, remote)
+        os.killpg(a.pid, signal.SIGKILL)  # its application ends, and its executors with it
+        a.wait(30)
+    finally:
+        for proc in (a, b):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    lost, duplicated = lost_and_duplicated(range(total), landed)
+    group = f"xfence-{unique}"
+    said = [line for path in tmp_path_factory.getbasetemp().rglob("stderr") if path.is_file()
+            for line in path.read_text(errors="replace").splitlines() if f"(group {group})" in line]
+    print(f"executor fence drill: {total} records, {at_stop} on the target at SIGSTOP, standby active after "
+          f"{takeover:.1f} s, lost {len(lost)}, duplicated {duplicated} (reported {reported})")
+    assert at_stop < total // 2, "the driver was stopped after most of the backlog was written: nothing to fence"
+    assert not lost
+    assert duplicated == reported, (duplicated, reported)
+    assert any("no longer holds the flow's lease" in line for line in said), "no executor said it was fenced"
+

@@ -38,12 +38,12 @@ from mirrorspark.state.location import KEY as STATE_KEY
 from mirrorspark.takeover.mm2_state import read_offset_syncs
 from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
 from mirrorspark.takeover.plan import FlowTakeover, execute
-from mirrorspark.takeover.positions import PAST_LOG_START, PartitionTakeover, locate
+from mirrorspark.takeover.positions import NEW_GENERATION, PAST_LOG_START, PartitionTakeover, locate
 
 log = logging.getLogger(__name__)
 
 FRESH_COPY_FLAG = "--fresh-copy"
-ANCHORED = ("offset sync", "log starts", PAST_LOG_START)  # how ``locate`` found the resume point
+ANCHORED = ("offset sync", "log starts", PAST_LOG_START, NEW_GENERATION)  # how ``locate`` found the resume point
 
 
 class StateLost(ConfigError):
@@ -109,13 +109,15 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
         _same_names_start(flow, where, held, {k: v for k, v in syncs.items() if k in held}, sync_topic)
         return
     source_starts = partition_offsets(clients.source, sorted(held), earliest=True)
+    source_ends = partition_offsets(clients.source, sorted(held))  # an end below a sync: a re-created topic
     reader_conf = {**clients.source_conf,
                    "isolation.level": "read_committed" if flow.reads_committed else "read_uncommitted"}
     takeover = FlowTakeover(flow.name, f"the target (no state in {where})")
     for (topic, partition), (start, end) in sorted(held.items()):
         takeover.partitions.append(locate(reader_conf, clients.target_conf, topic, partition, plan.remote[topic], None,
                                           syncs.get((topic, partition), []), start, end,
-                                          source_starts.get((topic, partition), 0)))
+                                          source_starts.get((topic, partition), 0),
+                                          source_ends.get((topic, partition))))
     unanchored = {(p.topic, p.partition): held[(p.topic, p.partition)] for p in takeover.partitions
                   if not p.method.startswith(ANCHORED)}
     if unanchored:
@@ -131,8 +133,14 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
     for row in gone:  # reported before the positions are written: a kill -9 between cannot hide it
         loss.report(row.topic, row.partition, row.resume - row.lost, row.resume - 1,
                     "removed from the source (retention) while no instance wrote the flow, before they were "
-                    "copied (at most this many: fewer when the source's offsets have gaps)")
+                    "copied (at most this many: fewer when the source's offsets have gaps)" if
+                    not row.method.startswith(NEW_GENERATION) else
+                    "removed from the re-created source topic (retention) before they were copied (at most this many)")
     execute(flow, takeover, folder)
+    for row in takeover.partitions:
+        if row.method.startswith(NEW_GENERATION):
+            log.warning("flow %s: %s[%d]: %s: the copies of the old topic stay on the target, the new topic's records "
+                        "are copied from source offset %d", flow.name, row.topic, row.partition, row.method, row.resume)
     log.warning("flow %s: no state in %s, but its remote topics hold %d record(s): it resumes after the last record "
                 "already on the target in each of %d partition(s) (an offset sync, or both logs' starts, or the "
                 "source's start where retention ran past the copy, and a record-by-record comparison), copying none "

@@ -129,9 +129,13 @@ def _compared(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: s
 
 def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int, remote: str,
            mm2_committed: int | None, syncs: list[tuple[int, int]], target_start: int, target_end: int,
-           source_start: int) -> PartitionTakeover:
-    """The resume position of one source partition."""
+           source_start: int, source_end: int | None = None) -> PartitionTakeover:
+    """The resume position of one source partition. ``source_end``, when known, tells a source topic
+    re-created since the newest offset sync (its end is not past that sync's source offset)."""
     usable = sorted({(d, u) for u, d in syncs if target_start <= d < target_end})
+    # The source's offsets went back past the newest sync: no sync's record is on the source any more
+    # (reading them would only wait for records that never come).
+    recreated = bool(usable) and source_end is not None and source_end <= usable[-1][1]
     candidates: list[tuple[int, int]] = []
     in_window = [(u, d) for d, u in usable if target_end - d <= WINDOW]
     if in_window:
@@ -140,7 +144,7 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
         candidates.append((usable[-1][1], usable[-1][0]))  # the newest: the fewest records to compare
     if not usable and target_end - target_start <= MAX_TAIL:
         candidates.append((source_start, target_start))  # cut before its first sync: both logs' starts
-    for anchor in dict.fromkeys(candidates):
+    for anchor in dict.fromkeys([] if recreated else candidates):
         offsets = _compared(source_conf, target_conf, topic, partition, remote, anchor, target_end)
         if offsets is None:
             continue
@@ -152,7 +156,8 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
                                  f"{how} {anchor[0]}->{anchor[1]} and {len(offsets)} record(s) compared",
                                  written_after_commit=after, copied_twice=0, runs=runs)
     if mm2_committed is None and (past := _past_log_start(source_conf, target_conf, topic, partition, remote,
-                                                          usable, target_start, target_end, source_start)):
+                                                          usable, target_start, target_end, source_start,
+                                                          source_end, recreated)):
         return past
     resume = (mm2_committed + 1) if mm2_committed is not None else source_start
     method = ("MM2's committed offset (no offset sync anchors its last writes)" if mm2_committed is not None
@@ -165,11 +170,13 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
 
 
 PAST_LOG_START = "source log start past the copy"  # how ``_past_log_start`` found the resume point
+NEW_GENERATION = "source topic re-created since the copy's newest offset sync"
 
 
 def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,
                     remote: str, usable: list[tuple[int, int]], target_start: int, target_end: int,
-                    source_start: int) -> PartitionTakeover | None:
+                    source_start: int, source_end: int | None = None,
+                    recreated: bool = False) -> PartitionTakeover | None:
     """The source no longer has the records after the copy's newest offset sync (retention ran past it
     while no instance wrote the flow): they cannot be compared, but they cannot be copied either. The
     copy's last records are then found among the source's first ones (the records from the sync on
@@ -177,8 +184,14 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
     is there, it resumes at the source's start and the records between the copy's end and that start
     are lost: at most ``start - (sync + copies after it)``, exactly that many when the source's
     offsets have no gaps (no transactions, no compaction).
+
+    ``recreated``: the source partition's end is not past the newest sync's source offset, so its offsets
+    went back (the topic was deleted and made again): the same search finds the copies of the new
+    topic's first records after that sync; without any, the new topic is copied from its start, and
+    only records retention removed from it before they were copied (its offsets below ``source_start``)
+    are lost.
     None: no sync, the sync's record is still on the source (the records differ), or the tail is too long."""
-    if not usable or source_start <= usable[-1][1]:
+    if not usable or (source_start <= usable[-1][1] and not recreated):
         return None  # no sync says where the copy was, or its record is still there (the records differ)
     newest = usable[-1]  # (downstream, upstream)
     tail_from = newest[0]
@@ -186,7 +199,8 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
     if written <= 0 or written > MAX_TAIL:
         return None
     copied = read_from(target_conf, remote, partition, tail_from, written)
-    still = read_from(source_conf, topic, partition, source_start, written)
+    available = written if source_end is None else min(written, max(0, source_end - source_start))
+    still = read_from(source_conf, topic, partition, source_start, available) if available else []
     if len(copied) != written:
         return None
     first = still[0] if still else None
@@ -195,13 +209,18 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
                and all(same(a, b) for a, b in zip(still, copied[at:], strict=False))]
     if len(matches) > 1:
         return None  # repeating records: which suffix is the copy's cannot be told, so nothing is guessed
+    how = NEW_GENERATION if recreated else PAST_LOG_START
     if matches:
         at = matches[0]
         offsets = [r[0] for r in still[:len(copied) - at]]
         return PartitionTakeover(topic, partition, remote, None, target_end, offsets[-1] + 1,
-                                 f"{PAST_LOG_START}: its last {len(offsets)} record(s) found from source offset "
+                                 f"{how}: its last {len(offsets)} record(s) found from source offset "
                                  f"{source_start}", copied_twice=0,
                                  runs=[(run, i > 0) for i, run in enumerate(runs_of(offsets, tail_from + at))])
+    if recreated:  # none of the new topic's records was copied: all of them are, from its first
+        return PartitionTakeover(topic, partition, remote, None, target_end, source_start,
+                                 f"{how}: none of the new topic's records is on the target yet", lost=source_start,
+                                 copied_twice=0)
     floor = newest[1] + written
     if floor > source_start:
         return None  # the copy may reach past the source's start: resuming there could copy records again

@@ -126,3 +126,44 @@ def test_a_copy_that_may_reach_past_the_log_start_without_a_match_gives_no_resum
     _logs(monkeypatch, source, target)
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 25)
     assert not found.method.startswith(positions.PAST_LOG_START)
+
+
+def test_a_source_topic_recreated_since_the_newest_sync_is_copied_from_its_first_record(monkeypatch):
+    # synced 20->5 and the old topic's 20..27 at 5..12; the topic was deleted and made again: its end (10)
+    # is not past the sync's source offset, and none of its records is on the target yet
+    source = {o: b"new%d" % o for o in range(0, 10)}
+    target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 0,
+                             source_end=10)
+    assert (found.resume, found.lost) == (0, 0) and found.method.startswith(positions.NEW_GENERATION)
+
+
+def test_a_recreated_source_topics_records_already_copied_are_found_after_the_old_ones(monkeypatch):
+    # the new topic's 0..2 were copied at 13..15, after the old topic's copies, before any new sync
+    source = {o: b"new%d" % o for o in range(0, 10)}
+    target = {**{5 + i: b"v%d" % (20 + i) for i in range(8)}, 13: b"new0", 14: b"new1", 15: b"new2"}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 16, 0,
+                             source_end=10)
+    assert (found.resume, found.lost) == (3, 0) and found.method.startswith(positions.NEW_GENERATION)
+    assert [r for r, _ in found.runs] == [OffsetRun(0, 13, 3)]
+
+
+def test_a_recreated_source_topics_records_retention_removed_before_a_copy_are_counted(monkeypatch):
+    source = {o: b"new%d" % o for o in range(4, 10)}  # the new topic's 0..3 removed before anyone copied them
+    target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 4,
+                             source_end=10)
+    assert (found.resume, found.lost) == (4, 4) and found.method.startswith(positions.NEW_GENERATION)
+
+
+def test_a_source_that_grew_past_the_sync_with_other_records_is_not_taken_for_a_new_topic(monkeypatch):
+    # the end (40) is past the sync's source offset: nothing says the topic is new; records differ
+    source = {o: b"other%d" % o for o in range(0, 40)}
+    target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 0,
+                             source_end=40)
+    assert not found.method.startswith((positions.NEW_GENERATION, positions.PAST_LOG_START, "offset sync"))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,9 @@ from mirrorspark.jvm_bridge import JvmError, JvmFences
 log = logging.getLogger(__name__)
 
 ROUND = 0.5  # seconds between confirmations
+# This process among the runs of one state location: the executors of an earlier run of the same
+# instance (a restarted driver) must not take the new run's confirmations for their own.
+PROCESS_RUN = uuid.uuid4().hex[:8]
 _REFUSED = {KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED,
             KafkaError.SASL_AUTHENTICATION_FAILED}
 
@@ -52,6 +56,7 @@ class FlowLease:
         """``clock`` (monotonic seconds) bounds the lease, ``wall`` (epoch seconds) the JVM's fence."""
         self.flow = flow
         self.instance = instance
+        self.writer = f"{instance}-{PROCESS_RUN}"  # who the confirmations name (``sink/LeaseWatch.java``)
         self._clock, self._wall = clock, wall
         self.group = group
         self.timeout = timeout
@@ -140,6 +145,8 @@ class FlowLease:
                 if self._held:
                     self._confirm(member)
         finally:
+            if self._held:
+                self._revoke_executors(member)
             self._drop("this process stops", stopping=True)
             member.close()  # leaves the group: a standby is assigned the partition now
 
@@ -191,13 +198,21 @@ class FlowLease:
             log.warning("flow %s: lease lost: %s", self.flow, why)
         self._renew_fence(0)
 
+    def _revoke_executors(self, member) -> None:
+        """Before leaving the group: a last confirmation with deadline 0, so executors of their own stop
+        at their next read instead of writing on until the last deadline, past the standby's start."""
+        try:
+            member.commit(offsets=[TopicPartition(LEASE_TOPIC, 0, 0, metadata=f"{self.writer} 0")], asynchronous=False)
+        except KafkaException as exc:  # not the member any more: another one's confirmation fences them
+            log.debug("flow %s: executors' lease not revoked: %s", self.flow, exc)
+
     def _confirm(self, member) -> None:
         sent, wall = self._clock(), self._wall()
         valid = self.timeout / 2
         until_ms = int(wall * 1000 + valid * 1000)
         # The commit's metadata is the fence of executors in JVMs of their own (sink/LeaseWatch.java):
         # which instance may write, until when. Only the group's current member can commit it.
-        confirmation = TopicPartition(LEASE_TOPIC, 0, 0, metadata=f"{self.instance} {until_ms}")
+        confirmation = TopicPartition(LEASE_TOPIC, 0, 0, metadata=f"{self.writer} {until_ms}")
         try:
             member.commit(offsets=[confirmation], asynchronous=False)
         except KafkaException as exc:
@@ -229,5 +244,7 @@ class FlowLease:
                 fence.revoke(self.flow)
         except JvmError as exc:  # the JVM is gone (stopping): nothing left to fence
             log.debug("flow %s: write fence not updated: %s", self.flow, exc)
+        except Exception as exc:  # noqa: BLE001 - the lease thread must go on confirming
+            log.warning("flow %s: write fence not updated: %s", self.flow, exc)
 
 

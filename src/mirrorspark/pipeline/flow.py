@@ -17,6 +17,7 @@ query, its control tasks and its offset syncs at once and becomes a standby itse
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -92,6 +93,9 @@ class Flow:
         self.rejoin_at: float | None = None  # monotonic: a flow handed over after failing here joins again then
         self.hand_over_checked = 0.0  # monotonic: when the lease group was last asked for another member
         self._late: stale_writes.LateWatch | None = None  # the search for copies made twice after leaving
+        # Steering (take over, leave) and REST's controls (pause, resume, restart) one at a time: a
+        # resume must not start the query of a flow that is being left.
+        self._lock = threading.RLock()
         options = self.config.options
         if options.lease_enabled:
             target, target_conf = context.shared.clusters.admin(self.config.target)
@@ -191,7 +195,7 @@ class Flow:
                                          state=self.folder))
         writing = self.lease.confirmed if self.lease is not None else None
         self.parts = assemble_flow(self.context, writing=writing,
-                                   lease_group=self.lease.group if self.lease is not None else None)
+                                   lease=(self.lease.group, self.lease.writer) if self.lease is not None else None)
         self.takeovers += 1
         self.failed_takes = 0
         self.last_failure = self.failing_since = None
@@ -207,6 +211,7 @@ class Flow:
         if self.parts is None:
             return
         self.bind_fence(spark)
+        self.parts.supervisor.requests.take()  # asked before the start, which plans afresh anyway
         query = self.parts.query
         query.start(spark)
         if query.metrics is not None:
@@ -254,6 +259,10 @@ class Flow:
     def steer(self, spark: Any, *, assembled: Callable[[], None]) -> None:
         """Follow the lease: stop writing when it is lost, take the flow when given it, hand it to a
         standby when it failed here."""
+        with self._lock:
+            self._steer(spark, assembled)
+
+    def _steer(self, spark: Any, assembled: Callable[[], None]) -> None:
         supervisor = self.parts.supervisor if self.parts is not None else None
         if self.rejoin_due():
             self.rejoin()
@@ -278,13 +287,16 @@ class Flow:
             self.parts.supervisor.poll(spark)
 
     def pause(self) -> None:
-        self._writing().query.pause()
+        with self._lock:
+            self._writing().query.pause()
 
     def resume(self, spark: Any) -> None:
-        self._writing().query.resume(spark)  # Conflict when it is not paused
+        with self._lock:
+            self._writing().query.resume(spark)  # Conflict when it is not paused
 
     def restart(self, spark: Any) -> None:
-        self._writing().supervisor.manual_restart(spark)
+        with self._lock:
+            self._writing().supervisor.manual_restart(spark)
 
     def _writing(self) -> AssembledFlow:
         parts = self.parts

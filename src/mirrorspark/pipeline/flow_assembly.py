@@ -95,11 +95,11 @@ def flow_lanes(flow: FlowConfig) -> list[str]:
 
 
 def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = None,
-                  lease_group: str | None = None) -> AssembledFlow:
+                  lease: tuple[str, str] | None = None) -> AssembledFlow:
     """Check and wire one enabled flow; raises a family error, before anything is copied, on bad input.
     ``writing``: whether this process still holds the flow's lease (None: no lease); batches and
-    control tasks check it before they write. ``lease_group``: the lease's group, which executors in
-    JVMs of their own read the lease from."""
+    control tasks check it before they write. ``lease``: the lease's group and the writer its
+    confirmations name, by which executors in JVMs of their own read the lease."""
     flow, shared = context.config, context.shared
     options = flow.options
     selection = TopicSelection(flow, context.policy)
@@ -179,7 +179,7 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     query = FlowQuery(flow=flow, start=start, checkpoint=checkpoint, guard=guard, slots=shared.slots,
                       on_written=offsets.on_written if offsets.enabled else None, metrics=figures,
                       ship_files=shared.ship_files, before_start=before_start,
-                      lease=(lease_group, context.instance) if lease_group is not None else None)
+                      lease=lease)
     supervisor = FlowSupervisor(query=query, loss=loss, metrics=shared.metrics, requests=restarts)
     probe = LagProbe(metrics=shared.metrics, flow_name=flow.name, source=flow.source.alias, target=flow.target.alias,
                      admin=source, source_conf=source_conf, read_committed=flow.reads_committed,

@@ -133,9 +133,10 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
     """The resume position of one source partition. ``source_end``, when known, tells a source topic
     re-created since the newest offset sync (its end is not past that sync's source offset)."""
     usable = sorted({(d, u) for u, d in syncs if target_start <= d < target_end})
-    # The source's offsets went back past the newest sync: no sync's record is on the source any more
-    # (reading them would only wait for records that never come).
-    recreated = bool(usable) and source_end is not None and source_end <= usable[-1][1]
+    # The source's offsets went back past the newest sync: a new topic, unless an older sync's record is
+    # still the same on both sides (a log truncated by an unclean leader election, not a new topic).
+    recreated = bool(usable) and source_end is not None and source_end <= usable[-1][1] and \
+        not _still_on_source(source_conf, target_conf, topic, partition, remote, usable, source_start, source_end)
     candidates: list[tuple[int, int]] = []
     in_window = [(u, d) for d, u in usable if target_end - d <= WINDOW]
     if in_window:
@@ -171,6 +172,19 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
 
 PAST_LOG_START = "source log start past the copy"  # how ``_past_log_start`` found the resume point
 NEW_GENERATION = "source topic re-created since the copy's newest offset sync"
+
+
+def _still_on_source(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,
+                     remote: str, usable: list[tuple[int, int]], source_start: int, source_end: int) -> bool:
+    """The newest sync whose source offset the source still has maps two equal records: the copy
+    and the source are one log, whatever its end says."""
+    inside = [(d, u) for d, u in usable if source_start <= u < source_end]
+    if not inside:
+        return False
+    downstream, upstream = inside[-1]
+    source = read_from(source_conf, topic, partition, upstream, 1)
+    target = read_from(target_conf, remote, partition, downstream, 1)
+    return bool(source and target) and source[0][0] == upstream and same(source[0], target[0])
 
 
 def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,
@@ -217,6 +231,8 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
                                  f"{how}: its last {len(offsets)} record(s) found from source offset "
                                  f"{source_start}", copied_twice=0,
                                  runs=[(run, i > 0) for i, run in enumerate(runs_of(offsets, tail_from + at))])
+    if recreated and written > 1:
+        return None  # copies after the newest sync that are not the new topic's first records: unknown ones
     if recreated:  # none of the new topic's records was copied: all of them are, from its first
         return PartitionTakeover(topic, partition, remote, None, target_end, source_start,
                                  f"{how}: none of the new topic's records is on the target yet", lost=source_start,

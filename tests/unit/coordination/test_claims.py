@@ -37,7 +37,7 @@ def topic(monkeypatch) -> ClaimsTopic:
     monkeypatch.setattr(claims, "read_to_end", fake.read_to_end)
     monkeypatch.setattr(claims, "send_all", fake.send_all)
     monkeypatch.setattr(claims, "producer", lambda conf: None)
-    monkeypatch.setattr(flow_module, "assemble_flow", lambda context, writing, lease_group: "assembled")
+    monkeypatch.setattr(flow_module, "assemble_flow", lambda context, writing, lease: "assembled")
     return fake
 
 

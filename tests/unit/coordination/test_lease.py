@@ -72,7 +72,8 @@ def test_a_confirmation_lets_the_flow_write_for_half_a_session_timeout_and_the_f
     assert fences.calls == [("a->b", int(sent * 1000 + 5_000))]
     # Executors in JVMs of their own read the same deadline from the confirmation (sink/LeaseWatch.java).
     assert [(c.topic, c.partition, c.metadata) for c in member.committed] == \
-        [(LEASE_TOPIC, 0, f"instance {int(sent * 1000 + 5_000)}")]
+        [(LEASE_TOPIC, 0, f"{lease.writer} {int(sent * 1000 + 5_000)}")]
+    assert lease.writer.startswith("instance-"), "the instance and this process's run"
     clock.now += 4.9
     assert lease.active()
     clock.now += 0.2

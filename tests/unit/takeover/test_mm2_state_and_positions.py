@@ -129,13 +129,14 @@ def test_a_copy_that_may_reach_past_the_log_start_without_a_match_gives_no_resum
 
 
 def test_a_source_topic_recreated_since_the_newest_sync_is_copied_from_its_first_record(monkeypatch):
-    # synced 20->5 and the old topic's 20..27 at 5..12; the topic was deleted and made again: its end (10)
-    # is not past the sync's source offset, and none of its records is on the target yet
+    # the old topic's 20..27 at 5..12, synced at 20->5 and 27->12 (the last record of its last batch); the
+    # topic was deleted and made again: its end (10) is not past the sync's source offset, and none of
+    # its records is on the target yet
     source = {o: b"new%d" % o for o in range(0, 10)}
     target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
     _logs(monkeypatch, source, target)
-    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 0,
-                             source_end=10)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5), (27, 12)], 5, 13,
+                             0, source_end=10)
     assert (found.resume, found.lost) == (0, 0) and found.method.startswith(positions.NEW_GENERATION)
 
 
@@ -144,7 +145,7 @@ def test_a_recreated_source_topics_records_already_copied_are_found_after_the_ol
     source = {o: b"new%d" % o for o in range(0, 10)}
     target = {**{5 + i: b"v%d" % (20 + i) for i in range(8)}, 13: b"new0", 14: b"new1", 15: b"new2"}
     _logs(monkeypatch, source, target)
-    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 16, 0,
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(27, 12)], 5, 16, 0,
                              source_end=10)
     assert (found.resume, found.lost) == (3, 0) and found.method.startswith(positions.NEW_GENERATION)
     assert [r for r, _ in found.runs] == [OffsetRun(0, 13, 3)]
@@ -154,7 +155,7 @@ def test_a_recreated_source_topics_records_retention_removed_before_a_copy_are_c
     source = {o: b"new%d" % o for o in range(4, 10)}  # the new topic's 0..3 removed before anyone copied them
     target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
     _logs(monkeypatch, source, target)
-    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 4,
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(27, 12)], 5, 13, 4,
                              source_end=10)
     assert (found.resume, found.lost) == (4, 4) and found.method.startswith(positions.NEW_GENERATION)
 
@@ -167,3 +168,25 @@ def test_a_source_that_grew_past_the_sync_with_other_records_is_not_taken_for_a_
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 0,
                              source_end=40)
     assert not found.method.startswith((positions.NEW_GENERATION, positions.PAST_LOG_START, "offset sync"))
+
+
+def test_a_source_log_cut_short_by_an_unclean_election_is_not_taken_for_a_new_topic(monkeypatch):
+    # the copy of 0..27 at 0..27, synced at 2->2 and 27->27; the source's log was truncated to 0..9 (an
+    # unclean leader election): its end is below the newest sync, but the sync at 2 still maps equal records
+    source = {o: b"v%d" % o for o in range(0, 10)}
+    target = {o: b"v%d" % o for o in range(28)}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(2, 2), (27, 27)], 0, 28, 0,
+                             source_end=10)
+    assert not found.method.startswith(positions.NEW_GENERATION)
+
+
+def test_unknown_copies_after_the_newest_sync_of_a_recreated_topic_give_no_resume_point(monkeypatch):
+    # after the old topic's last sync 27->12, a copy that is none of the new topic's first records
+    source = {o: b"new%d" % o for o in range(0, 10)}
+    target = {**{5 + i: b"v%d" % (20 + i) for i in range(8)}, 13: b"lost-sync"}
+    _logs(monkeypatch, source, target)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(27, 12)], 5, 14, 0,
+                             source_end=10)
+    assert not found.method.startswith(positions.NEW_GENERATION)
+

@@ -60,19 +60,6 @@ public final class Fences {
         return UNTIL.get(flow);
     }
 
-    /**
-     * The deadline a writer of {@code settings} checks: the one the driver renews in this JVM, else
-     * (an executor in a JVM of its own) the one read from the flow's lease group on the target
-     * ({@link LeaseWatch}); null when the flow has no lease.
-     */
-    static AtomicLong forWriter(WriteSettings settings) {
-        AtomicLong local = UNTIL.get(settings.flow);
-        if (local != null || settings.leaseGroup == null) {
-            return local;
-        }
-        return LeaseWatch.of(settings);
-    }
-
     /** True when {@code deadline} (from {@link #of}) is set and has passed. */
     static boolean expired(AtomicLong deadline) {
         return deadline != null && System.currentTimeMillis() > deadline.get();
@@ -124,6 +111,25 @@ public final class Fences {
             }
         }
         return out.append("]}").toString();
+    }
+
+    /**
+     * The late acknowledgements of {@code flow} kept in this JVM, as {@link #lateWrites}' partitions
+     * (JSON), without waiting for the producers; null when there are none. They are cleared: an
+     * executor of its own logs them ({@link LeaseWatch}), no driver reads them there.
+     */
+    static String takeLate(String flow) {
+        Map<String, Late> late = LATE.remove(flow);
+        VALID.remove(flow);
+        if (late == null || late.isEmpty()) {
+            return null;
+        }
+        StringBuilder out = new StringBuilder("[");
+        List<Late> all = new ArrayList<>(late.values());
+        for (int i = 0; i < all.size(); i++) {
+            out.append(i == 0 ? "" : ",").append(all.get(i).json());
+        }
+        return out.append("]").toString();
     }
 
     /** Throws when {@code deadline} (from {@link #of}) has passed. */

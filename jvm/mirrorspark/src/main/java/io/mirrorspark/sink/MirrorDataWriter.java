@@ -45,6 +45,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     /** How long this JVM may write the flow (renewed by the driver's lease thread, or read from the
      *  target by an executor of its own, {@link LeaseWatch}), null: no lease. */
     private final AtomicLong fence;
+    /** The lease read from the target by this executor, null where the driver renews {@link #fence}. */
+    private final LeaseWatch watch;
     /** Exactly-once mode: the task's transactions, one per target partition (null otherwise). */
     private final TaskTransactions transactions;
 
@@ -71,7 +73,10 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         this.settings = settings;
         this.clients = clients;
         this.resume = resume;
-        this.fence = Fences.forWriter(settings);
+        AtomicLong local = Fences.of(settings.flow);
+        // An executor in a JVM of its own: no driver renews a fence here, the lease is read from the target.
+        this.watch = local == null && settings.leaseGroup != null ? LeaseWatch.acquire(settings) : null;
+        this.fence = watch != null ? watch.until : local;
         this.transactions = settings.exactlyOnce ? new TaskTransactions(settings, clients) : null;
         this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
         this.retried = retried;
@@ -233,6 +238,9 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     @Override
     public void close() {
         closeTails();
+        if (watch != null && !released) {
+            watch.release();
+        }
         // Called after commit() and after abort(): give the shared producer back exactly once.
         if (!released && transactions != null) {
             released = true;

@@ -54,8 +54,9 @@ final class Producers {
     }
 
     /**
-     * {@code flow} may write no more from this JVM: its producers no other flow shares are closed at
-     * once, dropping what they held unsent (the tasks using them fail). Returns how many were closed.
+     * {@code flow} may write no more from this JVM: its producers are closed at once, dropping what
+     * they held unsent; the tasks using them fail, another flow's sharing one too (its retried task
+     * compares with the target: it sends nothing twice). Returns how many were closed.
      */
     static int abort(String flow) {
         return POOL.abort(flow);
@@ -113,21 +114,21 @@ final class Producers {
             this.abort = abort;
         }
 
-        /** Closes, with {@code abort}, every producer only {@code flow} uses (pooled or retired); returns how many. */
+        /** Closes, with {@code abort}, every producer {@code flow} uses (pooled or retired); returns how many. */
         int abort(String flow) {
             List<P> aborting = new ArrayList<>();
             String prefix = flow + '\u0000';
             synchronized (this) {
                 for (Iterator<Lease<P>> it = leases.values().iterator(); it.hasNext();) {
                     Lease<P> lease = it.next();
-                    if (onlyOf(lease, prefix)) {
+                    if (usedBy(lease, prefix)) {
                         it.remove();
                         aborting.add(lease.producer);
                     }
                 }
                 for (Iterator<Lease<P>> it = retired.values().iterator(); it.hasNext();) {
                     Lease<P> lease = it.next();
-                    if (onlyOf(lease, prefix)) {
+                    if (usedBy(lease, prefix)) {
                         it.remove();
                         aborting.add(lease.producer);
                     }
@@ -138,8 +139,8 @@ final class Producers {
             return aborting.size();
         }
 
-        private static boolean onlyOf(Lease<?> lease, String prefix) {
-            return !lease.flows.isEmpty() && lease.flows.stream().allMatch(who -> who.startsWith(prefix));
+        private static boolean usedBy(Lease<?> lease, String prefix) {
+            return lease.flows.stream().anyMatch(who -> who.startsWith(prefix));
         }
 
         P acquire(String flow, Map<String, String> settings, long now) {

@@ -40,19 +40,22 @@ final class ProducerPoolsTest {
     }
 
     @Test
-    void aFencedFlowsOwnProducerIsAbortedAndOneSharedWithAnotherFlowIsKept() {
+    void aFencedFlowsProducersAreAbortedSharedOnesTooAndAnotherFlowsAreKept() {
         List<Fake> aborted = new ArrayList<>();
         Producers.Pool<Fake> pool = new Producers.Pool<>(Fake::new, f -> f.closed++, aborted::add);
         long t = 1_000_000L;
-        Fake shared = pool.acquire("a->b", settings("1048576"), t);
-        assertSame(shared, pool.acquire("c->b", settings("1048576"), t));
         Fake own = pool.acquire("x->b", settings("2097152"), t);  // a task is still writing with it
+        Fake shared = pool.acquire("x->c", settings("1048576"), t);
+        assertSame(shared, pool.acquire("y->c", settings("1048576"), t));
+        Fake other = pool.acquire("z->b", settings("3145728"), t);
 
-        assertEquals(0, pool.abort("a->b"), "c->b writes with it too: its sends go on");
+        assertEquals(0, pool.abort("q->b"), "a flow without producers here");
         assertEquals(1, pool.abort("x->b"));
         assertEquals(List.of(own), aborted, "closed without sending what it holds, though a task uses it");
-        assertEquals(0, own.closed + shared.closed, "nothing closed the gentle way");
-        assertEquals(List.of(shared), pool.all());
+        assertEquals(1, pool.abort("y->c"), "shared with x->c: its tasks fail and their retries compare");
+        assertEquals(List.of(own, shared), aborted);
+        assertEquals(0, own.closed + shared.closed + other.closed, "nothing closed the gentle way");
+        assertEquals(List.of(other), pool.all());
         pool.release(settings("2097152"), own, false, t);  // the task ends (its sends failed)
         assertEquals(0, own.closed, "an aborted producer is not closed again");
         assertNotSame(own, pool.acquire("x->b", settings("2097152"), t + 1), "a later task gets a new producer");

@@ -24,9 +24,8 @@ import org.apache.kafka.common.errors.ProducerFencedException;
  * <p>A transaction must end well inside the producer's {@code transaction.timeout.ms}, or the broker
  * aborts it and the batch can never finish (a large backlog into a slow or quota-limited target).
  * So a partition's transaction is committed mid-batch, with the progress of the rows sent so far,
- * once it has run a third of that timeout ({@link #budgetMs}) or once it holds more bytes than the
- * partition's measured speed drains in what is left of that third ({@link #due}): the rest is for
- * the commit itself, which waits for a throttled target, a loaded machine, a pause.
+ * once it has run half that timeout ({@link #budgetMs}) or once it holds more bytes than the
+ * partition's measured speed drains in what is left of that half ({@link #due}).
  */
 final class TaskTransactions {
     /** Records this JVM sent in transactions: where the fault drills' moments are counted from. */
@@ -64,8 +63,7 @@ final class TaskTransactions {
         this.budgetMs = budgetMs(settings.producer);
     }
 
-    /** A third of the producer's {@code transaction.timeout.ms} (Kafka's default 60 s): what a transaction may
-     *  last before its commit begins (half left too little under load: one aborted in a full test run). */
+    /** Half the producer's {@code transaction.timeout.ms} (Kafka's default 60 s): what a transaction may last. */
     static long budgetMs(Map<String, String> producer) {
         String set = producer.get("transaction.timeout.ms");
         long timeout = 60_000L;
@@ -76,7 +74,7 @@ final class TaskTransactions {
                 timeout = 60_000L;  // the producer refuses it itself, naming the key
             }
         }
-        return Math.max(1L, timeout / 3);
+        return Math.max(1L, timeout / 2);
     }
 
     /**

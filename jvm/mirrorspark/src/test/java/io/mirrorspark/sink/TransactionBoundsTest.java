@@ -33,10 +33,10 @@ final class TransactionBoundsTest {
     }
 
     @Test
-    void theBudgetIsAThirdOfTheTransactionTimeout() {
-        assertEquals(20_000L, TaskTransactions.budgetMs(Map.of()), "a third of Kafka's default 60 s");
-        assertEquals(300_000L, TaskTransactions.budgetMs(Map.of("transaction.timeout.ms", "900000")), "a third of the set one");
-        assertEquals(20_000L, TaskTransactions.budgetMs(Map.of("transaction.timeout.ms", "soon")), "unreadable: default");
+    void theBudgetIsHalfTheTransactionTimeout() {
+        assertEquals(30_000L, TaskTransactions.budgetMs(Map.of()), "half of Kafka's default 60 s");
+        assertEquals(450_000L, TaskTransactions.budgetMs(Map.of("transaction.timeout.ms", "900000")), "half of the set one");
+        assertEquals(30_000L, TaskTransactions.budgetMs(Map.of("transaction.timeout.ms", "soon")), "unreadable: default");
     }
 
     @Test

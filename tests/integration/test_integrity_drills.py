@@ -440,7 +440,8 @@ def test_source_down_75s_restarted_during_it_then_target_down_20s_the_flow_outli
         assert waiting, seen["restarted"]
         # Retried, never failed (restart.attempts = 1 would fail it at its second failure). An attempt waits
         # for the source until a lookup times out, so a loaded machine sees 1 or 2 retries in the 50 s;
-        # a longer watch made the feeder's own retries duplicate records on the source (96,518 once).
+        # a longer watch (80 s, the source down about 100 s) once saw 96,518 records twice on the target,
+        # not yet explained (issue 42): the drill keeps the outage it was built for.
         retries = re.findall(r"degraded, retrying in [\d.]+ s \(retry (\d+)", first_output)
         assert retries, first_output[-3000:]
         for output in (first_output, second_output):

@@ -25,6 +25,22 @@ class ConfigError(MirrorsparkError, ValueError):
         self.key = key
 
 
+class NeededAtRunTime(ConfigError):
+    """The file is fine, but something it names is not on this machine (an environment variable, a
+    file, a key store): ``validate --offline`` lists it as needed at run time instead of failing,
+    as a CI machine has none of production's secrets."""
+
+
+class ConfigErrors(ConfigError):
+    """Several independent errors of one file, reported together (a file with four mistakes needs
+    one run, not four)."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        lines = "\n".join(f"  - {e}" for e in errors)
+        super().__init__(f"{len(errors)} errors in the configuration:\n{lines}", errors[0].key)
+        self.errors = errors
+
+
 class OperationalError(MirrorsparkError):
     """The configuration is usable but the work cannot be done (cluster, state, Spark, setup...)."""
 

@@ -7,8 +7,9 @@ is checked without Spark: a wrong span here is a wrong count there.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
+
+import regex
 
 from mirrorspark.offsets.ranges import OffsetRanges, RangeRow
 from mirrorspark.partition import Partition
@@ -58,7 +59,7 @@ class PartitionRuns:
 
 
 def select_partitions(ranges: OffsetRanges, selection: TopicSelection,
-                      pattern: re.Pattern | None) -> list[PartitionRuns]:
+                      pattern: regex.Pattern[str] | None) -> list[PartitionRuns]:
     """The range log's partitions (``pattern`` fully matching the source or the remote topic name)."""
     out = []
     for topic, partition in ranges.partitions():

@@ -7,12 +7,13 @@ each cluster as the flow does.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
+import regex
 from confluent_kafka import IsolationLevel
 
 from mirrorspark.audit.plan import PartitionRuns, select_partitions
+from mirrorspark.config.java_regex import JavaRegexError, compile_java
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError
 from mirrorspark.offsets.ranges import OffsetRanges
@@ -29,13 +30,13 @@ def find_flow(config: MirrorConfig, name: str) -> FlowConfig:
                       f"clusters {', '.join(config.clusters)}; enabled: {known})", "--flow")
 
 
-def topic_pattern(value: str | None) -> re.Pattern | None:
-    """``--topics`` compiled (None: every replicated topic)."""
+def topic_pattern(value: str | None) -> regex.Pattern[str] | None:
+    """``--topics`` compiled as a Java regex, like the configuration's (None: every replicated topic)."""
     if value is None:
         return None
     try:
-        return re.compile(value)
-    except re.error as exc:
+        return compile_java(value)
+    except JavaRegexError as exc:
         raise ConfigError(f"--topics {value!r} is not a valid regular expression: {exc}", "--topics") from None
 
 
@@ -47,7 +48,7 @@ def check_auditable(flow: FlowConfig) -> None:
                           "audit against", key)
 
 
-def plans_for(ranges: OffsetRanges, *, flow: FlowConfig, selection: TopicSelection, pattern: re.Pattern | None,
+def plans_for(ranges: OffsetRanges, *, flow: FlowConfig, selection: TopicSelection, pattern: regex.Pattern[str] | None,
               topics: str | None, folder_uri: str, where: str) -> list[PartitionRuns]:
     """The partitions to audit; an empty range log (most often the wrong state location, ``where``)
     or a ``--topics`` that matches nothing is refused, naming the topics there are."""

@@ -78,28 +78,34 @@ def validate(
     config: ConfigArg = None,
     config_option: ConfigOption = None,
     clusters: Annotated[list[str] | None, typer.Option("--clusters", help="As for run.")] = None,
-    offline: Annotated[bool, typer.Option(help="Do not contact the clusters (no dry-run plan).")] = False,
-    strict: Annotated[bool, typer.Option(help="Exit 2 when the file has warnings (keys MM2 ignores, no-ops): "
-                                               "for CI.")] = False,
+    offline: Annotated[bool, typer.Option(help="Check the file, not this machine: do not contact the clusters, and "
+                                                "list secrets, files and stores it lacks as needed at run time.")
+                       ] = False,
+    strict: Annotated[bool, typer.Option(help="Exit 2 when the file has warnings (keys MM2 ignores, no-ops) or, "
+                                               "offline, anything needed at run time: for CI.")] = False,
+    show: Annotated[bool, typer.Option("--show", help="Print each flow's effective settings, defaults included "
+                                                       "(secrets hidden).")] = False,
 ) -> None:
     """Check CONFIG, print resolved flows and settings (secrets hidden) and, with the clusters
-    reachable, which topics each flow would replicate under which remote names."""
+    reachable, which topics each flow would replicate under which remote names. Every error of
+    the file is reported in one run."""
     from mirrorspark.cli.validate_command import describe
     from mirrorspark.config import load_config
     from mirrorspark.control.client_settings import check_stores_only
     from mirrorspark.errors import ConfigError
     from mirrorspark.pipeline.preflight import preflight
 
-    mirror = load_config(config_file(config, config_option), _clusters_list(clusters))
+    mirror = load_config(config_file(config, config_option), _clusters_list(clusters), offline=offline)
+    pending = list(mirror.needed_at_run_time)
     check_stores_only(True)  # keystores are opened with their passwords, and no converted copy is kept
     try:
-        preflight(mirror)  # the very checks run makes before it touches a cluster
+        preflight(mirror, pending if offline else None)  # the very checks run makes before it touches a cluster
     finally:
         check_stores_only(False)
-    describe(mirror, typer.echo, probe=not offline)
-    if strict and mirror.warnings:
-        raise ConfigError(f"--strict: {len(mirror.warnings)} warning(s) above; MM2 and mirrorspark would run the "
-                          "file, but each key warned about has no effect")
+    describe(mirror, typer.echo, probe=not offline, show=show, pending=pending)
+    if strict and (mirror.warnings or pending):
+        raise ConfigError(f"--strict: {len(mirror.warnings)} warning(s) (keys that have no effect) and {len(pending)} "
+                          "item(s) needed at run time (not on this machine) above")
 
 
 @app.command()

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.config.redaction import Redactor, install
 
 
-def describe(config: MirrorConfig, raw_echo: Callable[[str], None], probe: bool) -> None:
+def describe(config: MirrorConfig, raw_echo: Callable[[str], None], probe: bool, show: bool = False,
+             pending: list[str] | None = None) -> None:
     # Every printed line goes through one redactor that knows the config's secret values, so a
     # password repeated in another value (e.g. spark.driver.extraJavaOptions) is hidden too.
     redactor = install(Redactor(config.secret_values()))
@@ -46,10 +47,38 @@ def describe(config: MirrorConfig, raw_echo: Callable[[str], None], probe: bool)
             echo(f"    topic.map: {', '.join(f'{s} -> {t}' for s, t in flow.options.topic_map.items())}")
         for key, value in sorted(redactor.settings(flow.flow_settings).items()):
             echo(f"    {flow.name}.{key} = {value}")
+        if show:
+            _effective(flow, redactor, echo)
         if probe and check_policy_class(flow.settings, flow.where(POLICY_KEY)) == "custom":
             echo("    plan: not shown: a custom replication.policy.class is imported only when flows run")
         elif probe:  # a built-in policy: nothing is imported
             _plan(flow, TopicSelection(flow, policy_for_flow(flow.settings, flow.source.alias)), names, echo)
+
+
+    for item in pending or ():
+        echo(f"needed at run time: {item}")
+
+
+def _effective(flow: FlowConfig, redactor: Redactor, echo: Callable[[str], None]) -> None:
+    """Every flow key as the flow will use it, and where its value comes from."""
+    from mirrorspark.config.keys import BY_NAME, Scope
+
+    echo("    effective settings:")
+    settings = redactor.settings(flow.settings)
+    for name, key in sorted(BY_NAME.items()):
+        if key.scope is not Scope.FLOW or key.deprecated_by:
+            continue
+        if name in flow.flow_settings:
+            origin = "flow"
+        elif name in flow.settings:
+            origin = "top level"
+        else:
+            origin = "default"
+        value = settings.get(name, key.default if key.default is not None else "(unset)")
+        echo(f"      {name} = {value}  ({origin})")
+    for side, cluster in (("source", flow.source), ("target", flow.target)):
+        for name, value in sorted(redactor.settings(cluster.settings).items()):
+            echo(f"      {side} {cluster.alias}.{name} = {value}")
 
 
 def _plan(flow, selection, names, echo: Callable[[str], None]) -> None:

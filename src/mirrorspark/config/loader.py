@@ -18,8 +18,9 @@ _FLOW_KEY = re.compile(r"^(?P<source>[^.>\s]+?)->(?P<target>[^.\s]+)\.(?P<key>.+
 _ALIAS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 
 
-def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorConfig:
-    """Parse the file at ``path``; ``clusters`` is the ``--clusters`` list (targets to drive)."""
+def load_config(path: str | Path, clusters: list[str] | None = None, offline: bool = False) -> MirrorConfig:
+    """Parse the file at ``path``; ``clusters`` is the ``--clusters`` list (targets to drive).
+    ``offline`` (``validate --offline``): what this machine lacks is listed, not refused."""
     file = Path(path)
     notes: list[str] = []
     try:
@@ -33,7 +34,7 @@ def load_config(path: str | Path, clusters: list[str] | None = None) -> MirrorCo
         text = file.read_bytes().decode("latin-1")
         notes.append(f"config file {str(file)!r} is not UTF-8 ({exc.reason} at byte {exc.start}); read as "
                      "ISO-8859-1, as MM2 reads every file")
-    mirror = parse_config(parse_properties(text), clusters, source_path=str(file))
+    mirror = parse_config(parse_properties(text), clusters, source_path=str(file), offline=offline)
     return dataclasses.replace(mirror, warnings=(*notes, *mirror.warnings)) if notes else mirror
 
 
@@ -52,11 +53,13 @@ def _refuse_lone_surrogates(props: Mapping[str, str]) -> None:
 
 
 def parse_config(
-    props: Mapping[str, str], clusters: list[str] | None = None, source_path: str | None = None
+    props: Mapping[str, str], clusters: list[str] | None = None, source_path: str | None = None,
+    offline: bool = False,
 ) -> MirrorConfig:
     """Resolve raw properties into clusters and flows (flow > cluster > top level)."""
     _refuse_lone_surrogates(props)
-    props = resolve_providers(props)
+    pending: dict[str, str] | None = {} if offline else None
+    props = resolve_providers(props, pending)
     _refuse_lone_surrogates(props)  # an environment variable's bytes that are not UTF-8 arrive as such
     if "clusters" not in props or not split_list(props["clusters"]):
         raise ConfigError("clusters is required: list the cluster aliases, e.g. 'clusters = A, B'", "clusters")
@@ -94,7 +97,7 @@ def parse_config(
         else:
             top[key] = value
 
-    warnings = [*ignored, *check_all(top, cluster_keys, flow_keys)]
+    warnings = [*ignored, *check_all(top, cluster_keys, flow_keys, unresolved=frozenset(pending or {}))]
     top_connection = {k: v for k, v in top.items() if is_connection_key(k)}
     cluster_configs = {a: ClusterConfig(a, cluster_keys[a], top_connection) for a in aliases}
 
@@ -142,7 +145,8 @@ def parse_config(
             if (warning := flow.exactly_once_warning()) is not None:
                 warnings.append(warning)
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}
-    return MirrorConfig(cluster_configs, flows, top, spark, source_path, tuple(warnings))
+    return MirrorConfig(cluster_configs, flows, top, spark, source_path, tuple(warnings),
+                        needed_at_run_time=tuple((pending or {}).values()))
 
 
 def check_offset_sync_keys(flow: FlowConfig) -> None:

@@ -225,6 +225,7 @@ class MirrorConfig:
     spark: Mapping[str, str]
     source_path: str | None = None
     warnings: tuple[str, ...] = ()
+    needed_at_run_time: tuple[str, ...] = ()  # validate --offline: what this machine lacks (secrets, files)
 
     @cached_property
     def driver(self) -> DriverSettings:

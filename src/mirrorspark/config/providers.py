@@ -10,8 +10,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+import regex
+
+from mirrorspark.config.java_regex import JavaRegexError, compile_java
 from mirrorspark.config.properties_file import parse_properties
-from mirrorspark.errors import ConfigError
+from mirrorspark.errors import ConfigError, NeededAtRunTime
 
 _REFERENCE = re.compile(r"\$\{([^}:]*):(?:([^}]*):)?([^}]*)\}")  # Kafka's ConfigTransformer pattern
 _CLASSES = {
@@ -23,7 +26,7 @@ _CLASSES = {
 
 class _Provider:
     def __init__(self, name: str, kind: str, allowed: list[str] | None,
-                 allowlist: re.Pattern[str] | None = None) -> None:
+                 allowlist: regex.Pattern[str] | None = None) -> None:
         """``allowed``: the file providers' ``allowed.paths``; ``allowlist``: the names the env provider
         may read (Kafka's ``allowlist.pattern``); None: no limit."""
         self.name, self.kind, self.allowed, self.allowlist = name, kind, allowed, allowlist
@@ -42,7 +45,7 @@ class _Provider:
                 raise ConfigError(f"{key}: environment variable {name!r} does not match "
                                   f"config.providers.{self.name}.param.allowlist.pattern", key)
             if name not in os.environ:
-                raise ConfigError(f"{key} refers to environment variable {name!r}, which is not set", key)
+                raise NeededAtRunTime(f"{key} refers to environment variable {name!r}, which is not set", key)
             return os.environ[name]
         if not path:
             raise ConfigError(f"{key}: a ${{{self.name}:...}} reference needs a path: ${{{self.name}:/path:{name}}}",
@@ -54,18 +57,21 @@ class _Provider:
             try:
                 return file.read_text(encoding="utf-8")
             except OSError as exc:
-                raise ConfigError(f"{key}: cannot read {Path(path) / name} for config provider {self.name!r}: "
+                raise NeededAtRunTime(f"{key}: cannot read {Path(path) / name} for config provider {self.name!r}: "
                                   f"{exc.strerror or exc}", key) from None
             except UnicodeDecodeError as exc:
                 raise ConfigError(f"{key}: {Path(path) / name} (config provider {self.name!r}) is not UTF-8 text: "
                                   f"{exc.reason} at byte {exc.start}", key) from None
         try:
             values = parse_properties(where.read_text(encoding="utf-8-sig"))
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
+            raise NeededAtRunTime(f"{key}: cannot read properties file {path} for config provider {self.name!r}: "
+                                  f"{exc.strerror or exc}", key) from None
+        except UnicodeDecodeError as exc:
             raise ConfigError(f"{key}: cannot read properties file {path} for config provider {self.name!r}: "
-                              f"{getattr(exc, 'strerror', None) or exc}", key) from None
+                              f"{exc}", key) from None
         if name not in values:
-            raise ConfigError(f"{key}: {path} has no key {name!r} (config provider {self.name!r})", key)
+            raise NeededAtRunTime(f"{key}: {path} has no key {name!r} (config provider {self.name!r})", key)
         return values[name]
 
 
@@ -85,18 +91,20 @@ def _providers(props: Mapping[str, str]) -> dict[str, _Provider]:
     return out
 
 
-def _allowlist(props: Mapping[str, str], name: str) -> re.Pattern[str] | None:
+def _allowlist(props: Mapping[str, str], name: str) -> regex.Pattern[str] | None:
     key = f"config.providers.{name}.param.allowlist.pattern"
     if key not in props:
         return None
     try:
-        return re.compile(props[key])
-    except re.error as exc:
+        return compile_java(props[key])  # Kafka's EnvVarConfigProvider compiles it with java.util.regex
+    except JavaRegexError as exc:
         raise ConfigError(f"{key} is not a valid regular expression: {exc}", key) from None
 
 
-def resolve_providers(props: Mapping[str, str]) -> dict[str, str]:
-    """``props`` with every reference to a declared provider replaced by its value."""
+def resolve_providers(props: Mapping[str, str], pending: dict[str, str] | None = None) -> dict[str, str]:
+    """``props`` with every reference to a declared provider replaced by its value. With ``pending``
+    (``validate --offline``), a reference this machine cannot resolve (NeededAtRunTime) is left as
+    written and recorded there by key instead of failing."""
     providers = _providers(props)
     if not providers:
         return dict(props)
@@ -106,7 +114,13 @@ def resolve_providers(props: Mapping[str, str]) -> dict[str, str]:
             provider = providers.get(match[1])
             if provider is None:
                 return match[0]  # not a declared provider: left as written, as MM2 leaves it
-            return provider.get(match[2], match[3], key)
+            try:
+                return provider.get(match[2], match[3], key)
+            except NeededAtRunTime as exc:
+                if pending is None:
+                    raise
+                pending[key] = str(exc)
+                return match[0]
         return _REFERENCE.sub(one, value)
 
     return {key: value if key.startswith("config.providers") else resolve(key, value) for key, value in props.items()}

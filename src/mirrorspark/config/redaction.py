@@ -10,6 +10,7 @@ system-property-style ``...password=VALUE`` fragments whatever their value. ``va
 """
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -28,9 +29,21 @@ _FRAGMENT = re.compile(r"""(?P<name>[\w.\-]*(?:password|passwd|secret|token|user
 _MIN_EMBEDDED = 4  # shorter values are hidden only when a whole value equals them
 
 
+_SECRET_WORDS = ("password", "passwd", "secret", "token", "credentials")
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
 def is_secret(key: str) -> bool:
-    """True for keys whose value must never be shown (by name)."""
-    return bool(SECRET.search(key))
+    """True for keys whose value must never be shown (by name), misspelt or not: a user's
+    ``ssl.truststore.pasword`` is a password whatever Kafka calls it."""
+    if SECRET.search(key):
+        return True
+    for word in (w.lower() for w in _WORD.findall(key)):
+        if "pass" in word or "pwd" in word or "jaas" in word or word in ("jass", "jas"):
+            return True
+        if len(word) >= 5 and difflib.get_close_matches(word, _SECRET_WORDS, n=1, cutoff=0.75):
+            return True
+    return False
 
 
 def _unquote(value: str) -> str:

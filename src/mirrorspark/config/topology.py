@@ -18,11 +18,12 @@ depend on which topics exist are caught when the runner plans remote names
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator
 
+from mirrorspark.config.java_regex import JavaRegexError, compile_java
 from mirrorspark.config.keys import builtin_policy
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.config.values import compile_patterns
 from mirrorspark.errors import ConfigError
 
 POLICY_KEY = "replication.policy.class"
@@ -137,16 +138,22 @@ def filters_keep_apart(cycle: list[FlowConfig]) -> bool:
 
 
 def _disjoint(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
-    """No topic name fully matches an entry of both lists of regexes (proved from literal prefixes)."""
+    """No topic name fully matches an entry of both lists of regexes (proved from literal prefixes). MM2
+    joins each list, so an inline flag in one entry may reach the others: not provable."""
+    if any("(?" in p for p in (*first, *second)):
+        return False
     return bool(first) and bool(second) and all(_apart(a, b) for a in first for b in second)
 
 
 def _apart(a: str, b: str) -> bool:
     (prefix_a, literal_a), (prefix_b, literal_b) = _literal_prefix(a), _literal_prefix(b)
-    if literal_a:
-        return re.fullmatch(b, prefix_a) is None
-    if literal_b:
-        return re.fullmatch(a, prefix_b) is None
+    try:
+        if literal_a:
+            return compile_java(b).fullmatch(prefix_a) is None
+        if literal_b:
+            return compile_java(a).fullmatch(prefix_b) is None
+    except JavaRegexError:  # an entry that compiles only joined with the others: not provable
+        return False
     return not (prefix_a.startswith(prefix_b) or prefix_b.startswith(prefix_a))
 
 
@@ -249,9 +256,9 @@ def _check_cycle_maps(cycle: list[FlowConfig]) -> None:
 
 def _accepts(flow: FlowConfig, topic: str) -> bool:
     """The flow's ``topics`` / ``topics.exclude`` would select ``topic`` (regexes checked already)."""
-    include = "|".join(f"(?:{p})" for p in flow.options.topics) or "(?!)"
-    exclude = "|".join(f"(?:{p})" for p in flow.options.topics_exclude) or "(?!)"
-    return bool(re.fullmatch(include, topic)) and not re.fullmatch(exclude, topic)
+    include = compile_patterns(flow.options.topics, flow.options.topics_key)
+    exclude = compile_patterns(flow.options.topics_exclude, flow.options.topics_exclude_key)
+    return bool(include and include.fullmatch(topic)) and not (exclude and exclude.fullmatch(topic))
 
 
 def _check_map_collisions(flows: list[FlowConfig]) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 
 from mirrorspark.config.keys import (
     BY_NAME,
@@ -20,8 +20,8 @@ from mirrorspark.config.keys import (
     Type,
     unsupported,
 )
-from mirrorspark.config.values import is_connection_key, parse_bool, split_list
-from mirrorspark.errors import ConfigError
+from mirrorspark.config.values import compile_patterns, is_connection_key, parse_bool, split_list
+from mirrorspark.errors import ConfigError, ConfigErrors
 
 _CLUSTER_PREFIXES = ("consumer.", "producer.", "admin.")
 
@@ -81,12 +81,8 @@ def _range_hint(key: Key, number: float) -> str:
 
 
 def check_regexes(value: str, where: str) -> None:
-    """Each entry of a LIST of regular expressions must compile (excludes and includes alike)."""
-    for pattern in split_list(value):
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ConfigError(f"{where} holds an invalid regular expression {pattern!r}: {exc}", where) from None
+    """A LIST of regular expressions must compile as MM2 compiles it (joined, by java.util.regex's rules)."""
+    compile_patterns(split_list(value), where)
 
 
 def _refuse_unsupported(name: str, value: str, where: str) -> None:
@@ -212,19 +208,37 @@ def _enabled_tasks(level: Mapping[str, str]) -> set[str]:
 
 
 def check_all(top: Mapping[str, str], clusters: Mapping[str, Mapping[str, str]],
-              flows: Mapping[tuple[str, str], Mapping[str, str]]) -> list[str]:
+              flows: Mapping[tuple[str, str], Mapping[str, str]], unresolved: frozenset[str] = frozenset()
+              ) -> list[str]:
+    """Every key checked, every error collected (ConfigErrors when more than one); the warnings.
+    ``unresolved``: keys whose value is a provider reference this machine cannot resolve (offline)."""
     warnings: list[str] = []
+    errors: list[ConfigError] = []
+
+    def check(where: str, run: Callable[[], None]) -> None:
+        if where in unresolved:
+            return
+        try:
+            run()
+        except ConfigError as exc:
+            errors.append(exc)
+
     # A top-level interval of a task switched off is unused, unless a flow switches the task back on.
     top_off = _disabled_tasks(top) - {prefix for settings in flows.values() for prefix in _enabled_tasks(settings)}
     for name, value in top.items():
-        check_flow_or_top(name, value, name, warnings, top_level=True, disabled=top_off)
+        check(name, partial(check_flow_or_top, name, value, name, warnings, top_level=True, disabled=top_off))
     for alias, settings in clusters.items():
         for name, value in settings.items():
-            check_cluster(alias, name, value, warnings)
+            check(f"{alias}.{name}", partial(check_cluster, alias, name, value, warnings))
     for (source, target), settings in flows.items():
+        off = _disabled_tasks(top, settings)
         for name, value in settings.items():
-            check_flow_or_top(name, value, f"{source}->{target}.{name}", warnings, top_level=False,
-                              disabled=_disabled_tasks(top, settings))
+            where = f"{source}->{target}.{name}"
+            check(where, partial(check_flow_or_top, name, value, where, warnings, top_level=False, disabled=off))
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors)
     for old, new in (("topics.blacklist", "topics.exclude"), ("groups.blacklist", "groups.exclude"),
                      ("config.properties.blacklist", "config.properties.exclude")):
         if old in top and new in top:

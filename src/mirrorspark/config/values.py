@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 
+import regex
+
+from mirrorspark.config.java_regex import JavaRegexError, compile_java
 from mirrorspark.errors import ConfigError
 
 # MM2's client connection keys (MirrorClientConfig.CLIENT_CONFIG_DEF): these flow from the
@@ -48,11 +51,15 @@ def parse_topic_map(value: str, where: str) -> dict[str, str]:
     return mapping
 
 
-def compile_patterns(patterns: tuple[str, ...] | list[str], where: str) -> re.Pattern[str] | None:
-    """One regex fully matching any of ``patterns`` (MM2's LIST of regexes); None when the list is empty."""
+def compile_patterns(patterns: tuple[str, ...] | list[str], where: str) -> regex.Pattern[str] | None:
+    """MM2's LIST of regexes as MM2 compiles it: joined with ``|`` into one Java regex (so a leading
+    ``(?i)`` reaches every entry), for ``fullmatch``; None when the list is empty."""
     if not patterns:
         return None
+    joined = "|".join(patterns)
     try:
-        return re.compile("|".join(f"(?:{p})" for p in patterns))
-    except re.error as exc:
-        raise ConfigError(f"{where} holds an invalid regular expression: {exc}", where) from None
+        return compile_java(joined)
+    except JavaRegexError as exc:
+        joining = " (MM2 joins the list with '|')" if len(patterns) > 1 else ""
+        raise ConfigError(f"{where} holds an invalid regular expression, as Java reads it: {exc.description} near "
+                          f"index {exc.index} of {joined!r}{joining}", where) from None

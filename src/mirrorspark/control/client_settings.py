@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mirrorspark import jdk
-from mirrorspark.errors import ConfigError
+from mirrorspark.errors import ConfigError, NeededAtRunTime
 
 if TYPE_CHECKING:
     from mirrorspark.config.model import ClusterConfig
@@ -213,7 +213,7 @@ class _ConvertedStores:
     def _convert(self, location: str, kind: str, key: str, make: Callable[[Path], object]) -> Path:
         path = Path(location)
         if not path.is_file():
-            raise ConfigError(f"{key}={location} does not exist or is not a file", key)
+            raise NeededAtRunTime(f"{key}={location} does not exist or is not a file", key)
         if self.check_only:  # validate: the store must open with its password; nothing is written
             with tempfile.TemporaryDirectory(prefix="mirrorspark-check-") as scratch:
                 make(Path(scratch) / f"check.{kind}")

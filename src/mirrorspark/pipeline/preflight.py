@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.control.client_settings import admin_settings
-from mirrorspark.errors import ConfigError
+from mirrorspark.errors import ConfigError, NeededAtRunTime
 from mirrorspark.pipeline.executors import files_to_ship, is_local
 from mirrorspark.pipeline.query_options import sink_options, source_options
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS
@@ -47,8 +47,10 @@ def check_flow(flow: FlowConfig) -> None:
     sink_options(flow, report_offsets=flow.options.emit_offset_syncs)
 
 
-def preflight(config: MirrorConfig) -> None:
-    """Refuse, naming the key, whatever ``run`` would refuse before moving data, without a cluster."""
+def preflight(config: MirrorConfig, pending: list[str] | None = None) -> None:
+    """Refuse, naming the key, whatever ``run`` would refuse before moving data, without a cluster.
+    With ``pending`` (``validate --offline``), a store this machine does not have, or one whose
+    password is a reference it cannot resolve, is listed there instead of refused."""
     flows = config.enabled_flows
     if not flows:
         raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"
@@ -68,6 +70,17 @@ def preflight(config: MirrorConfig) -> None:
     for flow in heartbeat_flows(config):
         check_policy_class(flow.settings, flow.where(POLICY_KEY))
     for cluster in clusters_used(config):
-        admin_settings(cluster)
+        try:
+            admin_settings(cluster)
+        except NeededAtRunTime as exc:
+            if pending is None:
+                raise
+            pending.append(str(exc))
+        except ConfigError as exc:
+            if pending is None or not any("${" in value for value in cluster.settings.values()):
+                raise
+            if exc.key and any(item.startswith(exc.key) for item in pending):
+                continue  # its unresolved value is listed already
+            pending.append(f"{exc} (a value of cluster {cluster.alias} is a reference resolved at run time)")
     if not is_local(config.spark.get("spark.master", SPARK_DEFAULTS["spark.master"])):
         files_to_ship(flows)

@@ -3,8 +3,7 @@
 (MirrorSourceConnector.shouldReplicateTopic)."""
 from __future__ import annotations
 
-import re
-
+from mirrorspark.config.java_regex import compile_java
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.config.values import compile_patterns
 from mirrorspark.plugins.loading import java_filter
@@ -26,6 +25,7 @@ def anchored(pattern: str) -> str:
 
 
 def join_patterns(patterns: list[str]) -> str:
+    """Patterns of mirrorspark's own, each kept to itself (MM2's LISTs are joined as MM2 joins them)."""
     return "|".join(f"(?:{p})" for p in patterns) if patterns else _NOTHING
 
 
@@ -37,10 +37,12 @@ class TopicSelection:
         self.policy = policy
         self.source_alias = flow.source.alias
         self.target_alias = flow.target.alias
-        self.include = join_patterns(list(options.topics))
-        self.exclude = join_patterns(list(options.topics_exclude))
-        self._include = compile_patterns(options.topics, options.topics_key) or re.compile(_NOTHING)
-        self._exclude = compile_patterns(options.topics_exclude, options.topics_exclude_key) or re.compile(_NOTHING)
+        # MM2's text (MirrorUtils.compilePatternList: the LIST joined with '|'); Spark's source compiles
+        # it with java.util.regex, the per-name decision uses its translation (config/java_regex.py).
+        self.include = "|".join(options.topics) or _NOTHING
+        self.exclude = "|".join(options.topics_exclude) or _NOTHING
+        self._include = compile_patterns(options.topics, options.topics_key) or compile_java(_NOTHING)
+        self._exclude = compile_patterns(options.topics_exclude, options.topics_exclude_key) or compile_java(_NOTHING)
         self.topic_map = options.topic_map
         self.heartbeats_replicated = options.heartbeats_replicated
         self.custom_filter = java_filter(flow.settings, "topic.filter.class", flow.where("topic.filter.class"))

@@ -49,7 +49,7 @@ def test_topics_is_a_regular_expression_or_refused_under_the_topics_option():
     assert topic_pattern("orders.*").fullmatch("orders-eu")
     error = refusal(topic_pattern, "orders(")
     assert error.key == "--topics"
-    assert str(error).startswith("--topics 'orders(' is not a valid regular expression: missing )")
+    assert str(error).startswith("--topics 'orders(' is not a valid regular expression: Unclosed group near index 7")
 
 
 @pytest.mark.parametrize("line, key", [

@@ -47,9 +47,19 @@ def test_the_corpus_is_complete():
     assert {f.name for f in FILES} == set(EXPECTED)
 
 
+# Defects of the machine, not of the file: validate --offline lists them as needed at run time (exit 0),
+# --strict refuses them; run refuses them as any other.
+MACHINE = {"46-truststore-missing.properties"}
+
+
 @pytest.mark.parametrize("file", FILES, ids=lambda f: f.stem)
 def test_validate_offline_refuses(file: Path):
-    result, output = invoke("validate", "--offline", str(file))
+    if file.name in MACHINE:
+        listed, output = invoke("validate", "--offline", str(file))
+        assert listed.exit_code == 0 and f"needed at run time: {EXPECTED[file.name].strip()}" in output, output
+        result, output = invoke("validate", "--offline", "--strict", str(file))
+    else:
+        result, output = invoke("validate", "--offline", str(file))
     check_refused(result, output, EXPECTED[file.name].strip())
 
 

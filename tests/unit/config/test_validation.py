@@ -112,3 +112,47 @@ def test_configuration_doc_is_generated_and_current():
     assert doc.read_text() == render(), "run: python -m mirrorspark.config.docs"
     for key in KEYS:
         assert f"`{key.name}`" in doc.read_text()
+
+
+def test_validate_offline_checks_the_file_not_the_machine(tmp_path, monkeypatch):
+    """A CI machine has none of production's secrets: what it lacks is listed, errors of the file are all
+    reported in one run, and a misspelt secret key is hidden like a well-spelt one."""
+    from typer.testing import CliRunner
+
+    from mirrorspark.cli.app import app
+
+    monkeypatch.delenv("TRUSTSTORE_PASSWORD", raising=False)
+    good = tmp_path / "ci.properties"
+    good.write_text(
+        "clusters = primary, backup\nprimary.bootstrap.servers = p:9093\nbackup.bootstrap.servers = b:9093\n"
+        "config.providers = env, file\n"
+        "config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+        "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n"
+        "primary.security.protocol = SSL\nprimary.ssl.truststore.location = /etc/kafka/secrets/truststore.jks\n"
+        "primary.ssl.truststore.password = ${env:TRUSTSTORE_PASSWORD}\nprimary.ssl.truststore.pasword = typo-s3cr3t\n"
+        f"backup.sasl.jaas.config = ${{file:{tmp_path}/absent.properties:jaas}}\n"
+        "backup.security.protocol = SASL_SSL\nbackup.sasl.mechanism = SCRAM-SHA-512\n"
+        "primary->backup.enabled = true\nprimary->backup.topics = orders-\\\\p{Digit}+, (?<region>eu|us)\\\\..*\n")
+    done = CliRunner().invoke(app, ["validate", "--offline", "--show", str(good)])
+    assert done.exit_code == 0, done.output
+    needed = [line for line in done.output.splitlines() if line.startswith("needed at run time: ")]
+    assert any("TRUSTSTORE_PASSWORD" in line for line in needed)
+    assert any("primary.ssl.truststore.location" in line for line in needed)
+    assert any("backup.sasl.jaas.config" in line and "absent.properties" in line for line in needed)
+    assert "typo-s3cr3t" not in done.output and "ssl.truststore.pasword=[hidden]" in done.output
+    assert "topics = orders-\\p{Digit}+, (?<region>eu|us)\\..*  (flow)" in done.output
+    assert "emit.checkpoints.interval.seconds = 60  (default)" in done.output
+    strict = CliRunner().invoke(app, ["validate", "--offline", "--strict", str(good)])
+    assert strict.exit_code == 2 and "3 item(s) needed at run time" in strict.output + (strict.stderr or "")
+
+    bad = tmp_path / "bad.properties"
+    bad.write_text("clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\nA->B.enabled = true\n"
+                   "A->B.topics = orders-[a-z\nA->B.replication.factor = zero\n"
+                   "A->B.sync.topic.configs.interval.seconds = -5\nmirrorspark.flow.restart.atempts = 3\n")
+    refused = CliRunner().invoke(app, ["validate", "--offline", str(bad)])
+    text = refused.output + (refused.stderr or "")
+    assert refused.exit_code == 2 and "4 errors in the configuration" in text, text
+    for key in ("mirrorspark.flow.restart.atempts", "A->B.topics", "A->B.replication.factor",
+                "A->B.sync.topic.configs.interval.seconds"):
+        assert key in text
+    assert "Unclosed character class near index 10 of 'orders-[a-z'" in text

@@ -2,6 +2,7 @@
 partitions, remote topic re-created, topic config sync with MM2's exclusion and defaults rules."""
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -213,3 +214,25 @@ def test_refresh_topics_disabled_replicates_only_topics_present_at_start(cluster
         wait_for_count(clusters["backup"], f"primary.{early}", 3)
         time.sleep(6)
         assert f"primary.{late}" not in topic_partitions(target_admin)
+
+
+def test_a_file_with_no_flow_enabled_emits_heartbeats_only_as_mm2_does(clusters, unique, tmp_path):
+    """MM2 runs its heartbeat connector for every pair, enabled or not: a file that enables no flow
+    beats in both directions (no Spark is started for it) and stops cleanly."""
+    here, there = f"hb{unique[:6]}a", f"hb{unique[:6]}b"
+    (tmp_path / "mm2.properties").write_text(
+        f"clusters = {here}, {there}\n{here}.bootstrap.servers = {clusters['primary']}\n"
+        f"{there}.bootstrap.servers = {clusters['backup']}\nheartbeats.topic.replication.factor = 1\n")
+
+    def beats(bootstrap: str, source: str, target: str) -> list[Heartbeat]:
+        return [b for b in (Heartbeat.from_record(k, v) for k, v, *_ in
+                            read_compacted_topic({"bootstrap.servers": bootstrap}, "heartbeats"))
+                if (b.source, b.target) == (source, target)]
+
+    with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state") as mirror:
+        wait_until(lambda: len(beats(clusters["backup"], here, there)) >= 3
+                   and len(beats(clusters["primary"], there, here)) >= 3, "heartbeats both ways", 90)
+        children = subprocess.run(["ps", "--ppid", str(mirror.proc.pid), "-o", "args="], capture_output=True,
+                                  text=True).stdout
+    assert "java" not in children, children  # no Spark JVM
+    assert "mirrorspark: heartbeats only (no flow enabled)" in mirror.output()

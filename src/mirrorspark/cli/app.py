@@ -65,8 +65,9 @@ def run(
     replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve(), fresh_copy=fresh_copy)
     replicator.install_signal_handlers()
     replicator.launch()
-    typer.echo(f"mirrorspark: replicating {', '.join(f.name for f in replicator.writing())}; "
-               "Ctrl-C or SIGTERM stops", err=True)
+    doing = f"replicating {', '.join(f.name for f in replicator.writing())}" if mirror.enabled_flows \
+        else "heartbeats only (no flow enabled)"
+    typer.echo(f"mirrorspark: {doing}; Ctrl-C or SIGTERM stops", err=True)
     # flows failed for good (all, or some before the stop): FlowsFailed, an operational error (exit 1)
     replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)
     typer.echo("mirrorspark: stopped", err=True)

@@ -35,6 +35,8 @@ def describe(config: MirrorConfig, raw_echo: Callable[[str], None], probe: bool,
     echo(f"state location: {location.describe()}")
     echo(f"spark.master: {config.spark.get('spark.master', 'local[*]')}")
     echo("flows:")
+    if not config.enabled_flows:
+        echo("  none enabled: heartbeats only, as MM2 runs such a file")
     names = RemoteNames()  # the plans of all flows together: two sources for one remote topic are refused
     for flow in config.flows:
         if not flow.enabled:

@@ -55,6 +55,8 @@ def check_topology(flows: list[FlowConfig]) -> frozenset[str]:
                 cycle = [flow, *back]
                 if filters_keep_apart(cycle):
                     continue
+                if _custom_cycle(cycle):
+                    continue  # MM2 runs it, trusting the policy's topicSource: checked once imported (run)
                 if not all(_keeps_names(f) for f in cycle):
                     _refuse_policy_cycle(cycle, flow)
                 same_names.update(f.name for f in cycle)
@@ -66,6 +68,26 @@ def check_topology(flows: list[FlowConfig]) -> frozenset[str]:
                 _check_cycle_maps([flow, *back])
     _check_map_collisions(enabled)
     return frozenset(same_names)
+
+
+def _custom_cycle(cycle: list[FlowConfig]) -> bool:
+    """A cycle of renaming flows where some use a custom policy: MM2 stops it when the custom policy's
+    remote names carry their source alias (its ``topicSource``), as DefaultReplicationPolicy's do."""
+    return any(policy_kind(f) == "custom" for f in cycle) and all(
+        policy_kind(f) == "custom" or (policy_kind(f) == "default" and f.options.separator) for f in cycle)
+
+
+def custom_policy_cycles(flows: list[FlowConfig]) -> list[list[FlowConfig]]:
+    """The cycles of enabled flows accepted on their custom policies' word (``_custom_cycle``)."""
+    enabled = [f for f in flows if f.enabled]
+    found: list[list[FlowConfig]] = []
+    for flow in enabled:
+        if policy_kind(flow) == "custom":
+            for back in itertools.islice(_paths_back(enabled, flow), _MAX_CYCLES):
+                cycle = [flow, *back]
+                if not filters_keep_apart(cycle) and _custom_cycle(cycle):
+                    found.append(cycle)
+    return found
 
 
 def _keeps_names(flow: FlowConfig) -> bool:

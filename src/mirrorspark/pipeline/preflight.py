@@ -52,9 +52,9 @@ def preflight(config: MirrorConfig, pending: list[str] | None = None) -> None:
     With ``pending`` (``validate --offline``), a store this machine does not have, or one whose
     password is a reference it cannot resolve, is listed there instead of refused."""
     flows = config.enabled_flows
-    if not flows:
-        raise ConfigError("No source->target replication flows: enable one with e.g. 'A->B.enabled = true'"
-                          " (and check --clusters)", "enabled")
+    if not flows and not heartbeat_flows(config):
+        raise ConfigError("No source->target replication flows and no heartbeats: enable one with e.g. "
+                          "'A->B.enabled = true' (and check --clusters)", "enabled")
     top = config.top_level
     listener = top.get(REST_LISTENER)
     if listener is not None or config.driver.rest_enabled:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.config.topology import custom_policy_cycles, policy_kind
 from mirrorspark.control.client_settings import use_state_dir
 from mirrorspark.control.clusters import Clusters
 from mirrorspark.control.heartbeats import HeartbeatEmitter
@@ -30,7 +31,7 @@ from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.retriable import retriable
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
-from mirrorspark.policy.loading import POLICY_KEY
+from mirrorspark.policy.loading import POLICY_KEY, check_cycle_policy
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
 from mirrorspark.takeover.lost_state import has_no_state
@@ -75,6 +76,11 @@ class Replicator:
         target is touched) or the state location is a URI (read through the driver JVM); otherwise
         both at once."""
         self._check()
+        if not self.config.enabled_flows:  # heartbeats only, as MM2 runs a file with no flow enabled
+            log.warning("no flow is enabled: this process emits heartbeats only (%s), as MM2 does with such a file",
+                        ", ".join(f.name for f in heartbeat_flows(self.config)))
+            self._open()
+            return
         if self._spark_first():
             self._start_spark()
             self._open()
@@ -90,6 +96,11 @@ class Replicator:
         for flow in [*flows, *heartbeat_flows(self.config)]:
             self._policies.setdefault(flow.name, policy_for_flow(flow.settings, flow.source.alias,
                                                                  flow.where(POLICY_KEY)))
+        for cycle in custom_policy_cycles(flows):
+            for flow in cycle:
+                if flow.name in self._policies and policy_kind(flow) == "custom":
+                    check_cycle_policy(self._policies[flow.name], flow_name=flow.name, source_alias=flow.source.alias,
+                                       cycle=", ".join(f.name for f in cycle), where=flow.where(POLICY_KEY))
         master = self.config.spark.get("spark.master", SPARK_DEFAULTS["spark.master"])
         self.ship_files = not is_local(master)
         if self.ship_files:
@@ -216,7 +227,7 @@ class Replicator:
             raise failed[0]
 
     def start(self) -> None:
-        if self.spark is None:
+        if self.spark is None and self.config.enabled_flows:
             self._start_spark()
         for flow in self.flows.values():
             flow.bind_fence(self.spark)  # a standby's too: its fence is ready when it takes over
@@ -249,7 +260,7 @@ class Replicator:
                 self.steer()
                 for flow in self.flows.values():
                     flow.poll(self.spark)
-                every_failed = all(flow.failed for flow in self.flows.values())  # a standby has not failed
+                every_failed = bool(self.flows) and all(flow.failed for flow in self.flows.values())  # not a standby
                 if every_failed or (until is not None and until()):
                     break
                 if progress is not None and time.monotonic() - last_report >= progress_interval:

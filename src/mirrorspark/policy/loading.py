@@ -119,3 +119,23 @@ def policy_for_flow(settings: Mapping[str, str], source_alias: str, where: str =
     except Exception as exc:  # noqa: BLE001 - the user's code: whatever it raises is a configuration problem
         raise ConfigError(f"{where}={name!r} failed to initialise: {type(exc).__name__}: {exc}", where) from None
     return policy
+
+
+def check_cycle_policy(policy: ReplicationPolicy, *, flow_name: str, source_alias: str, cycle: str,
+                       where: str) -> None:
+    """A custom policy in a cycle of flows: MM2 runs it and stops records coming back only through the
+    policy's ``topicSource`` on the remote names it makes. Checked once it is imported: a policy whose
+    remote names do not say where they came from would copy records round the cycle for ever."""
+    probe = "mirrorspark-cycle-probe"
+    try:
+        remote = policy.format_remote_topic(source_alias, probe)
+        found = policy.topic_source(remote)
+    except Exception as exc:  # noqa: BLE001 - a plug-in's failure, reported naming it
+        raise ConfigError(f"{where}: flow {flow_name}'s policy failed when asked to name a remote topic: {exc}",
+                          where) from None
+    if found != source_alias:
+        raise ConfigError(
+            f"{where}: the enabled flows {cycle} form a cycle, and {flow_name}'s policy names a remote topic "
+            f"{remote!r} whose source it reports as {found!r}, not {source_alias!r}: MM2 and mirrorspark stop a cycle "
+            "only by the source alias a remote name carries, so records would come back and be copied again; fix "
+            "the policy's topicSource, or disable one flow of the cycle", where)

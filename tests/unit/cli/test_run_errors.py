@@ -30,8 +30,9 @@ def test_flow_naming_an_unknown_cluster(tmp_path):
     assert "A->C.enabled" in done.stderr and "'C'" in done.stderr
 
 
-def test_no_enabled_flow(tmp_path):
+def test_no_enabled_flow_and_no_heartbeats(tmp_path):
     (tmp_path / "mm2.properties").write_text(
-        "clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:2\n")
+        "clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:2\n"
+        "emit.heartbeats.enabled = false\n")
     done = run_cli("run", str(tmp_path / "mm2.properties"))
-    assert done.returncode == 2 and "No source->target replication flows" in done.stderr
+    assert done.returncode == 2 and "No source->target replication flows and no heartbeats" in done.stderr

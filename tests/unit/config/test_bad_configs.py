@@ -183,3 +183,39 @@ def test_maps_chained_round_three_clusters_are_refused():
     with pytest.raises(ConfigError, match="loop") as err:
         parse_config(parse_properties(text))
     assert err.value.key == "A->B.topic.map"
+
+
+def test_a_cycle_through_a_custom_policy_runs_as_in_mm2_when_its_names_carry_their_source(tmp_path, monkeypatch):
+    """MM2 runs a cycle of flows whose custom policy it cannot inspect, trusting the policy's topicSource;
+    validate accepts it (without importing the policy) and run checks the imported policy before any
+    cluster is touched: one whose remote names do not say where they came from is refused."""
+    package = tmp_path / "cycle_policies"
+    package.mkdir()
+    (package / "__init__.py").write_text(textwrap.dedent("""
+        from mirrorspark.policy import DefaultReplicationPolicy
+        class Marked(DefaultReplicationPolicy):
+            def format_remote_topic(self, source_cluster_alias, topic):
+                return f"{source_cluster_alias}_{topic}"
+            def topic_source(self, topic):
+                return topic.split("_", 1)[0] if "_" in topic else None
+        class Unmarked(DefaultReplicationPolicy):
+            def topic_source(self, topic):
+                return None
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cycle = GOOD + "B->A.enabled = true\n"
+    from mirrorspark.pipeline.runner import Replicator
+
+    for policy, refused in (("Marked", False), ("Unmarked", True)):
+        file = tmp_path / f"{policy}.properties"
+        file.write_text(cycle + f"replication.policy.class = cycle_policies.{policy}\n")
+        result, output = invoke("validate", "--offline", str(file))
+        assert result.exit_code == 0, output
+        replicator = Replicator(parse_config(parse_properties(file.read_text())), tmp_path / "state")
+        if refused:
+            with pytest.raises(ConfigError, match="form a cycle, and A->B's policy names a remote topic") as caught:
+                replicator._check()
+            assert caught.value.key == "replication.policy.class"
+        else:
+            replicator._check()  # what run checks before touching a cluster
+    sys.modules.pop("cycle_policies", None)

@@ -2,8 +2,10 @@
 mapping of MM2 users' Java security settings onto the control plane's client."""
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import (
@@ -155,3 +157,74 @@ def test_replication_from_sasl_scram_source(clusters, secure_cluster, tmp_path, 
     assert done.returncode == 1
     assert "cannot reach cluster 'sasl'" in done.stderr and "sasl.sasl.*" in done.stderr
     assert wrong["sasl.jaas.config"].split('password="')[1].rstrip('";') not in done.stderr + done.stdout
+
+
+@pytest.mark.broker
+def test_a_strimzi_resource_runs_with_its_mounted_secrets(clusters, secure_cluster, tmp_path, unique):
+    """A KafkaMirrorMaker2 resource (Strimzi's SCRAM-SHA-512 over TLS example's shape) runs as it is: the
+    source's CA certificate and the user's password are read from Secret folders as Kubernetes mounts
+    them, and no secret reaches the converted properties."""
+    source = secure_cluster("scram", SecurityOptions("SASL_SSL", "SCRAM-SHA-512"))
+    jaas = source["sasl.jaas.config"]
+    user, password = re.search(r'username="([^"]+)"', jaas)[1], re.search(r'password="([^"]+)"', jaas)[1]
+    secrets = tmp_path / "secrets"
+    (secrets / "scram-cluster-ca-cert").mkdir(parents=True)
+    (secrets / "scram-user").mkdir()
+    ca = Path(source["ssl.truststore.location"]).with_name("ca.pem")  # the local cluster's CA, as PEM
+    (secrets / "scram-cluster-ca-cert" / "ca.crt").write_bytes(ca.read_bytes())
+    (secrets / "scram-user" / "password").write_text(password)
+    topic = f"strimzi-{unique}"
+    admin = librdkafka_admin(source)
+    create_topic(admin, topic, 2)
+    sent = records(30, 2, unique)
+    produce(admin, topic, sent)
+    resource = tmp_path / "kmm2.yaml"
+    resource.write_text(f"""\
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaMirrorMaker2
+metadata:
+  name: my-mirror-maker-2
+spec:
+  version: 4.1.0
+  replicas: 1
+  connectCluster: "backup"
+  clusters:
+    - alias: "scram"
+      bootstrapServers: {source['bootstrap.servers']}
+      tls:
+        trustedCertificates:
+          - secretName: scram-cluster-ca-cert
+            pattern: "*.crt"
+      authentication:
+        type: scram-sha-512
+        username: {user}
+        passwordSecret:
+          secretName: scram-user
+          password: password
+    - alias: "backup"
+      bootstrapServers: {clusters['backup']}
+      config:
+        config.storage.replication.factor: -1
+  mirrors:
+    - sourceCluster: "scram"
+      targetCluster: "backup"
+      sourceConnector:
+        tasksMax: 1
+        config:
+          replication.factor: 1
+          offset-syncs.topic.replication.factor: 1
+          sync.topic.acls.enabled: "false"
+      checkpointConnector:
+        config:
+          checkpoints.topic.replication.factor: 1
+      topicsPattern: "{topic}"
+      groupsPattern: ".*"
+""")
+    converted = run_cli("migrate", "from-strimzi", str(resource), "--secrets-dir", str(secrets))
+    assert converted.returncode == 0, converted.stderr
+    assert password not in converted.stdout and f"${{mounted:{secrets}/scram-user:password}}" in converted.stdout
+    with running_mirrorspark(resource, tmp_path / "state", "--secrets-dir", str(secrets)) as mirror:
+        wait_for_count(clusters["backup"], f"scram.{topic}", len(sent))
+    assert sorted(r.content() for r in read_all(clusters["backup"], f"scram.{topic}")) == \
+        sorted(r.content() for r in read_all(admin, topic))
+    assert password not in mirror.output()

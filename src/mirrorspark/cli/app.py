@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from mirrorspark.cli import audit_command, local_commands, migrate_command, offsets_commands, status_command
-from mirrorspark.cli.config_file import ConfigArg, ConfigOption, config_file
+from mirrorspark.cli.config_file import ConfigArg, ConfigOption, SecretsDir, config_file
 from mirrorspark.cli.reporting import reported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -48,6 +48,7 @@ def run(
     fresh_copy: Annotated[bool, typer.Option(
         "--fresh-copy", help="A flow with no state whose remote topics already hold records copies everything "
                              "again (default: resume after what the target holds, or refuse).")] = False,
+    secrets: SecretsDir = None,
 ) -> None:
     """Replicate every enabled flow of CONFIG until SIGINT/SIGTERM."""
     from mirrorspark.config import load_config
@@ -57,7 +58,7 @@ def run(
     if log_format not in ("plain", "json"):
         raise typer.BadParameter("must be plain or json", param_hint="--log-format")
     _setup_logging(verbose, log_format == "json")
-    mirror = load_config(config_file(config, config_option), _clusters_list(clusters))
+    mirror = load_config(config_file(config, config_option), _clusters_list(clusters), secrets=secrets)
     from mirrorspark.cli.logging_setup import scrub_secrets
     scrub_secrets(mirror.secret_values())
     for warning in mirror.warnings:
@@ -86,6 +87,7 @@ def validate(
                                                "offline, anything needed at run time: for CI.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print each flow's effective settings, defaults included "
                                                        "(secrets hidden).")] = False,
+    secrets: SecretsDir = None,
 ) -> None:
     """Check CONFIG, print resolved flows and settings (secrets hidden) and, with the clusters
     reachable, which topics each flow would replicate under which remote names. Every error of
@@ -96,7 +98,8 @@ def validate(
     from mirrorspark.errors import ConfigError
     from mirrorspark.pipeline.preflight import preflight
 
-    mirror = load_config(config_file(config, config_option), _clusters_list(clusters), offline=offline)
+    mirror = load_config(config_file(config, config_option), _clusters_list(clusters), offline=offline,
+                         secrets=secrets)
     pending = list(mirror.needed_at_run_time)
     check_stores_only(True)  # keystores are opened with their passwords, and no converted copy is kept
     try:
@@ -126,6 +129,7 @@ app.command()(reported(status_command.status))
 app.command()(reported(audit_command.audit))
 offsets_commands.app.command()(reported(offsets_commands.translate))
 migrate_command.app.command("from-mm2")(reported(migrate_command.from_mm2))
+migrate_command.app.command("from-strimzi")(reported(migrate_command.from_strimzi))
 
 
 def _normalise_clusters_flag(argv: list[str]) -> list[str]:

@@ -9,8 +9,12 @@ import typer
 
 from mirrorspark.errors import ConfigError
 
-ConfigArg = Annotated[Path | None, typer.Argument(help="An MM2 mm2.properties file (or give it with --config).",
+ConfigArg = Annotated[Path | None, typer.Argument(help="An MM2 mm2.properties file, or a Strimzi KafkaMirrorMaker2 "
+                                                       "resource (YAML), or give it with --config.",
                                                   show_default=False)]
+SecretsDir = Annotated[Path | None, typer.Option(
+    "--secrets-dir", help="A Strimzi resource's Secrets: one folder per Secret, one file per key, as Kubernetes "
+                          "mounts them (default $MIRRORSPARK_SECRETS_DIR or /etc/mirrorspark/secrets).")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="The mm2.properties file, as an option "
                                                                           "(or give it as the argument).")]
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mirrorspark.cli.config_file import ConfigArg, ConfigOption, config_file
+from mirrorspark.cli.config_file import ConfigArg, ConfigOption, SecretsDir, config_file
 
 app = typer.Typer(no_args_is_help=True, help="Take flows over from another replicator.")
 
@@ -77,3 +77,20 @@ def from_mm2(
         typer.echo(f"records copied twice: {copied}; records lost: {lost}{retention}\n")
     typer.echo("written: start `mirrorspark run` with the same config and state dir" if execute
                else "dry run: add --execute to write these positions")
+
+
+def from_strimzi(
+    resource: Annotated[Path, typer.Argument(help="A file holding one KafkaMirrorMaker2 resource (YAML).")],
+    secrets: SecretsDir = None,
+) -> None:
+    """Print the mm2.properties a Strimzi KafkaMirrorMaker2 resource means (mirrorspark also runs the
+    resource itself). Secrets stay in their mounted files: the properties refer to them."""
+    from mirrorspark.config.strimzi import convert, secrets_dir, to_properties
+    from mirrorspark.errors import ConfigError
+
+    try:
+        text = resource.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {resource}: {getattr(exc, 'strerror', None) or exc}") from None
+    conversion = convert(text, str(resource), secrets_dir(secrets))
+    typer.echo(to_properties(conversion, resource.name), nl=False)

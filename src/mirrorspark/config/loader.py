@@ -9,6 +9,7 @@ from pathlib import Path
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.config.providers import resolve_providers
+from mirrorspark.config.strimzi import convert, is_strimzi, secrets_dir
 from mirrorspark.config.topology import check_topology
 from mirrorspark.config.validation import check_all
 from mirrorspark.config.values import is_connection_key, parse_bool, split_list
@@ -18,8 +19,10 @@ _FLOW_KEY = re.compile(r"^(?P<source>[^.>\s]+?)->(?P<target>[^.\s]+)\.(?P<key>.+
 _ALIAS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 
 
-def load_config(path: str | Path, clusters: list[str] | None = None, offline: bool = False) -> MirrorConfig:
-    """Parse the file at ``path``; ``clusters`` is the ``--clusters`` list (targets to drive).
+def load_config(path: str | Path, clusters: list[str] | None = None, offline: bool = False,
+                secrets: str | Path | None = None) -> MirrorConfig:
+    """Parse the file at ``path`` (an mm2.properties, or a Strimzi KafkaMirrorMaker2 resource whose
+    Secrets are mounted under ``secrets``); ``clusters`` is the ``--clusters`` list (targets to drive).
     ``offline`` (``validate --offline``): what this machine lacks is listed, not refused."""
     file = Path(path)
     notes: list[str] = []
@@ -34,7 +37,13 @@ def load_config(path: str | Path, clusters: list[str] | None = None, offline: bo
         text = file.read_bytes().decode("latin-1")
         notes.append(f"config file {str(file)!r} is not UTF-8 ({exc.reason} at byte {exc.start}); read as "
                      "ISO-8859-1, as MM2 reads every file")
-    mirror = parse_config(parse_properties(text), clusters, source_path=str(file), offline=offline)
+    if is_strimzi(text):
+        conversion = convert(text, str(file), secrets_dir(secrets))
+        props = conversion.properties
+        notes.extend(conversion.ignored)
+    else:
+        props = parse_properties(text)
+    mirror = parse_config(props, clusters, source_path=str(file), offline=offline)
     return dataclasses.replace(mirror, warnings=(*notes, *mirror.warnings)) if notes else mirror
 
 

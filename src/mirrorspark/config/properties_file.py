@@ -81,3 +81,17 @@ def parse_properties(text: str) -> dict[str, str]:
         key, value = _split(line)
         props[key] = value
     return props
+
+
+_CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f", "\\": "\\\\"}
+
+
+def escape_value(value: str) -> str:
+    """``value`` written so that ``parse_properties`` (and Java's Properties.load) reads it back unchanged."""
+    out = "".join(_CONTROL.get(ch, ch) for ch in value)
+    return "\\" + out if out.startswith((" ", "\t", "\f")) else out
+
+
+def escape_key(key: str) -> str:
+    """``key`` written so that it is read back whole: separators and comment marks escaped too."""
+    return "".join(_CONTROL.get(ch) or ("\\" + ch if ch in " =:#!" else ch) for ch in key)

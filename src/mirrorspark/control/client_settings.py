@@ -140,6 +140,12 @@ def _tls(props: Mapping[str, str], where: str) -> dict[str, str]:
             raise ConfigError(f"{where}ssl.truststore.type={trust_type} is not supported: use JKS, PKCS12 or PEM",
                               f"{where}ssl.truststore.type")
     keystore = props.get("ssl.keystore.location")
+    chain, private = props.get("ssl.keystore.certificate.chain"), props.get("ssl.keystore.key")
+    if chain and private and not keystore:  # PEM text in the settings (a Strimzi Secret's user.crt, user.key)
+        conf["ssl.certificate.pem"] = chain
+        conf["ssl.key.pem"] = private
+        if props.get("ssl.key.password"):
+            conf["ssl.key.password"] = props["ssl.key.password"]
     if keystore:
         store_type = props.get("ssl.keystore.type", "JKS").strip().upper()
         password = props.get("ssl.keystore.password")

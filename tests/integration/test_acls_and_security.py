@@ -228,3 +228,45 @@ spec:
     assert sorted(r.content() for r in read_all(clusters["backup"], f"scram.{topic}")) == \
         sorted(r.content() for r in read_all(admin, topic))
     assert password not in mirror.output()
+
+
+@pytest.mark.broker
+def test_replication_and_checkpoints_from_an_oauthbearer_source(clusters, secure_cluster, tmp_path, unique):
+    """OAUTHBEARER with Kafka's client-credentials login against a real OIDC flow: the broker validates
+    RS256 tokens against its JWKS, both planes (the JVM's login handler, librdkafka's OIDC method) get
+    tokens from the token endpoint; records and a group's checkpoint cross. A wrong client secret stops
+    the run before any data moves, naming the cluster, without echoing the secret."""
+    from mirrorspark.local.security import Secrets
+    from mirrorspark.offsets.group_sync import commit_offsets
+
+    source = secure_cluster("oauth", SecurityOptions("SASL_PLAINTEXT", "OAUTHBEARER"))  # its token endpoint too
+    folder = next(p.parent for p in (tmp_path / "secure").rglob("oidc"))  # the cluster's folder
+    secret = Secrets.load_or_create(folder).client_password
+
+    def answers() -> list[str]:
+        return (folder / "oidc" / "endpoint.log").read_text().splitlines()
+
+    admin = librdkafka_admin(source)
+    topic, group = f"oauth-{unique}", f"oauth-group-{unique}"
+    create_topic(admin, topic, 2)
+    sent = records(40, 2, unique)
+    produce(admin, topic, sent)
+    commit_offsets(admin_client(admin), group, {(topic, 0): (10, ""), (topic, 1): (10, "")})
+    config = tmp_path / "mm2.properties"
+    body = (f"backup.bootstrap.servers = {clusters['backup']}\nreplication.factor = 1\n"
+            "checkpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+            "heartbeats.topic.replication.factor = 1\nemit.checkpoints.interval.seconds = 1\n"
+            f"oauth->backup.enabled = true\noauth->backup.topics = {topic}\noauth->backup.groups = {group}\n")
+    config.write_text("clusters = oauth, backup\n" + secured_lines("oauth", source) + body)
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], f"oauth.{topic}", len(sent))
+        wait_for_count(clusters["backup"], "oauth.checkpoints.internal", 1)
+    assert sorted(r.content() for r in read_all(clusters["backup"], f"oauth.{topic}")) == \
+        sorted(r.content() for r in read_all(admin, topic))
+    assert answers().count("granted mirrorspark") >= 2  # the control plane's and the JVM's logins
+
+    wrong = dict(source, **{"sasl.jaas.config": source["sasl.jaas.config"].replace(secret, "not-" + secret[4:])})
+    config.write_text("clusters = oauth, backup\n" + secured_lines("oauth", wrong) + body)
+    done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state2"))
+    assert done.returncode == 1 and "cannot reach cluster 'oauth'" in done.stderr, done.stderr[-2000:]
+    assert "refused" in answers() and "not-" + secret[4:] not in done.stderr + done.stdout

@@ -41,7 +41,7 @@ _SASL = {"scram-sha-256": "SCRAM-SHA-256", "scram-sha-512": "SCRAM-SHA-512", "pl
 _LOGIN = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
           "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
           "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule"}
-_OAUTH_MAPPED = {"type", "clientId", "clientSecret", "tokenEndpointUri", "scope", "audience"}
+_OAUTH_MAPPED = {"type", "clientId", "clientSecret", "tokenEndpointUri", "scope"}
 
 
 def is_strimzi(text: str) -> bool:
@@ -232,15 +232,14 @@ class _Converter:
             if extra:
                 raise ConfigError(f"{where}.{extra[0]} (oauth) has no equivalent in Kafka's own OAuth client, which "
                                   "mirrorspark uses instead of Strimzi's: client credentials (clientId, clientSecret, "
-                                  "tokenEndpointUri, scope, audience) only", f"{where}.{extra[0]}")
+                                  "tokenEndpointUri, scope) only", f"{where}.{extra[0]}")
             for needed in ("clientId", "clientSecret", "tokenEndpointUri"):
                 if not auth.get(needed):
                     raise ConfigError(f"{where}.{needed} is required for oauth", f"{where}.{needed}")
             secret = self._secret(auth["clientSecret"], "key", f"{where}.clientSecret")
             options = f'clientId="{auth["clientId"]}" clientSecret="{secret}"'
-            for name in ("scope", "audience"):
-                if auth.get(name):
-                    options += f' {name}="{auth[name]}"'
+            if auth.get("scope"):
+                options += f' scope="{auth["scope"]}"'
             props[f"{alias}.sasl.mechanism"] = "OAUTHBEARER"
             props[f"{alias}.sasl.oauthbearer.token.endpoint.url"] = str(auth["tokenEndpointUri"])
             props[f"{alias}.sasl.login.callback.handler.class"] = \

@@ -37,7 +37,10 @@ _SAME = {"bootstrap.servers", "client.id", "sasl.username", "sasl.password", "ss
          "ssl.certificate.pem", "ssl.key.pem"}
 _RENAMED = {"request.timeout.ms": "socket.timeout.ms", "ssl.keystore.certificate.chain": "ssl.certificate.pem",
             "ssl.keystore.key": "ssl.key.pem"}
-_SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+# Kafka's own OIDC client-credentials login (the handler moved package in 3.4; both names load it).
+_OIDC_HANDLERS = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+                  "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler")
 _JAAS = re.compile(r'^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)(?P<opts>.*?);?\s*$',
                    re.DOTALL)
 _JAAS_OPTION = re.compile(r'\s*([\w.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]+)')
@@ -85,6 +88,9 @@ def _sasl(props: Mapping[str, str], where: str) -> dict[str, str]:
             f"(supported: {', '.join(_SUPPORTED_MECHANISMS)}); GSSAPI is the Java default when the key is unset, "
             f"so set {where}sasl.mechanism explicitly", f"{where}sasl.mechanism")
     conf = {"sasl.mechanisms": mechanism}
+    if mechanism == "OAUTHBEARER":
+        conf.update(_oidc(props, where))
+        return conf
     if "sasl.username" in props and "sasl.password" in props:
         return conf
     jaas = props.get("sasl.jaas.config")
@@ -100,6 +106,45 @@ def _sasl(props: Mapping[str, str], where: str) -> dict[str, str]:
     if missing:
         raise ConfigError(f"{where}sasl.jaas.config lacks {' and '.join(missing)}", f"{where}sasl.jaas.config")
     conf.update({"sasl.username": options["username"], "sasl.password": options["password"]})
+    return conf
+
+
+def _oidc(props: Mapping[str, str], where: str) -> dict[str, str]:
+    """OAUTHBEARER as Kafka's Java client does it with its own login handler: a client-credentials
+    token from ``sasl.oauthbearer.token.endpoint.url`` (client id, secret and scope in the JAAS entry,
+    or in the KIP-1139 keys). librdkafka's OIDC method asks the same endpoint the same way. Any other
+    login handler (a cloud's IAM handler, a class of the user's) is Java code the control plane
+    cannot run: refused, naming the key."""
+    handler_key = f"{where}sasl.login.callback.handler.class"
+    handler = props.get("sasl.login.callback.handler.class", "").strip()
+    endpoint = props.get("sasl.oauthbearer.token.endpoint.url", "").strip()
+    if handler not in _OIDC_HANDLERS:
+        raise ConfigError(
+            f"{handler_key}={handler or '(unset: the unsecured test login)'} is not supported by mirrorspark's control "
+            f"plane with sasl.mechanism=OAUTHBEARER: it runs Kafka's client-credentials login only "
+            f"({_OIDC_HANDLERS[0]} with {where}sasl.oauthbearer.token.endpoint.url)", handler_key)
+    if not endpoint.lower().startswith(("http://", "https://")):
+        raise ConfigError(f"{where}sasl.oauthbearer.token.endpoint.url must be the identity provider's http(s) token "
+                          "endpoint (a file of a ready-made token is not supported by the control plane)",
+                          f"{where}sasl.oauthbearer.token.endpoint.url")
+    jaas_key = f"{where}sasl.jaas.config"
+    jaas = props.get("sasl.jaas.config")
+    module, options = parse_jaas(jaas, jaas_key) if jaas else ("OAuthBearerLoginModule", {})
+    if not module.endswith("OAuthBearerLoginModule"):
+        raise ConfigError(f"{jaas_key} uses {module.rsplit('.', 1)[-1]} but {where}sasl.mechanism is OAUTHBEARER: use "
+                          "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule", jaas_key)
+    client_id = props.get("sasl.oauthbearer.client.credentials.client.id") or options.get("clientId")
+    secret = props.get("sasl.oauthbearer.client.credentials.client.secret") or options.get("clientSecret")
+    if not client_id or not secret:
+        raise ConfigError(f"{jaas_key} lacks clientId and clientSecret (Kafka's client-credentials login)", jaas_key)
+    conf = {"sasl.oauthbearer.method": "oidc", "sasl.oauthbearer.client.id": client_id,
+            "sasl.oauthbearer.client.secret": secret, "sasl.oauthbearer.token.endpoint.url": endpoint}
+    scope = props.get("sasl.oauthbearer.scope") or options.get("scope")
+    if scope:
+        conf["sasl.oauthbearer.scope"] = scope
+    extensions = {k.removeprefix("extension_"): v for k, v in options.items() if k.startswith("extension_")}
+    if extensions:
+        conf["sasl.oauthbearer.extensions"] = ",".join(f"{k}={v}" for k, v in sorted(extensions.items()))
     return conf
 
 

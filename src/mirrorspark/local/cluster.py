@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -22,14 +23,17 @@ from pathlib import Path
 
 from mirrorspark import jdk, paths
 from mirrorspark.errors import OperationalError
-from mirrorspark.local import server_properties
+from mirrorspark.local import oidc, server_properties
 from mirrorspark.local.security import (
+    CLIENT_USER,
     Secrets,
     SecurityError,
     SecurityOptions,
+    broker_jvm_options,
     broker_properties,
     client_properties,
     create_scram_user,
+    token_endpoint_port,
     uses_scram,
 )
 from mirrorspark.private_files import write_private
@@ -195,7 +199,40 @@ class LocalClusters:
         for cluster, proc in started:
             self._await_ready(cluster, proc, timeout)
             self._create_users(cluster, timeout)
+        for cluster in result:
+            self._serve_tokens(cluster)
         return result
+
+    def _serve_tokens(self, cluster: RunningCluster) -> None:
+        """An OAUTHBEARER cluster's token endpoint, a detached process of its own like the broker."""
+        if not (cluster.security.uses_sasl and cluster.security.sasl_mechanism == "OAUTHBEARER"):
+            return
+        folder = self.folder(cluster.name)
+        pid_file = folder / "oidc" / "endpoint.pid"
+        if pid_file.is_file() and process_alive(int(pid_file.read_text()), oidc.SERVE, str(folder)):
+            return
+        port = token_endpoint_port(folder)
+        log = (folder / "logs" / "oidc.log").open("ab")
+        proc = subprocess.Popen([sys.executable, "-m", oidc.SERVE, str(folder), str(port), CLIENT_USER],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + 15
+        while not _port_open(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise LocalClusterError(f"cluster {cluster.name!r}: its token endpoint did not start on port {port}; "
+                                        f"see {folder / 'logs' / 'oidc.log'}")
+            time.sleep(0.1)
+
+    def _stop_tokens(self, name: str) -> None:
+        pid_file = self.folder(name) / "oidc" / "endpoint.pid"
+        if pid_file.is_file():
+            pid = int(pid_file.read_text())
+            if process_alive(pid, oidc.SERVE, str(self.folder(name))):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+                reap(pid)
+            pid_file.unlink(missing_ok=True)
 
     def _create_users(self, cluster: RunningCluster, timeout: float) -> None:
         """The SCRAM client user, once the broker answers (never on a command line)."""
@@ -303,7 +340,8 @@ class LocalClusters:
         folder = self.folder(cluster.name)
         log = self._log_file(cluster.name).open("ab")
         proc = subprocess.Popen(
-            [java, *self.jvm_opts, *self._classpath_args(cluster.name), "kafka.Kafka",
+            [java, *self.jvm_opts, *broker_jvm_options(cluster.security, folder), *self._classpath_args(cluster.name),
+             "kafka.Kafka",
              str(folder / "server.properties")],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
@@ -349,6 +387,7 @@ class LocalClusters:
             else:
                 self._stop_pid(name, cluster.pid, timeout)
                 lines.append(f"{name}: stopped (pid {cluster.pid})")
+            self._stop_tokens(name)
             if purge:
                 shutil.rmtree(self.folder(name), ignore_errors=True)
         return lines

@@ -20,7 +20,11 @@ from mirrorspark.errors import OperationalError
 from mirrorspark.private_files import private_dir, write_private
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+ALLOWED_URLS = "org.apache.kafka.sasl.oauthbearer.allowed.urls"  # a JVM property since Kafka 3.9.1/4.0
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 CLIENT_USER = "mirrorspark"
 _LOGIN_MODULES = {
@@ -156,7 +160,18 @@ def broker_properties(options: SecurityOptions, folder: Path, client_port: int, 
             f"listener.name.{lname}.ssl.keystore.password": secret.store_password,
             f"listener.name.{lname}.ssl.key.password": secret.store_password,
         })
-    if options.uses_sasl:
+    if options.uses_sasl and options.sasl_mechanism == "OAUTHBEARER":
+        from mirrorspark.local.oidc import AUDIENCE, ensure_keys, jwks_url
+
+        ensure_keys(folder)
+        props.update({
+            f"listener.name.{lname}.sasl.enabled.mechanisms": "OAUTHBEARER",
+            f"listener.name.{lname}.oauthbearer.sasl.jaas.config": f"{OAUTH_LOGIN} required;",
+            f"listener.name.{lname}.oauthbearer.sasl.server.callback.handler.class": OAUTH_VALIDATOR,
+            "sasl.oauthbearer.jwks.endpoint.url": jwks_url(folder),
+            "sasl.oauthbearer.expected.audience": AUDIENCE,
+        })
+    elif options.uses_sasl:
         mech = options.sasl_mechanism
         module = _LOGIN_MODULES[mech]
         users = f' user_{CLIENT_USER}="{secret.client_password}"' if mech == "PLAIN" else ""
@@ -210,6 +225,30 @@ def create_scram_user(options: SecurityOptions, folder: Path, plain_bootstrap: s
                         f"{last}")
 
 
+def token_endpoint_port(folder: Path) -> int:
+    """The loopback port of an OAUTHBEARER cluster's token endpoint, chosen once and kept."""
+    path = folder / "oidc" / "endpoint.json"
+    if path.is_file():
+        return int(json.loads(path.read_text())["port"])
+    import socket
+
+    with socket.socket() as probe:  # a free loopback port, kept for the cluster's life
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    private_dir(folder / "oidc")
+    path.write_text(json.dumps({"port": port}))
+    return port
+
+
+def broker_jvm_options(options: SecurityOptions, folder: Path) -> list[str]:
+    """JVM system properties the broker needs: the JWKS file allowed (Kafka refuses unlisted URLs)."""
+    if options.uses_sasl and options.sasl_mechanism == "OAUTHBEARER":
+        from mirrorspark.local.oidc import jwks_url
+
+        return [f"-D{ALLOWED_URLS}={jwks_url(folder)}"]
+    return []
+
+
 def client_properties(options: SecurityOptions, folder: Path, secret: Secrets) -> dict[str, str]:
     """Java-style client settings for the client listener, as an MM2 user would write them."""
     props: dict[str, str] = {"security.protocol": options.protocol}
@@ -219,7 +258,15 @@ def client_properties(options: SecurityOptions, folder: Path, secret: Secrets) -
             "ssl.truststore.password": secret.store_password,
             "ssl.truststore.type": "JKS",
         })
-    if options.uses_sasl:
+    if options.uses_sasl and options.sasl_mechanism == "OAUTHBEARER":
+        props.update({
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.login.callback.handler.class": OAUTH_HANDLER,
+            "sasl.oauthbearer.token.endpoint.url": f"http://127.0.0.1:{token_endpoint_port(folder)}/token",
+            "sasl.jaas.config": f'{OAUTH_LOGIN} required clientId="{CLIENT_USER}" '
+                                f'clientSecret="{secret.client_password}" scope="kafka";',
+        })
+    elif options.uses_sasl:
         module = _LOGIN_MODULES[options.sasl_mechanism]
         props.update({
             "sasl.mechanism": options.sasl_mechanism,

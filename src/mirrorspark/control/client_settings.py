@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # Keys whose name and meaning are the same in the Java client and librdkafka.
 _SAME = {"bootstrap.servers", "client.id", "sasl.username", "sasl.password", "ssl.ca.location",
          "ssl.certificate.location", "ssl.key.location", "ssl.key.password", "ssl.ca.pem",
-         "ssl.certificate.pem", "ssl.key.pem"}
+         "ssl.certificate.pem", "ssl.key.pem", "client.dns.lookup"}
 _RENAMED = {"request.timeout.ms": "socket.timeout.ms", "ssl.keystore.certificate.chain": "ssl.certificate.pem",
             "ssl.keystore.key": "ssl.key.pem"}
 _SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -185,12 +185,6 @@ def _tls(props: Mapping[str, str], where: str) -> dict[str, str]:
             raise ConfigError(f"{where}ssl.truststore.type={trust_type} is not supported: use JKS, PKCS12 or PEM",
                               f"{where}ssl.truststore.type")
     keystore = props.get("ssl.keystore.location")
-    chain, private = props.get("ssl.keystore.certificate.chain"), props.get("ssl.keystore.key")
-    if chain and private and not keystore:  # PEM text in the settings (a Strimzi Secret's user.crt, user.key)
-        conf["ssl.certificate.pem"] = chain
-        conf["ssl.key.pem"] = private
-        if props.get("ssl.key.password"):
-            conf["ssl.key.password"] = props["ssl.key.password"]
     if keystore:
         store_type = props.get("ssl.keystore.type", "JKS").strip().upper()
         password = props.get("ssl.keystore.password")

@@ -60,3 +60,13 @@ def test_an_oauthbearer_login_the_control_plane_cannot_run_is_refused_naming_the
     with pytest.raises(ConfigError) as caught:
         librdkafka_admin({**OIDC, **change}, "A.")
     assert caught.value.key == key and "s3cr3t" not in str(caught.value)
+
+
+def test_java_client_keys_are_never_dropped_without_a_word():
+    from mirrorspark.config import parse_config
+    from mirrorspark.config.properties_file import parse_properties
+
+    assert librdkafka_admin({"client.dns.lookup": "use_all_dns_ips"})["client.dns.lookup"] == "use_all_dns_ips"
+    mirror = parse_config(parse_properties("clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
+                                           "A->B.enabled = true\nA.metric.reporters = com.example.Reporter\n"))
+    assert any(w.startswith("A.metric.reporters: Spark's Java clients load these reporters") for w in mirror.warnings)

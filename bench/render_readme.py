@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/render_readme.py   # rewrites the parts of README.md between the bench markers
 
-Each table carries the command, the commit and the machine of the run it comes from.
+Each table carries the command and the machine of the run it comes from (the commit stays in the results file).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ RESULTS = ROOT / "bench" / "results"
 
 def provenance(result: dict, command: str) -> str:
     m = result.get("machine", {})
-    return (f"`{command}` at commit {m.get('commit', '?')}, {m.get('cpus', '?')} cores ({m.get('cpu', '?')}), "
+    return (f"`{command}`, {m.get('cpus', '?')} cores ({m.get('cpu', '?')}), "
             f"pyspark {m.get('pyspark', '?')}, Kafka clients {m.get('kafka_clients', '?')}")
 
 

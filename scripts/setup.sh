@@ -52,7 +52,7 @@ spark_kafka_jars() {
   rm -rf "$BUILD/spark-kafka-jars"
   mvn -B -q -Dstyle.color=never -f jvm/spark-kafka.pom.xml $MVN_DEP_PLUGIN:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$BUILD/spark-kafka-jars" \
-      -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
+      -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2,connect-transforms,connect-api
 }
 
 jvm_jar() {

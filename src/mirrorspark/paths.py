@@ -20,6 +20,8 @@ PACKAGED_JAR = Path(__file__).with_name("jars") / "mirrorspark-jvm.jar"
 # (connector, token provider, kafka-clients, commons-pool2). Its other dependencies are already in
 # pyspark/jars (hadoop-client-* alone would add 50 MB of duplicates), so Ivy is told to leave them out.
 CONNECTOR_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+# MM2's transforms, at the connector's kafka-clients version (jvm/spark-kafka.pom.xml pins the same).
+CONNECT_TRANSFORMS = "org.apache.kafka:connect-transforms:3.9.2"
 CONNECTOR_EXCLUDES = (
     "org.apache.hadoop:hadoop-client-runtime", "org.apache.hadoop:hadoop-client-api",
     "org.scala-lang:scala-library", "org.scala-lang.modules:scala-parallel-collections_2.13",
@@ -109,7 +111,8 @@ def spark_dependencies() -> SparkJars:
         spark_version = version("pyspark")
     except PackageNotFoundError:
         raise SetupMissing("pyspark is not installed; `pip install mirrorspark` installs it") from None
-    return SparkJars((mirrorspark_jar(),), (f"{CONNECTOR_ARTIFACT}:{spark_version}",), CONNECTOR_EXCLUDES)
+    return SparkJars((mirrorspark_jar(),), (f"{CONNECTOR_ARTIFACT}:{spark_version}", CONNECT_TRANSFORMS),
+                     CONNECTOR_EXCLUDES)
 
 
 def default_state_dir() -> Path:

@@ -33,8 +33,6 @@ REFUSED_ON_PURPOSE: dict[str, str] = {
     "059-swetalight-final-project.properties": "invalid regular expression",
     # an unfilled template (`clusters = <source-kafka-cluster-name>, ...`)
     "019-cloudtechner-ct-kafka-mm-k8s-setup.properties": "not a valid alias",
-    # Single Message Transforms: records would be copied unchanged, unlike MM2's
-    "028-gimral-mirrormakerutils.properties": "transforms is not supported",
     # a truststore that exists on its author's machine only: MM2 fails when it connects
     "031-hifly81-mirror-maker2-tests.properties": "does not exist",
     "058-subhamproject-kafka-with-mirrormaker2.properties": "does not exist",

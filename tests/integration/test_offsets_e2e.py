@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer
 from helpers.config import TRIGGERS, trigger_settings, write_config
-from helpers.kafka import create_topic, produce, wait_for_count
+from helpers.kafka import create_topic, produce, read_all, wait_for_count
 from helpers.offsets import checkpoints, commit_on, consume, read_from
 from helpers.processes import cli_json, run_cli, running_mirrorspark
 from helpers.records import records
@@ -196,3 +196,47 @@ def test_transactional_source_gaps_never_skip_and_offset_syncs_can_be_off(cluste
     if "mm2-offset-syncs.third.internal" in topic_partitions(admin_client({"bootstrap.servers": clusters["primary"]})):
         to_third = read_compacted_topic({"bootstrap.servers": clusters["primary"]}, "mm2-offset-syncs.third.internal")
         assert topic not in {OffsetSync.from_record(k, v).topic for k, v, *_ in to_third}
+
+
+def test_transforms_filter_and_drop_headers_and_translation_stays_exact_around_dropped_records(
+        clusters, unique, tmp_path):
+    """MM2's Single Message Transforms in the sink: a Filter guarded by a HasHeaderKey predicate drops
+    every third record, DropHeaders removes a header from the others. Groups committed just after a
+    dropped record and just before one translate to the next copied record: nothing skipped, nothing
+    read twice (MM2 would translate both to its last offset sync before them)."""
+    topic = f"smt-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    sent = []
+    for i in range(30):
+        headers = [("secret", b"s3cr3t"), ("seq", str(i).encode())] + ([("drop-me", b"1")] if i % 3 == 0 else [])
+        sent.append({"partition": 0, "key": f"k{i}".encode(), "value": f"v{i}".encode(), "headers": headers})
+    produce(clusters["primary"], topic, sent)
+    after_dropped, before_dropped = f"smt-a-{unique}", f"smt-b-{unique}"
+    commit_on(clusters["primary"], after_dropped, {(topic, 0): 13})  # 12 was dropped: 13 is the next copied
+    commit_on(clusters["primary"], before_dropped, {(topic, 0): 12})  # the next to read is the dropped 12
+    (tmp_path / "mm2.properties").write_text(
+        "clusters = primary, backup\n"
+        f"primary.bootstrap.servers = {clusters['primary']}\nbackup.bootstrap.servers = {clusters['backup']}\n"
+        "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
+        "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+        f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+        f"primary->backup.groups = smt-.-{unique}\nemit.checkpoints.interval.seconds = 1\n"
+        "transforms = dropMarked, noSecret\n"
+        "transforms.dropMarked.type = org.apache.kafka.connect.transforms.Filter\n"
+        "transforms.dropMarked.predicate = marked\n"
+        "transforms.noSecret.type = org.apache.kafka.connect.transforms.DropHeaders\n"
+        "transforms.noSecret.headers = secret\n"
+        "predicates = marked\n"
+        "predicates.marked.type = org.apache.kafka.connect.transforms.predicates.HasHeaderKey\n"
+        "predicates.marked.name = drop-me\n")
+    remote = f"primary.{topic}"
+    with running_mirrorspark(tmp_path / "mm2.properties", tmp_path / "state"):
+        wait_for_count(clusters["backup"], remote, 20)
+        translated = {group: wait_until(lambda g=group: checkpoints(clusters["backup"], "primary", g),
+                                        f"a checkpoint of {group}") for group in (after_dropped, before_dropped)}
+    copied = read_all(clusters["backup"], remote)
+    assert [int(dict(r.headers)["seq"]) for r in copied] == [i for i in range(30) if i % 3]
+    assert all("secret" not in dict(r.headers) for r in copied)
+    # Source 13 (and the dropped 12 before it) is the 9th copied record: target offset 8.
+    assert translated[after_dropped] == {(remote, 0): 8}
+    assert translated[before_dropped] == {(remote, 0): 8}

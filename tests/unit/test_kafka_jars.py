@@ -91,9 +91,9 @@ def test_checkout_uses_build_and_an_install_uses_packages_and_its_own_jar(tmp_pa
     installed = paths.spark_dependencies()
     assert installed.jars == (jar,)
     connector = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version('pyspark')}"  # matches Spark's version
-    assert installed.packages == (connector,)
+    assert installed.packages == (connector, paths.CONNECT_TRANSFORMS)  # MM2's transforms for the sink
     conf = spark_conf({"spark.jars.packages": "org.example:user:1.0"})
-    assert conf["spark.jars.packages"] == f"org.example:user:1.0,{connector}"
+    assert conf["spark.jars.packages"] == f"org.example:user:1.0,{connector},{paths.CONNECT_TRANSFORMS}"
     assert "org.apache.hadoop:hadoop-client-runtime" in conf["spark.jars.excludes"]
     assert conf["spark.jars"] == str(jar)
 

@@ -290,11 +290,7 @@ class Unsupported:
 
 _NO_ERRORS = ("mirrorspark does not use Kafka Connect's error handling: a record that cannot be copied stops the "
               "flow and is never skipped; remove it")
-_NO_TRANSFORMS = ("mirrorspark copies records unchanged and would ignore the transformation, so the target would "
-                  "differ from what MM2 writes; remove it")
 UNSUPPORTED: tuple[Unsupported, ...] = (
-    Unsupported("transforms", _NO_TRANSFORMS, ("",)),
-    Unsupported("transforms.*", _NO_TRANSFORMS),
     Unsupported("errors.tolerance", _NO_ERRORS, ("none",)),
     Unsupported("errors.retry.timeout", _NO_ERRORS, ("0",)),
     Unsupported("errors.retry.delay.max.ms", _NO_ERRORS, ("60000",)),

@@ -5,17 +5,44 @@ the keys to check, when it does not answer) before anything is created or copied
 """
 from __future__ import annotations
 
-from confluent_kafka import KafkaException
+import time
+
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import ClusterConfig
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import admin_settings
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ConfigError, OperationalError
 
 
 class ClusterUnreachable(OperationalError):
     """A configured cluster did not answer; the message names the alias and the keys to check."""
+
+
+class CredentialsRefused(ConfigError):
+    """The cluster answered and refused this client's credentials (a wrong secret, an expired token):
+    no retry can fix it, the file must change."""
+
+
+def _refusal(conf: dict[str, str], first: KafkaError) -> str | None:
+    """Why the cluster refused the login, or None when it did not (down, a wrong address). An OIDC
+    token that cannot be had shows only on the error callback, so a short probe listens for it."""
+    if first.code() == KafkaError._AUTHENTICATION:
+        return first.str()
+    if not str(conf.get("security.protocol", "")).upper().startswith("SASL_"):
+        return None
+    seen: list[KafkaError] = []
+    settings: dict[str, object] = {**conf, "error_cb": seen.append}
+    probe = AdminClient(settings)  # type: ignore[arg-type]  # the stubs omit callables
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # callbacks are served by poll
+        probe.poll(0.5)
+        for error in seen:
+            text = error.str()
+            if error.code() == KafkaError._AUTHENTICATION or "OIDC token" in text or "uthentication failed" in text:
+                return text
+    return None
 
 
 def reach(cluster: ClusterConfig, conf: dict[str, str], timeout: float = 15.0) -> AdminClient:
@@ -24,6 +51,12 @@ def reach(cluster: ClusterConfig, conf: dict[str, str], timeout: float = 15.0) -
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
+        refused = _refusal(conf, exc.args[0])
+        if refused is not None:
+            key = f"{cluster.alias}.sasl.jaas.config"
+            raise CredentialsRefused(
+                f"cluster {cluster.alias!r} refused this client's credentials (check {key} and, with OAUTHBEARER, "
+                f"{cluster.alias}.sasl.oauthbearer.token.endpoint.url): {refused}", key) from None
         raise ClusterUnreachable(
             f"cannot reach cluster {cluster.alias!r} at {cluster.bootstrap_servers} "
             f"(check {cluster.alias}.bootstrap.servers, its security settings ({cluster.alias}.security.protocol, "

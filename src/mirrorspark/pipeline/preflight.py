@@ -14,6 +14,7 @@ from mirrorspark.errors import ConfigError, NeededAtRunTime
 from mirrorspark.pipeline.executors import files_to_ship, is_local
 from mirrorspark.pipeline.query_options import sink_options, source_options
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS
+from mirrorspark.pipeline.transforms import check_transforms
 from mirrorspark.plugins.loading import check_filters
 from mirrorspark.policy.loading import POLICY_KEY, check_policy_class
 
@@ -42,6 +43,7 @@ def check_flow(flow: FlowConfig) -> None:
     """One enabled flow's settings, read the way the runner and the Spark query read them."""
     check_policy_class(flow.settings, flow.where(POLICY_KEY))
     check_filters(flow.settings, flow.where)
+    check_transforms(flow)
     flow.resolve_options()  # every flow key, typed
     source_options(flow, "")
     sink_options(flow, report_offsets=flow.options.emit_offset_syncs)

@@ -9,6 +9,7 @@ from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ConfigError
 from mirrorspark.partition import Partition
 from mirrorspark.pipeline.executors import through_provider
+from mirrorspark.pipeline.transforms import transforms_option
 
 # Settings the source and sink manage themselves (Spark's Kafka source refuses them as kafka.* options too).
 _SOURCE_MANAGED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
@@ -90,6 +91,9 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
     if flow.same_names:  # active/active on the same names: mark each copy, skip what the target has seen
         options["provenanceSource"] = flow.source.alias
         options["provenanceTarget"] = flow.target.alias
+    transforms = transforms_option(flow)
+    if transforms is not None:  # MM2's SMTs, applied by the sink to each record (sink/Transforms.java)
+        options["transforms"] = transforms
     return options
 
 

@@ -30,6 +30,7 @@ from mirrorspark.pipeline.realtime import SlotBook
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.retriable import retriable
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
+from mirrorspark.pipeline.transforms import transform_jars
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY, check_cycle_policy
 from mirrorspark.rest.server import RestServer, RestSettings
@@ -238,7 +239,11 @@ class Replicator:
 
     def _start_spark(self) -> None:
         """The SparkSession; on a cluster, executors are checked before anything is written."""
-        self.spark = build_session(self.config.spark, self.shipped)
+        spark = dict(self.config.spark)
+        jars = transform_jars(self.config.enabled_flows)  # custom transformations run in Spark's JVMs
+        if jars:
+            spark["spark.jars"] = ",".join([*filter(None, [spark.get("spark.jars", "").strip()]), *map(str, jars)])
+        self.spark = build_session(spark, self.shipped)
         if self.ship_files:
             executors = check_executors(self.spark, self.shipped)
             log.info("Spark executors ready: %s (master %s)", ", ".join(executors),

@@ -49,6 +49,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private final LeaseWatch watch;
     /** Exactly-once mode: the task's transactions, one per target partition (null otherwise). */
     private final TaskTransactions transactions;
+    /** The flow's Connect transformations, null without {@code transforms}. */
+    private final Transforms transforms;
 
     /** The first failed send, thrown where the task must stop. */
     interface Failure {
@@ -80,6 +82,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         this.transactions = settings.exactlyOnce ? new TaskTransactions(settings, clients) : null;
         this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
         this.retried = retried;
+        this.transforms = Transforms.of(settings.transforms);
     }
 
     /** True in a retry of a failed task attempt (the running task's attempt number is above 0). */
@@ -112,6 +115,16 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         }
         if (s.provenanceSource != null && !Provenance.mark(headers, s.provenanceSource, s.provenanceTarget)) {
             return;  // it has been in the target already: active/active on the same names skips it
+        }
+        if (transforms != null) {  // MM2's transforms, after the record is made as MM2's source task makes it
+            Transforms.Result changed = transforms.apply(topic, partition, key, value, ts, headers);
+            if (changed == null) {
+                return;  // dropped by a transformation, as in MM2: no offset pair, like a control record's gap
+            }
+            key = changed.key();
+            value = changed.value();
+            ts = changed.timestamp() == null ? -1L : changed.timestamp();
+            headers = changed.headers();
         }
         long bytes = (key == null ? 0 : key.length) + (value == null ? 0 : value.length);
         long now = System.currentTimeMillis();
@@ -238,6 +251,9 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     @Override
     public void close() {
         closeTails();
+        if (transforms != null) {
+            transforms.close();
+        }
         if (watch != null && !released) {
             watch.release();
         }

@@ -58,13 +58,18 @@ final class WriteSettings implements Serializable {
      *  ({@link LeaseWatch}). Null: no lease. */
     final String leaseGroup;
     final String leaseInstance;
+    /** The flow's Connect transformations and predicates (option {@code transforms}, lines key TAB value of
+     *  its {@code transforms*} and {@code predicates*} settings); null: none ({@link Transforms}). */
+    final HashMap<String, String> transforms;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
                           String progressGroup, HashMap<String, String> remoteTopics, String resumeRun,
-                          HashMap<String, String> topicIds, String leaseGroup, String leaseInstance) {
+                          HashMap<String, String> topicIds, String leaseGroup, String leaseInstance,
+                          HashMap<String, String> transforms) {
         this.flow = flow;
+        this.transforms = transforms;
         this.leaseGroup = leaseGroup;
         this.leaseInstance = leaseInstance;
         this.topicIds = topicIds;
@@ -129,7 +134,24 @@ final class WriteSettings implements Serializable {
         return new WriteSettings(flow, producer, schema, resume(options.get("resume")),
             retryFrom(options.get("retryFrom")), source, target, prefix, group, remotes,
             options.getOrDefault("resumeRun", ""),
-            topicIds(options.get("topicIds"), remotes), leaseGroup, leaseInstance);
+            topicIds(options.get("topicIds"), remotes), leaseGroup, leaseInstance,
+            transforms(options.get("transforms")));
+    }
+
+    /** Option {@code transforms}: lines key TAB value; null when absent or empty. */
+    static HashMap<String, String> transforms(String option) {
+        if (option == null || option.isEmpty()) {
+            return null;
+        }
+        HashMap<String, String> out = new HashMap<>();
+        for (String line : option.split("\n")) {
+            int tab = line.indexOf('\t');
+            if (tab <= 0) {
+                throw new IllegalArgumentException("the mirrorspark sink's 'transforms' option has a bad line: " + line);
+            }
+            out.put(line.substring(0, tab), line.substring(tab + 1));
+        }
+        return out;
     }
 
     /** The ids a target topic's exactly-once progress must have been committed for; null: not told. */

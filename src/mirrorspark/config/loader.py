@@ -11,7 +11,7 @@ from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.config.providers import resolve_providers
 from mirrorspark.config.strimzi import convert, is_strimzi, secrets_dir
 from mirrorspark.config.topology import check_topology
-from mirrorspark.config.validation import check_all
+from mirrorspark.config.validation import check_all, transform_warnings
 from mirrorspark.config.values import is_connection_key, parse_bool, split_list
 from mirrorspark.errors import ConfigError
 
@@ -153,6 +153,7 @@ def parse_config(
             flow.check_trigger()
             if (warning := flow.exactly_once_warning()) is not None:
                 warnings.append(warning)
+            warnings.extend(w for w in transform_warnings(flow.settings, flow.where) if w not in warnings)
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}
     return MirrorConfig(cluster_configs, flows, top, spark, source_path, tuple(warnings),
                         needed_at_run_time=tuple((pending or {}).values()))

@@ -258,3 +258,25 @@ def check_all(top: Mapping[str, str], clusters: Mapping[str, Mapping[str, str]],
         if old in top and new in top:
             warnings.append(f"both {old} and {new} are set; {new} wins (as in MM2)")
     return warnings
+
+
+_BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
+
+
+def transform_warnings(settings: Mapping[str, str], where: Callable[[str], str]) -> list[str]:
+    """Transform keys that do nothing, and converters mirrorspark does not apply to whole records:
+    said once, never dropped without a word."""
+    listed = {name for kind in ("transforms", "predicates") for name in split_list(settings.get(kind, ""))}
+    out = []
+    for key in sorted(settings):
+        kind, _, rest = key.partition(".")
+        if kind in ("transforms", "predicates") and rest and rest.split(".", 1)[0] not in listed:
+            out.append(f"{where(key)}: {rest.split('.', 1)[0]!r} is not listed in {where(kind)}: no effect (as in MM2)")
+    for part in ("key", "value"):
+        key = f"{part}.converter"
+        value = settings.get(key, "").strip()
+        if value and value != _BYTES:
+            out.append(f"{where(key)} = {value}: mirrorspark copies each record's bytes unchanged (MM2 would run them "
+                       "through this converter; with StringConverter it writes a Java array's name for bytes); only a "
+                       "String a transformation makes is written as text")
+    return out

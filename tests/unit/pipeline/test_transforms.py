@@ -56,3 +56,13 @@ def test_a_custom_class_is_found_in_plugin_path_and_its_jar_goes_to_spark(tmp_pa
     mirror = load(f"plugin.path = {jar.parent}\ntransforms = x\ntransforms.x.type = com.example.Custom\n")
     preflight(mirror)
     assert transform_jars(mirror.enabled_flows) == [jar]
+
+
+def test_transform_keys_that_do_nothing_and_whole_record_converters_are_said():
+    mirror = load("A->B.transforms.mask.type = org.apache.kafka.connect.transforms.MaskField$Value\n"
+                  "value.converter = org.apache.kafka.connect.storage.StringConverter\n"
+                  "key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n")
+    assert "A->B.transforms.mask.type: 'mask' is not listed in transforms: no effect (as in MM2)" in mirror.warnings
+    assert any(w.startswith("value.converter = org.apache.kafka.connect.storage.StringConverter: mirrorspark "
+                            "copies each record's bytes unchanged") for w in mirror.warnings)
+    assert not any(w.startswith("key.converter") for w in mirror.warnings)

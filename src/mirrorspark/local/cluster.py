@@ -196,12 +196,29 @@ class LocalClusters:
             proc = self._launch(cluster, java)
             started.append((cluster, proc))
             result.append(cluster)
+        by_name = {spec.name: spec for spec in specs}
         for cluster, proc in started:
-            self._await_ready(cluster, proc, timeout)
-            self._create_users(cluster, timeout)
+            ready = self._ready_or_again(cluster, proc, by_name[cluster.name], java, timeout)
+            result[result.index(cluster)] = ready
+            self._create_users(ready, timeout)
         for cluster in result:
             self._serve_tokens(cluster)
         return result
+
+    def _ready_or_again(self, cluster: RunningCluster, proc: subprocess.Popen[bytes], spec: ClusterSpec, java: str,
+                        timeout: float, attempts: int = 3) -> RunningCluster:
+        """Wait for the broker; one that lost a port to another process between the port's check and its
+        bind (two test workers start clusters at once) is started again on free ports."""
+        for attempt in range(attempts):
+            try:
+                self._await_ready(cluster, proc, timeout)
+                return cluster
+            except LocalClusterError as exc:
+                if "Address already in use" not in str(exc) or attempt == attempts - 1 or spec.port is not None:
+                    raise
+            cluster = self._prepare(spec, java)  # the taken port is not free now: others are chosen
+            proc = self._launch(cluster, java)
+        return cluster
 
     def _serve_tokens(self, cluster: RunningCluster) -> None:
         """An OAUTHBEARER cluster's token endpoint, a detached process of its own like the broker."""

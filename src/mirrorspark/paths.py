@@ -28,6 +28,7 @@ CONNECTOR_EXCLUDES = (
     "org.apache.spark:spark-tags_2.13", "com.google.code.findbugs:jsr305",
     "at.yawk.lz4:lz4-java", "org.lz4:lz4-java", "org.xerial.snappy:snappy-java", "org.slf4j:slf4j-api",
     "com.github.luben:zstd-jni",
+    "javax.ws.rs:javax.ws.rs-api",  # connect-api's REST extension API: not used by transformations
 )
 
 

@@ -123,7 +123,8 @@ def test_wheel_in_a_fresh_venv_replicates_without_maven(tmp_path, unique):
         assert "Traceback" not in output, output[-5000:]
         # resolved by Spark's Ivy into the fresh HOME, not taken from a build/ folder
         assert sorted(p.name for p in home.glob(".ivy2*/jars/*.jar")) == [
-            "org.apache.commons_commons-pool2-2.13.1.jar", "org.apache.kafka_kafka-clients-3.9.2.jar",
+            "org.apache.commons_commons-pool2-2.13.1.jar", "org.apache.kafka_connect-api-3.9.2.jar",
+            "org.apache.kafka_connect-transforms-3.9.2.jar", "org.apache.kafka_kafka-clients-3.9.2.jar",
             "org.apache.spark_spark-sql-kafka-0-10_2.13-4.2.0.jar",
             "org.apache.spark_spark-token-provider-kafka-0-10_2.13-4.2.0.jar"], output[-5000:]
         copied = (line.strip() for line in output.splitlines() if "artifacts copied" in line)

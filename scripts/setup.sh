@@ -90,8 +90,33 @@ browser() {
   echo "setup: chromium done"
 }
 
+prometheus_server() {
+  # Prometheus and promtool (Debian's `prometheus` package) for the alert-rule and dashboard tests
+  # (tests/unit/metrics/test_alert_rules.py, tests/integration/test_alerts_prometheus.py). The tests start
+  # their own `prometheus` process (own config, data folder and free port), never the package's service.
+  # Optional, as chromium is: without apt-get as root those tests skip.
+  command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(false); fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1 || [[ ${sudo[0]:-} == false ]]; then
+    echo "setup: no prometheus and no way to install it (apt-get as root); the alert-rule tests will be skipped"
+    return 0
+  fi
+  echo "setup: prometheus (apt-get) ..."
+  local log=$BUILD/prometheus-apt.log
+  local install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus)
+  if ! "${install[@]}" >"$log" 2>&1; then
+    "${sudo[@]}" apt-get update -q >>"$log" 2>&1 && "${install[@]}" >>"$log" 2>&1 ||
+      { echo "setup: could not install prometheus (see $log); the alert-rule tests will be skipped"; return 0; }
+  fi
+  echo "setup: prometheus done"
+}
+
 step venv pyproject.toml -- venv
 browser
+prometheus_server
 step kafka-libs jvm/kafka-libs.pom.xml -- kafka_libs
 step spark-kafka-jars jvm/spark-kafka.pom.xml -- spark_kafka_jars
 step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml jvm/mirrorspark/pom.xml jvm/mirrorspark/.mvn/maven.config \

@@ -75,13 +75,14 @@ def latest_checkpoints(topic: str, records: Iterable[tuple[bytes | None, bytes |
 
 def assess(group: str, source_alias: str, checkpoints: Sequence[Stamped], source_of: Mapping[str, str],
            committed: Mapping[Partition, int] | None, ends: Mapping[Partition, int],
-           replicated: Mapping[Partition, int], problems: Mapping[str, Mapping[str, int]],
+           replicated: Mapping[Partition, int], problems: Mapping[str, Mapping[str, int]] | None,
            losses: Sequence[LossReport], interval: float,
            now: float | None = None) -> GroupVerdict:
     """The verdict for ``group``: ``checkpoints`` are its own (remote topics, ``source_of`` maps them
     back), ``committed`` its offsets on the source (None: unreadable), ``ends`` the source's end
     offsets, ``replicated`` the end of the replicated range per source partition, ``problems`` the
-    audit's counts per source topic."""
+    audit's counts per source topic (None: no audit ran, as on the status page, and nothing is said
+    about the records themselves)."""
     by_source = {(source_of[c.topic], c.partition): (c, ts) for c, ts in checkpoints if c.topic in source_of}
     reads = {t for t, _ in by_source} | {t for t, _ in committed or {}}
     now = time.time() if now is None else now
@@ -89,7 +90,7 @@ def assess(group: str, source_alias: str, checkpoints: Sequence[Stamped], source
         _checkpoint_reason(source_alias, by_source, committed, interval, now),
         _lag_reason(source_alias, committed, ends, replicated),
         _loss_reason([r for r in losses if r.topic in reads]),
-        _audit_reason(reads, problems),
+        *(() if problems is None else (_audit_reason(reads, problems),)),
     ))
 
 

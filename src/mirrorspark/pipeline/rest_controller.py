@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mirrorspark.config.redaction import Redactor, current
 from mirrorspark.errors import ConfigError, Conflict
 from mirrorspark.partition import Partition
+from mirrorspark.pipeline.failover_readiness import ReadinessCache, readiness_of
 from mirrorspark.rest.controller import UnknownFlow
 
 if TYPE_CHECKING:
@@ -70,6 +72,7 @@ class ReplicatorController:
         self.replicator = replicator
         self._lock = threading.Lock()  # one control action at a time
         self._translations = TranslationCache(self._client)
+        self._readiness = ReadinessCache()
 
     def _find(self, name: str) -> Flow:
         """The flow this process writes; a standby or an unknown name is refused, saying why."""
@@ -157,6 +160,40 @@ class ReplicatorController:
         if view is None:
             raise UnknownFlow(f"no flow {name!r} in this process (flows: {', '.join(self.replicator.flows)})")
         return view
+
+    def status(self) -> list[dict[str, Any]]:
+        """``flows()`` plus, per flow, its lag per source topic and (written here) its last checkpoint
+        and per-group failover verdicts. Only memory is read on the caller's thread: the verdicts come
+        from ``ReadinessCache``, refreshed in the background (``failover_readiness``), so the page never
+        waits on a cluster; until the first round ends they are None."""
+        out = []
+        written = set()
+        for flow in list(self.replicator.flows.values()):
+            parts = flow.parts  # read once: a flow may be taken or left meanwhile
+            if parts is None:
+                standby = flow.standby()
+                if standby is not None:
+                    out.append((True, {**self._standby_summary(standby), "lag_topics": [], "checkpoints": None}))
+                continue
+            written.add(flow.name)
+            view = self._summary(flow, parts, detail=False)
+            topics: dict[str, dict[str, Any]] = {}
+            for lag in parts.probe.latest:
+                row = topics.setdefault(lag.topic, {"topic": lag.topic, "records": 0, "seconds": 0.0})
+                row["records"] += lag.offsets
+                row["seconds"] = max(row["seconds"], lag.seconds)
+            view["lag_topics"] = [topics[t] for t in sorted(topics)]
+            view["checkpoints"] = self._readiness.get(flow.name, self._reads_of(flow, parts))
+            out.append((False, view))
+        self._readiness.forget(written)
+        return [view for _, view in sorted(out, key=lambda pair: pair[0])]
+
+    @staticmethod
+    def _reads_of(flow: Flow, parts: AssembledFlow) -> Callable[[], dict[str, Any]]:
+        def read() -> dict[str, Any]:
+            return readiness_of(parts, source_alias=flow.config.source.alias,
+                                interval=flow.config.options.checkpoints_interval)
+        return read
 
     def _act(self, name: str, action: str) -> dict[str, Any]:
         flow = self._find(name)

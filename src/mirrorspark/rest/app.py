@@ -3,15 +3,19 @@ translation, and Prometheus metrics. ``RequestGuard`` (rest/security.py) checks 
 the token before any route; output never carries a secret (the config view and every text of a flow
 are redacted), and errors are JSON with a message, never a traceback. ``/docs`` (Swagger UI) and ``/redoc`` load their
 JavaScript and CSS from this server (``fastapi-offline``'s copies of swagger-ui-dist and redoc, under
-``DOCS_ASSETS``), never from a CDN, so they work on a site without internet."""
+``DOCS_ASSETS``), never from a CDN, so they work on a site without internet. ``/status`` is an HTML page
+for people (``status_page``), under the same token rules (with a cookie, see ``security``)."""
 from __future__ import annotations
 
+import hmac
 import logging
+import secrets
 from typing import Annotated, Any
+from urllib.parse import parse_qs
 
 from confluent_kafka import KafkaException
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -20,11 +24,27 @@ from pydantic import BaseModel
 from mirrorspark.config.redaction import current as redactor
 from mirrorspark.errors import ConfigError, Conflict, MirrorsparkError, NotFound
 from mirrorspark.rest.controller import Controller
-from mirrorspark.rest.security import DOCS_ASSETS, AllowedHosts, RequestGuard, TokenBucket, token_matches
+from mirrorspark.rest.history import History
+from mirrorspark.rest.security import (
+    DOCS_ASSETS,
+    STATUS_COOKIE,
+    AllowedHosts,
+    RequestGuard,
+    TokenBucket,
+    status_cookie,
+    token_matches,
+)
+from mirrorspark.rest.status_page import LOGIN_PATH, STATUS_PATH, login_form, render_error, render_status
 
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False)
 TRANSLATE_RATE, TRANSLATE_BURST = 5.0, 10  # calls a second; each may read a checkpoints topic
+LOGIN_RATE, LOGIN_BURST = 1.0, 5  # token guesses a second on the status page's form
+LOGIN_BODY_LIMIT = 4096  # bytes of a login form: a token and nothing else
+# The page loads nothing: no script, no remote style, image or font; forms post to this server only.
+PAGE_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
+                "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                                           "frame-ancestors 'none'; base-uri 'none'"}
 
 # The error family's HTTP answers, {"detail": message}; the rest of the family, like any other
 # exception, is an internal error (500, traceback logged).
@@ -43,15 +63,21 @@ class FlowAction(BaseModel):
 
 
 def create_app(controller: Controller, registry: CollectorRegistry, token: str | None,
-               hosts: AllowedHosts | None = None, translate_limit: TokenBucket | None = None) -> FastAPI:
+               hosts: AllowedHosts | None = None, translate_limit: TokenBucket | None = None,
+               history: History | None = None, login_limit: TokenBucket | None = None) -> FastAPI:
     """``token``: required on every route but the open ones (``security.is_open``; None: no authentication);
-    ``hosts``: accepted ``Host`` names (default: loopback only)."""
+    ``hosts``: accepted ``Host`` names (default: loopback only); ``history``: the status page's samples
+    (``RestServer`` starts its sampler; without one the charts wait for samples)."""
     # FastAPIOffline: a FastAPI app whose /docs and /redoc (get_swagger_ui_html / get_redoc_html, no
     # Google fonts) point at its bundled assets, mounted with StaticFiles at DOCS_ASSETS.
     app = FastAPIOffline(title="mirrorspark", version="1", static_url=DOCS_ASSETS,
                          description="Control and observe a running mirrorspark replicator.")
-    app.add_middleware(RequestGuard, token=token, hosts=hosts or AllowedHosts.for_listener("127.0.0.1"))
+    cookie_key = secrets.token_bytes(32)  # the status page's cookies lapse with the process
+    app.add_middleware(RequestGuard, token=token, hosts=hosts or AllowedHosts.for_listener("127.0.0.1"),
+                       cookie_key=cookie_key)
     limit = translate_limit or TokenBucket(TRANSLATE_RATE, TRANSLATE_BURST)
+    logins = login_limit or TokenBucket(LOGIN_RATE, LOGIN_BURST)
+    samples = history or History(flows=controller.flows)
 
     def authorised(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
                    request: Request) -> None:
@@ -126,5 +152,41 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
     @app.get("/config", dependencies=guarded, summary="The resolved configuration, secrets redacted")
     def config() -> dict[str, Any]:
         return controller.config()
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse(STATUS_PATH, status_code=303)
+
+    # The token (or the status cookie) is checked by RequestGuard: a browser sends no bearer header.
+    @app.get(STATUS_PATH, response_class=HTMLResponse, include_in_schema=False)  # a page for people, not an API
+    def status() -> HTMLResponse:
+        try:
+            page = render_status(redactor().value(controller.status()), samples.series)
+        except Exception as exc:  # the page says it failed (logged with its stack); the flows never notice
+            log.error("the status page could not be built", exc_info=exc)
+            return HTMLResponse(render_error(redactor().text(f"{type(exc).__name__}: {exc}")), status_code=500,
+                                headers=PAGE_HEADERS)
+        return HTMLResponse(page, headers=PAGE_HEADERS)
+
+    @app.post(LOGIN_PATH, include_in_schema=False)
+    async def login(request: Request) -> Response:
+        """The form's token, checked like a bearer one; a cookie for ``GET /status`` only in exchange."""
+        if token is None:
+            return RedirectResponse(STATUS_PATH, status_code=303)
+        if logins.take():
+            return HTMLResponse(login_form("too many attempts; wait a few seconds"), status_code=429,
+                                headers={**PAGE_HEADERS, "Retry-After": "1"})
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > LOGIN_BODY_LIMIT:
+                return HTMLResponse(login_form("the form is too large"), status_code=413, headers=PAGE_HEADERS)
+        given = parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip()
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return HTMLResponse(login_form("wrong token"), status_code=401, headers=PAGE_HEADERS)
+        answer = RedirectResponse(STATUS_PATH, status_code=303)
+        answer.set_cookie(STATUS_COOKIE, status_cookie(token, cookie_key), path=STATUS_PATH, httponly=True,
+                          samesite="strict", secure=request.url.scheme == "https")
+        return answer
 
     return app

@@ -11,10 +11,14 @@ configuration, and often listens on a laptop or a shared host. So, by default:
 - any request carrying an ``Origin`` other than the server's own is refused, and no CORS header is
   ever sent, so a web page cannot drive the API from a browser on the same host.
 
-Every refusal is a JSON ``{"detail": ...}`` answer, like the API's other errors.
+Every refusal is a JSON ``{"detail": ...}`` answer, like the API's other errors, but on the status
+page: a browser cannot send a bearer header, so ``GET /status`` without the token answers a small
+HTML form; posting the token there sets a cookie holding an HMAC of it (``status_cookie``), which
+is accepted for ``GET /status`` only, never for the control POSTs or any other route.
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import math
@@ -28,13 +32,19 @@ from pathlib import Path
 from typing import Any
 
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
+from starlette.requests import cookie_parser
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from mirrorspark.rest.status_page import LOGIN_PATH, STATUS_PATH, login_form
 
 TOKEN_FILE = "rest.token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain", "ip6-localhost"})
 WILDCARDS = frozenset({"", "0.0.0.0", "::", "*"})
 # Readable without a token: liveness, Prometheus (no secrets, no control) and the API's own schema.
-OPEN_PATHS = frozenset({"/health", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+# The root only redirects to the status page, and the status page's login form checks the token itself.
+OPEN_PATHS = frozenset({"/health", "/ready", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc",
+                        "/", LOGIN_PATH})
+STATUS_COOKIE = "mirrorspark_status"
 # The pages' own JavaScript, CSS and icon (rest/app.py mounts them here): also readable without a token.
 DOCS_ASSETS = "/static"
 
@@ -59,6 +69,12 @@ def token_matches(expected: str, authorization: str | None) -> bool:
     """``Authorization: Bearer <expected>``, compared in constant time."""
     scheme, _, given = (authorization or "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected.encode())
+
+
+def status_cookie(token: str, key: bytes) -> str:
+    """The status page's cookie: an HMAC of the token under ``key``, a secret of this process. Neither
+    the token nor anything that opens another route; it lapses when the process restarts."""
+    return hmac.new(key, token.encode(), hashlib.sha256).hexdigest()
 
 
 def is_loopback(host: str) -> bool:
@@ -124,12 +140,14 @@ class AllowedHosts:
 
 
 class RequestGuard:
-    """ASGI middleware: Host check, Origin check, bearer token; before any route runs."""
+    """ASGI middleware: Host check, Origin check, bearer token (or, for ``GET /status`` only, the
+    status cookie made with ``cookie_key``); before any route runs."""
 
-    def __init__(self, app: ASGIApp, token: str | None, hosts: AllowedHosts) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, hosts: AllowedHosts, cookie_key: bytes | None = None) -> None:
         self.app = app
         self.token = token
         self.hosts = hosts
+        self.cookie = status_cookie(token, cookie_key) if token is not None and cookie_key is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -141,7 +159,7 @@ class RequestGuard:
             return
         await self.app(scope, receive, send)
 
-    def refusal(self, scope: Scope) -> JSONResponse | None:
+    def refusal(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)
         host = headers.get("host")
         if host is not None and not self.hosts.allows(host):
@@ -154,13 +172,23 @@ class RequestGuard:
             if own is None or origin.rstrip("/").lower() != own.lower():
                 return JSONResponse({"detail": "cross-origin requests are refused: the REST API is not for web "
                                                "pages of other origins"}, status_code=403)
-        if (self.token is not None and not is_open(scope.get("path", ""))
+        path = scope.get("path", "")
+        if (self.token is not None and not is_open(path)
                 and not token_matches(self.token, headers.get("authorization"))):
+            if path == STATUS_PATH and scope.get("method") == "GET":
+                if self._cookie_matches(headers):
+                    return None
+                return HTMLResponse(login_form(), status_code=401, headers={"Cache-Control": "no-store"})
             return JSONResponse(
                 {"detail": "missing or wrong token: send 'Authorization: Bearer <token>' (mirrorspark.rest.token, "
                            "or the generated one in <state-dir>/rest.token, which `mirrorspark status` reads)"},
                 status_code=401, headers={"WWW-Authenticate": "Bearer"})
         return None
+
+    def _cookie_matches(self, headers: Headers) -> bool:
+        given = cookie_parser(headers.get("cookie", "")).get(STATUS_COOKIE)
+        return self.cookie is not None and given is not None and hmac.compare_digest(given.encode(),
+                                                                                      self.cookie.encode())
 
 
 class TokenBucket:

@@ -23,6 +23,7 @@ from mirrorspark.config.values import split_list
 from mirrorspark.errors import ConfigError
 from mirrorspark.private_files import write_private
 from mirrorspark.rest.controller import Controller
+from mirrorspark.rest.history import History
 from mirrorspark.rest.security import TOKEN_FILE, AllowedHosts, generate_token, is_loopback
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,8 @@ class RestServer:
         self.generated = settings.auth == "token" and settings.token is None
         self.token = generate_token() if self.generated else settings.token
         hosts = AllowedHosts.for_listener(settings.host, settings.allowed_hosts)
-        app = create_app(controller, registry, self.token, hosts)
+        self.history = History(flows=controller.flows)  # the status page's charts, sampled in a thread of its own
+        app = create_app(controller, registry, self.token, hosts, history=self.history)
         self.config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                                      access_log=False, lifespan="off")
         self.server = uvicorn.Server(self.config)
@@ -92,6 +94,7 @@ class RestServer:
                 raise ConfigError(f"the REST API could not listen on {self.config.host}:{self.config.port} "
                                   "(port in use?); change mirrorspark.rest.listener", "mirrorspark.rest.listener")
             time.sleep(0.05)
+        self.history.start()
         sockets = [s for server in self.server.servers for s in server.sockets]
         host, port = sockets[0].getsockname()[:2]
         self.address = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -111,6 +114,7 @@ class RestServer:
         return self.address
 
     def stop(self) -> None:
+        self.history.stop()
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(10)

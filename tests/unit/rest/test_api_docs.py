@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import http.client
 import re
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from helpers.chromium import browser, chromium
 from helpers.rest_app import AUTH, TOKEN, FakeController, client
 from prometheus_client import CollectorRegistry
 
@@ -24,7 +23,6 @@ from mirrorspark.rest.server import RestServer, RestSettings
 
 PAGES = ("/docs", "/redoc")
 EXPECTED_TYPES = {".js": "javascript", ".css": "text/css", ".png": "image/png"}
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
 def referenced_urls(html: str) -> list[str]:
@@ -116,26 +114,6 @@ def test_real_server_keeps_traversal_behind_the_token(server):
     for path in ("/static/../flows", "/static/%2e%2e/flows", "/static//flows", "/static/..%2fflows"):
         assert raw_get(server.address, path) == 401, path
     assert raw_get(server.address, "/flows") == 401 and raw_get(server.address, "/flows", AUTH) == 200
-
-
-def browser() -> str | None:
-    """The first Chromium on PATH that runs (a snap stub in a container answers nothing)."""
-    for name in BROWSERS:
-        found = shutil.which(name)
-        if found and subprocess.run([found, "--version"], capture_output=True, timeout=60).returncode == 0:
-            return found
-    return None
-
-
-def chromium(binary: str, url: str, *extra: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    """Headless, and offline: every request that is not to loopback goes to a proxy on a dead port.
-    Chromium never proxies loopback (its implicit bypass rule); ``--proxy-bypass-list=<-loopback>``
-    would remove that rule and break the page itself."""
-    command = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--proxy-server=127.0.0.1:9",
-               "--virtual-time-budget=10000", *extra, url]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture

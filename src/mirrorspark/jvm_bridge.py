@@ -184,6 +184,10 @@ class SparkJvm:
         stats = _call("FlowStats.drain", lambda: self._kafka.FlowStats.drain(flow))
         return parse_report(resumed=resumed, stats=stats)
 
+    def jvm_metrics(self) -> str:
+        """The driver JVM's memory, collections, threads and CPU (``metrics.jvm`` parses the text)."""
+        return str(_call("JvmMetrics.sample", lambda: self._view.io.mirrorspark.metrics.JvmMetrics.sample()))
+
     def reset_epochs(self, flow: str) -> None:
         """Real-time mode: a new query of ``flow`` starts; its batches count from its first one again."""
         _call("WrittenBatches.resetEpochs", lambda: self._batches.resetEpochs(flow))

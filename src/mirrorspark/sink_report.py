@@ -15,7 +15,9 @@ it to :func:`parse_report`: one line a row, fields separated by TAB; every topic
     run does not continue the previous one.
 ``FlowStats.drain``
     ``topic partition`` and nine integers: records, bytes (key + value), record age min/max/sum
-    and replication latency min/max/sum (ms), and how many records those six figures cover.
+    and replication latency min/max/sum (ms), and how many records those six figures cover; then the
+    record age histogram's bucket counts and the replication latency histogram's, one more bucket
+    each than ``FlowStats.bucketBounds()`` has bounds (the last counts what is above them all).
 ``WrittenBatches.drainResumed``
     ``topic partition resumed recopied``: in a re-run batch, rows found already on the target
     (not sent again) and target records written again.
@@ -83,6 +85,22 @@ class PartitionStats:
     latency_max: int
     latency_sum: int
     timed: int  # records with a source timestamp, which the age and latency figures cover
+    age_buckets: tuple[int, ...] = ()      # per bucket (not cumulative), bounds from FlowStats.bucketBounds()
+    latency_buckets: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, topic: str, *numbers: int) -> PartitionStats:
+        """The row from the line's fields: nine figures, then the two histograms' equal halves."""
+        scalars, buckets = numbers[:SCALARS], numbers[SCALARS:]
+        half = len(buckets) // 2
+        if len(scalars) != SCALARS or not buckets or len(buckets) % 2:
+            raise ValueError(f"{len(numbers) + 1} fields, expected 1 + {SCALARS} + two equal histograms")
+        partition, count, size, age_min, age_max, age_sum, latency_min, latency_max, latency_sum, timed = scalars
+        return cls(topic, partition, count, size, age_min, age_max, age_sum, latency_min, latency_max, latency_sum,
+                   timed, age_buckets=tuple(buckets[:half]), latency_buckets=tuple(buckets[half:]))
+
+
+SCALARS = 10  # partition, count, bytes, age min/max/sum, latency min/max/sum, timed
 
 
 @dataclass(frozen=True)
@@ -143,13 +161,14 @@ class BatchReport:
 Row = TypeVar("Row", WrittenRun, PartitionStats, ResumedPartition)
 
 
-def _rows(text: str, row: Callable[..., Row], width: int, store: str) -> tuple[Row, ...]:
-    """TAB lines of ``store``: ``width`` fields, a topic then integers, given to ``row`` in their order."""
+def _rows(text: str, row: Callable[..., Row], width: int | None, store: str) -> tuple[Row, ...]:
+    """TAB lines of ``store``: ``width`` fields (None: ``row`` checks), a topic then integers, given to
+    ``row`` in their order."""
     out = []
     for line in text.splitlines():
         topic, *numbers = line.split("\t")
         try:
-            if len(numbers) != width - 1:
+            if width is not None and len(numbers) != width - 1:
                 raise ValueError(f"{len(numbers) + 1} fields, expected {width}")
             out.append(row(topic, *(int(n) for n in numbers)))
         except ValueError as exc:
@@ -162,7 +181,7 @@ def parse_report(runs: str = "", stats: str = "", resumed: str = "", executors: 
     """The typed report from the texts of ``OffsetRuns.drain``, ``FlowStats.drain``,
     ``WrittenBatches.drainResumed`` and ``WrittenBatches.drainExecutors``."""
     return BatchReport(_rows(runs, WrittenRun.of, 2 + len(fields(OffsetRun)), "OffsetRuns.drain"),
-                       _rows(stats, PartitionStats, len(fields(PartitionStats)), "FlowStats.drain"),
+                       _rows(stats, PartitionStats.of, None, "FlowStats.drain"),
                        _rows(resumed, ResumedPartition, len(fields(ResumedPartition)), "WrittenBatches.drainResumed"),
                        frozenset(filter(None, executors.split(","))))
 

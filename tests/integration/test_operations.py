@@ -48,14 +48,25 @@ def test_metrics_rest_pause_resume_status_and_no_secrets(clusters, unique, tmp_p
                          and json.loads((state / "rest.json").read_text())["url"], "the REST address")
         labels = {"source": "primary", "target": "backup", "topic": remote, "partition": "0"}
         text = wait_until(lambda: (t := call(f"{url}/metrics")[1])
-                          and metric(t, "mirrorspark_record_count_total", **labels) == 50 and t,
-                          "record-count of partition 0")
-        assert metric(text, "mirrorspark_replication_latency_ms_min", **labels) >= 60_000
-        assert metric(text, "mirrorspark_record_age_ms_max", **labels) >= 60_000
-        assert metric(text, "mirrorspark_byte_count_total", **labels) > 0
-        source_labels = {**labels, "topic": topic}
+                          and metric(t, "mirrorspark_records_total", **labels) == 50
+                          and metric(t, "mirrorspark_records_total", **{**labels, "partition": "1"}) == 50 and t,
+                          "records of both partitions")
+        mm2 = "kafka_connect_mirror_mirrorsourceconnector_"  # MM2's names, as Strimzi's exporter gives them
+        assert metric(text, mm2 + "record_count", **labels) == 50
+        assert metric(text, mm2 + "replication_latency_ms_min", **labels) >= 60_000
+        assert metric(text, mm2 + "record_age_ms_max", **labels) >= 60_000
+        assert metric(text, "mirrorspark_bytes_total", **labels) > 0
+        per_topic = {"source": "primary", "target": "backup", "topic": remote}  # histograms: per remote topic
+        assert metric(text, "mirrorspark_replication_latency_seconds_count", **per_topic) == 100
+        assert metric(text, "mirrorspark_replication_latency_seconds_bucket", **per_topic, le="30") == 0
+        assert metric(text, "mirrorspark_record_age_seconds_sum", **per_topic) >= 100 * 60
+        assert metric(text, "mirrorspark_flow_running", source="primary", target="backup", role="writer") == 1
+        assert metric(text, "jvm_threads_current", jvm="driver") > 0  # sampled from the driver JVM
+        assert 'mirrorspark_build_info{' in text
+        assert call(f"{url}/ready")[0] == 200 and call(f"{url}/health")[0] == 200  # open, like /metrics
+        source_labels = {"source": "primary", "target": "backup", "source_topic": topic, "partition": "0"}
         text = wait_until(lambda: (t := call(f"{url}/metrics")[1])
-                          and metric(t, "mirrorspark_lag_offsets", **source_labels) == 0 and t,
+                          and metric(t, "mirrorspark_lag_records", **source_labels) == 0 and t,
                           "lag 0 once caught up")
         assert metric(text, "mirrorspark_lag_seconds", **source_labels) == 0
 

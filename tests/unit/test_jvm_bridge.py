@@ -119,7 +119,7 @@ def test_the_written_rows_and_the_figures_are_drained_apart():
                 drain = staticmethod(store("runs", "r\t0\t1\t2\t3\n"))
 
             class FlowStats:
-                drain = staticmethod(store("stats", "r\t0\t5\t50\t1\t2\t3\t4\t5\t6\t5\n"))
+                drain = staticmethod(store("stats", "r\t0\t5\t50\t1\t2\t3\t4\t5\t6\t5" + "\t0" * 30 + "\n"))
 
         class sink:
             class WrittenBatches:

@@ -19,14 +19,16 @@ from mirrorspark.sink_report import (
 def test_every_store_becomes_typed_rows():
     report = parse_report(
         runs="A.t\t0\t10\t100\t5\n-1\t0\t-1\t-1\t0\nA.t\t1\t3\t7\t2\n",
-        stats="A.t\t0\t5\t50\t1\t9\t20\t2\t8\t25\t4\n",
+        stats="A.t\t0\t5\t50\t1\t9\t20\t2\t8\t25\t4\t" + "\t".join(["1", "3"] + ["0"] * 13 + ["4"] + ["0"] * 14)
+        + "\n",
         resumed="A.t\t1\t6\t2\n",
         executors="1,driver,2")
     assert report.runs == (WrittenRun.of("A.t", 0, 10, 100, 5), WrittenRun.of("-1", 0, -1, -1, 0),
                            WrittenRun.of("A.t", 1, 3, 7, 2))
     assert [run.written for run in report.runs] == [True, False, True]
     assert report.stats == (PartitionStats("A.t", 0, count=5, bytes=50, age_min=1, age_max=9, age_sum=20,
-                                           latency_min=2, latency_max=8, latency_sum=25, timed=4),)
+                                           latency_min=2, latency_max=8, latency_sum=25, timed=4,
+                                           age_buckets=(1, 3, *[0] * 13), latency_buckets=(4, *[0] * 14)),)
     assert report.resumed == (ResumedPartition("A.t", 1, resumed=6, recopied=2),)
     assert report.executors == frozenset({"1", "2", "driver"})
 
@@ -66,3 +68,10 @@ def test_the_resume_option_is_one_line_per_range():
     assert resume_option(ranges) == "r\t0\t7\t17\nr\t3\t0\t2"
     assert [r.records for r in ranges] == [10, 2]
     assert resume_option([]) == ""
+
+
+def test_figures_without_both_histograms_are_refused_naming_the_store():
+    with pytest.raises(BatchReportError, match=r"FlowStats\.drain"):
+        parse_report(stats="A.t\t0\t5\t50\t1\t9\t20\t2\t8\t25\t4\n")  # a jar of an older version
+    with pytest.raises(BatchReportError, match=r"FlowStats\.drain"):
+        parse_report(stats="A.t\t0\t5\t50\t1\t9\t20\t2\t8\t25\t4\t1\t2\t3\n")  # halves differ

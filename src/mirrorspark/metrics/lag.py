@@ -145,8 +145,8 @@ class LagProbe:
         if known is not None and known[2] == lag and known[3] == seconds:
             return
         if known is None:
-            labels = {**self.labels, "topic": topic, "partition": str(partition)}
-            known = (self.metrics.lag_offsets.labels(**labels), self.metrics.lag_seconds.labels(**labels), -1, -1.0)
+            labels = {**self.labels, "source_topic": topic, "partition": str(partition)}
+            known = (self.metrics.lag_records.labels(**labels), self.metrics.lag_seconds.labels(**labels), -1, -1.0)
         known[0].set(lag)
         known[1].set(seconds)
         self.gauges[key] = (known[0], known[1], lag, seconds)

@@ -1,19 +1,107 @@
-"""The metric families, MM2's MBean attributes in Prometheus naming (see docs/operations.md).
+"""The metric families of one process: mirrorspark's own, by Prometheus conventions, and MM2's
+under the names Strimzi's exporter gives them (``mm2_names``). docs/operations.md's table of
+series is generated from :func:`catalogue` (``scripts/metrics_table.py``), so this module is where
+a series is named, typed and described.
 
-MM2's ``kafka.connect.mirror:type=MirrorSourceConnector,target=B,topic=B-topic,partition=N``
-attributes become ``mirrorspark_<attribute>`` with labels ``source``, ``target``, ``topic`` (the
-remote topic, as MM2 tags it) and ``partition``; its ``MirrorCheckpointConnector`` attribute
-``checkpoint-latency-ms`` is labelled by ``group``, ``topic`` and ``partition`` as well.
+Label names keep one meaning: ``topic`` is always the remote (target) topic, ``source_topic`` the
+source topic, ``role`` what this instance is for the flow (``writer`` or ``standby``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import platform
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from mirrorspark.metrics.histograms import BucketHistograms
+from mirrorspark.metrics.jvm import JvmCollector
+from mirrorspark.metrics.mm2_names import Mm2Collector
+from mirrorspark.metrics.window import Window
 
 PARTITION = ("source", "target", "topic", "partition")
+SOURCE_PARTITION = ("source", "target", "source_topic", "partition")
+TOPIC = ("source", "target", "topic")
 FLOW = ("source", "target")
-CHECKPOINT = ("source", "target", "group", "topic", "partition")
+STATES = ("starting", "running", "degraded", "restarting", "paused", "failed", "standby")
+disable_created_metrics()  # no `_created` twin of every counter: Prometheus derives nothing from it
+
+HEALTHY = frozenset({"running", "paused", "standby"})  # paused: an operator's decision, not a fault
+
+
+@dataclass
+class FlowStatus:
+    """What this instance is for one flow now: read at each scrape, so a role change leaves no stale series."""
+
+    state: str = "starting"
+    running: bool = False
+
+    @property
+    def role(self) -> str:
+        return "standby" if self.state == "standby" else "writer"
+
+
+class FlowStatusCollector(Collector):
+    """``mirrorspark_flow_state``, ``_running`` and ``_healthy`` from the flows' current status."""
+
+    def __init__(self) -> None:
+        self.flows: dict[tuple[str, str], FlowStatus] = {}
+        self.lock = threading.Lock()
+
+    def status(self, source: str, target: str) -> FlowStatus:
+        with self.lock:
+            return self.flows.setdefault((source, target), FlowStatus())
+
+    def snapshot(self) -> dict[tuple[str, str], FlowStatus]:
+        with self.lock:
+            return {key: FlowStatus(s.state, s.running) for key, s in self.flows.items()}
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        yield from self._families()
+
+    def _families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily]:
+        return (GaugeMetricFamily("mirrorspark_flow_state", "1 for the flow's current state in this instance, 0 for "
+                                  "the others.", labels=(*FLOW, "role", "state")),
+                GaugeMetricFamily("mirrorspark_flow_running", "1 while this instance's query of the flow runs.",
+                                  labels=(*FLOW, "role")),
+                GaugeMetricFamily("mirrorspark_flow_healthy", "1 when this instance does its part of the flow: "
+                                  "writing (or paused by an operator), or a standby ready to take over.",
+                                  labels=(*FLOW, "role")))
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state, running, healthy = self._families()
+        for (source, target), s in sorted(self.snapshot().items()):
+            for name in STATES:
+                state.add_metric([source, target, s.role, name], 1 if name == s.state else 0)
+            running.add_metric([source, target, s.role], 1 if s.running else 0)
+            healthy.add_metric([source, target, s.role], 1 if s.state in HEALTHY else 0)
+        yield state
+        yield running
+        yield healthy
+
+
+def build_labels() -> dict[str, str]:
+    """Versions for ``mirrorspark_build_info``: this package, pyspark, the Kafka clients, Python."""
+    from mirrorspark.paths import CONNECT_TRANSFORMS
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "unknown"
+    return {"version": version("mirrorspark"), "spark_version": version("pyspark"),
+            "kafka_version": CONNECT_TRANSFORMS.rsplit(":", 1)[1], "python_version": platform.python_version()}
 
 
 class MirrorMetrics:
@@ -22,60 +110,125 @@ class MirrorMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.record_count = Counter("mirrorspark_record_count", "Records replicated (MM2 record-count).",
-                                    PARTITION, registry=r)
-        self.byte_count = Counter("mirrorspark_byte_count", "Key and value bytes replicated (MM2 byte-count).",
-                                  PARTITION, registry=r)
-        self.record_rate = Gauge("mirrorspark_record_rate", "Records per second over the last interval "
-                                 "(MM2 record-rate).", PARTITION, registry=r)
-        self.byte_rate = Gauge("mirrorspark_byte_rate", "Bytes per second over the last interval (MM2 byte-rate).",
+        self.records = Counter("mirrorspark_records", "Records replicated and acknowledged by the target.",
                                PARTITION, registry=r)
-        self.record_age = {stat: Gauge(f"mirrorspark_record_age_ms_{stat}",
-                                       f"Source record age when handed to the producer, {stat} of the last batch "
-                                       f"(MM2 record-age-ms-{stat}).", PARTITION, registry=r)
-                           for stat in ("min", "max", "avg")}
-        self.replication_latency = {stat: Gauge(f"mirrorspark_replication_latency_ms_{stat}",
-                                                f"Source timestamp to target acknowledgement, {stat} of the last "
-                                                f"batch (MM2 replication-latency-ms-{stat}).", PARTITION, registry=r)
-                                    for stat in ("min", "max", "avg")}
-        self.checkpoint_latency = {stat: Gauge(f"mirrorspark_checkpoint_latency_ms_{stat}",
-                                               f"Checkpoint creation to acknowledgement, {stat} "
-                                               f"(MM2 checkpoint-latency-ms-{stat}).", CHECKPOINT, registry=r)
-                                   for stat in ("min", "max", "avg")}
-        # What MM2 does not report.
-        self.lag_offsets = Gauge("mirrorspark_lag_offsets", "Source records not yet replicated (labels: source "
-                                 "topic and partition).", PARTITION, registry=r)
+        self.bytes = Counter("mirrorspark_bytes", "Key and value bytes of the records replicated.", PARTITION,
+                             registry=r)
+        self.replication_latency = BucketHistograms(
+            "mirrorspark_replication_latency_seconds", "Source record timestamp to the target's acknowledgement.",
+            TOPIC)
+        self.record_age = BucketHistograms(
+            "mirrorspark_record_age_seconds", "Source record timestamp to the hand-over to the target producer.",
+            TOPIC)
+        self.checkpoint_latency = BucketHistograms(
+            "mirrorspark_checkpoint_latency_seconds", "A group's offsets listed on the source to its checkpoint "
+            "acknowledged on the target.", FLOW)
+        for histogram in (self.replication_latency, self.record_age, self.checkpoint_latency):
+            r.register(histogram)
+        self.lag_records = Gauge("mirrorspark_lag_records", "Source records not yet replicated.", SOURCE_PARTITION,
+                                 registry=r)
         self.lag_seconds = Gauge("mirrorspark_lag_seconds", "Age of the oldest source record not yet replicated; "
-                                 "0 when caught up.", PARTITION, registry=r)
+                                 "0 when caught up.", SOURCE_PARTITION, registry=r)
         self.last_batch = Gauge("mirrorspark_last_batch_timestamp_seconds",
                                 "Unix time of the flow's last successfully written batch.", FLOW, registry=r)
-        self.recopied = Counter("mirrorspark_records_recopied", "Records written again after a restart (their "
-                                "source offset had been written before).", PARTITION, registry=r)
+        self.recopied = Counter("mirrorspark_records_recopied", "Records written again after a restart or by a "
+                                "writer that lost the flow (their source offset had been written before).",
+                                PARTITION, registry=r)
         self.records_lost = Counter("mirrorspark_records_lost", "Source records that can no longer be copied "
                                     "(retention or deleteRecords ahead of the flow, a re-created or truncated "
-                                    "topic, a remote topic deleted on the target); labels: the source topic.",
-                                    PARTITION, registry=r)
+                                    "topic, a remote topic deleted on the target).", SOURCE_PARTITION, registry=r)
         self.internal_skipped = Counter("mirrorspark_internal_records_skipped", "Records of an internal topic "
                                         "(checkpoints) that are not in MM2's format and were skipped when read.",
-                                        (*FLOW, "topic"), registry=r)
+                                        TOPIC, registry=r)
         self.flow_restarts = Counter("mirrorspark_flow_restarts", "Times the flow's query failed and was "
                                      "started again.", FLOW, registry=r)
-        self.flow_state = Gauge("mirrorspark_flow_state", "1 for the flow's current state (running, degraded, standby, "
-                                "restarting, paused, failed), 0 for the others.", (*FLOW, "state"), registry=r)
-        self.flow_running = Gauge("mirrorspark_flow_running", "1 while the flow's query runs, 0 when paused or "
-                                  "failed.", FLOW, registry=r)
+        self.status = FlowStatusCollector()
+        r.register(self.status)
+        info = Gauge("mirrorspark_build_info", "1; the labels give the versions this process runs.",
+                     tuple(build_labels()), registry=r)
+        info.labels(**build_labels()).set(1)
+        ProcessCollector(registry=r)   # process_*: the Python driver process
+        PlatformCollector(registry=r)  # python_info
+        self._extra_lock = threading.Lock()
+        self.flows: list = []  # FlowMetrics of this process (mm2_names reads their windows)
+        # MM2's checkpoint-latency-ms windows per (source, target, group, topic, partition).
+        self.checkpoints: dict[tuple[str, str, str, str, str], Window] = {}
+        self.mm2 = Mm2Collector(self)
+        r.register(self.mm2)
+        self.jvm = JvmCollector()
+        r.register(self.jvm)
+
+    def register_flow(self, flow_metrics: object) -> None:
+        with self._extra_lock:
+            self.flows.append(flow_metrics)
+
+    def flow_metrics(self) -> list:
+        with self._extra_lock:
+            return list(self.flows)
+
+    def checkpoint_acknowledged(self, *, source: str, target: str, group: str, topic: str, partition: int,
+                                millis: float) -> None:
+        """A checkpoint of ``group`` for the remote ``topic`` and ``partition`` was acknowledged ``millis``
+        after its offsets were listed (MM2's checkpoint-latency-ms)."""
+        key = (source, target, group, topic, str(partition))
+        with self._extra_lock:
+            window = self.checkpoints.get(key)
+            if window is None:
+                window = self.checkpoints[key] = Window()
+            window.add(records=1, timed=1, low=millis, high=millis, total=millis)
+
+    def checkpoint_timed(self, *, source: str, target: str, millis: float) -> None:
+        """One checkpoint round's latency into the flow's histogram."""
+        self.checkpoint_latency.observe((source, target), millis / 1000)
+
+    def forget_groups(self, *, source: str, target: str, keep: set[str]) -> None:
+        """Groups that vanished from the source leave no MM2 series behind."""
+        with self._extra_lock:
+            for key in [k for k in self.checkpoints if k[:2] == (source, target) and k[2] not in keep]:
+                del self.checkpoints[key]
+
+    def checkpoint_windows(self) -> list[tuple[tuple[str, str, str, str, str], Window]]:
+        with self._extra_lock:
+            return sorted(self.checkpoints.items())
+
+    def set_state(self, source: str, target: str, state: str) -> None:
+        self.status.status(source, target).state = state
+
+    def set_running(self, source: str, target: str, running: bool) -> None:
+        self.status.status(source, target).running = running
 
     def remote_partition_families(self) -> list:
         """Families labelled by the remote topic and partition (what a topic leaving a flow leaves behind)."""
-        return [self.record_count, self.byte_count, self.record_rate, self.byte_rate, self.recopied,
-                *self.record_age.values(), *self.replication_latency.values()]
+        return [self.records, self.bytes, self.recopied]
 
     def source_partition_families(self) -> list:
         """Families labelled by the source topic (lag); the loss counter stays: it is the record of a loss."""
-        return [self.lag_offsets, self.lag_seconds]
+        return [self.lag_records, self.lag_seconds]
 
-    def checkpoint_families(self) -> list:
-        return list(self.checkpoint_latency.values())
+
+@dataclass(frozen=True)
+class Series:
+    """One exported family as docs/operations.md lists it."""
+
+    name: str
+    kind: str
+    labels: tuple[str, ...]
+    help: str
+
+
+def catalogue(metrics: MirrorMetrics) -> list[Series]:
+    """Every family ``metrics`` exports now (but process_* and python_info, which prometheus_client
+    documents), with its type, the labels its series carry and its help, sorted by name."""
+    out = []
+    for family in metrics.registry.collect():
+        if family.name.startswith(("process_", "python_")):
+            continue
+        labels: list[str] = []
+        for sample in family.samples:
+            labels += [k for k in sample.labels if k not in labels and k != "le"]
+        name = family.name + ("_total" if family.type == "counter" else "")
+        out.append(Series(name, family.type, tuple(labels), " ".join(family.documentation.split())))
+    return sorted(out, key=lambda s: s.name)
 
 
 def drop_series(families: Iterable, labelnames: tuple[str, ...], stale: Callable[[dict[str, str]], bool]) -> int:
@@ -83,6 +236,9 @@ def drop_series(families: Iterable, labelnames: tuple[str, ...], stale: Callable
     vanished groups do not keep series (and memory) for the life of the process. Returns how many."""
     removed = 0
     for family in families:
+        if isinstance(family, BucketHistograms):
+            removed += family.remove_where(stale)
+            continue
         seen: set[tuple[str, ...]] = set()
         for metric in family.collect():
             for sample in metric.samples:

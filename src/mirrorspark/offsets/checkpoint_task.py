@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all, topic_ids
 from mirrorspark.formats import Checkpoint
-from mirrorspark.metrics.registry import CHECKPOINT, MirrorMetrics, drop_series
+from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.partition import Partition
@@ -225,20 +225,18 @@ class CheckpointTask:
     def _forget_groups(self, groups: set[str]) -> None:
         """Groups that vanished from the source: out of the store and out of the metrics."""
         if self.store.retain(groups) and self.metrics is not None:
-            mine = {"source": self.selection.source_alias, "target": self.target_alias}
-            drop_series(self.metrics.checkpoint_families(), CHECKPOINT,
-                        lambda labels: all(labels.get(k) == v for k, v in mine.items())
-                        and labels.get("group") not in groups)
+            self.metrics.forget_groups(source=self.selection.source_alias, target=self.target_alias, keep=groups)
 
     def _observe_latency(self, found: list[Checkpoint], millis: float) -> None:
         """MM2's checkpoint-latency-ms: creation of a checkpoint to its acknowledgement."""
         if self.metrics is None:
             return
+        source, target = self.selection.source_alias, self.target_alias
         for c in found:
-            labels = {"source": self.selection.source_alias, "target": self.target_alias, "group": c.group,
-                      "topic": c.topic, "partition": str(c.partition)}
-            for stat in ("min", "max", "avg"):
-                self.metrics.checkpoint_latency[stat].labels(**labels).set(millis)
+            self.metrics.checkpoint_acknowledged(source=source, target=target, group=c.group, topic=c.topic,
+                                                 partition=c.partition, millis=millis)
+        if found:
+            self.metrics.checkpoint_timed(source=source, target=target, millis=millis)
 
     def close(self) -> None:
         if self._producer is not None:

@@ -144,6 +144,8 @@ class BatchWriter:
             self.batch_phases_ms = {"plan": round((t1 - t0) * 1000, 1), "write": round((t2 - t1) * 1000, 1),
                                     "offsets": round((t3 - t2) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t3) * 1000, 1)}
+            if self.metrics is not None:
+                self.metrics.offsets_handed((t3 - t2) * 1000)
 
     def record_epoch(self, jvm: SparkJvm, epoch: int) -> None:
         """Real-time mode: what a real-time batch wrote, made durable before Spark commits the batch (the
@@ -155,6 +157,8 @@ class BatchWriter:
             t1 = self._record(jvm, epoch, REALTIME_PLANNED, plan, lambda report: self._epoch_positions(report, plan))
             self.batch_phases_ms = {"offsets": round((t1 - t0) * 1000, 1),
                                     "metrics": round((time.perf_counter() - t1) * 1000, 1)}
+            if self.metrics is not None:
+                self.metrics.offsets_handed((t1 - t0) * 1000)
 
     def _epoch_positions(self, report: BatchReport, plan: TopicPlan) -> tuple[Positions, Positions]:
         """A real-time batch's source ranges: from this flow's marks to the last offset each partition wrote."""

@@ -132,7 +132,9 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
     identity = TopicIdentity(files=folder, flow_name=flow.name, source=source, target=target, loss=loss, marks=marks,
                              spark_log=SparkOffsetLog(checkpoint), mapping=offsets)
-    figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias)
+    figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias,
+                          connectors=("MirrorSourceConnector",) + (("MirrorCheckpointConnector",)
+                                                                  if flow.options.emit_checkpoints else ()))
     restarts = RestartRequests()  # asked by the control tasks below, acted on by the supervisor
 
     def check_identity(full: bool = False) -> dict[str, str]:
@@ -188,11 +190,7 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                      held=selection.heartbeats_pattern() if flow.options.heartbeats_hold > 0 else None,
                      idle_interval=IDLE_ROUNDS * shared.lag_interval)
 
-    def measure() -> None:
-        probe.safe_run()
-        figures.update_rates()
-
-    scheduler.every(f"flow {flow.name}: lag and rates", shared.lag_interval, measure, lane=offsets_lane)
+    scheduler.every(f"flow {flow.name}: lag", shared.lag_interval, probe.safe_run, lane=offsets_lane)
     return AssembledFlow(query, supervisor, offsets, probe)
 
 

@@ -21,6 +21,7 @@ from mirrorspark.control.remote_topics import RemoteNames
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.coordination.claims import instance_id
 from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.jvm_bridge import SparkJvm
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
 from mirrorspark.pipeline.flow import Flow
@@ -243,7 +244,9 @@ class Replicator:
         jars = transform_jars(self.config.enabled_flows)  # custom transformations run in Spark's JVMs
         if jars:
             spark["spark.jars"] = ",".join([*filter(None, [spark.get("spark.jars", "").strip()]), *map(str, jars)])
-        self.spark = build_session(spark, self.shipped)
+        self.spark = session = build_session(spark, self.shipped)
+        jvm = SparkJvm(session=session)
+        self.metrics.jvm.attach(jvm.jvm_metrics, self.config.driver.lag_interval)
         if self.ship_files:
             executors = check_executors(self.spark, self.shipped)
             log.info("Spark executors ready: %s (master %s)", ", ".join(executors),
@@ -296,6 +299,7 @@ class Replicator:
             flow.stop_writing()
         for flow in self.flows.values():
             flow.close()
+        self.metrics.jvm.detach()
         if self.spark is not None:
             self.spark.stop()
             self.spark = None

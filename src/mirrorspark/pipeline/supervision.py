@@ -20,7 +20,6 @@ from mirrorspark.pipeline.retriable import retriable
 
 log = logging.getLogger(__name__)
 
-STATES = ("starting", "running", "degraded", "restarting", "paused", "failed", "standby")
 MAX_BACKOFF = 60.0
 QUICK_RESTARTS = 3  # restarts in a row a batch may ask for before they count as failures
 RETRY_BACKOFF_CAP = 15.0  # a cluster back after an outage is read again within this long (ADR 0021)
@@ -190,6 +189,6 @@ class FlowSupervisor:
 
 
 def publish_state(metrics: MirrorMetrics, source: str, target: str, current: str) -> None:
-    """``mirrorspark_flow_state``: 1 for the flow's current state, 0 for the others."""
-    for state in STATES:
-        metrics.flow_state.labels(source=source, target=target, state=state).set(1 if state == current else 0)
+    """``mirrorspark_flow_state``: 1 for the flow's current state, 0 for the others (with the role
+    the state implies, read at each scrape)."""
+    metrics.set_state(source, target, current)

@@ -10,7 +10,7 @@ from mirrorspark.pipeline.flow_assembly import FlowContext
 
 def _gauge(metrics: MirrorMetrics, state: str) -> float | None:
     return metrics.registry.get_sample_value("mirrorspark_flow_state",
-                                             {"source": "a", "target": "b", "state": state})
+                                             {"source": "a", "target": "b", "role": "standby", "state": state})
 
 
 def test_the_standby_gauge_is_set_before_the_role_changes_and_before_the_slow_query_stop():

@@ -83,10 +83,10 @@ def api(controller: RecordingController, registry: CollectorRegistry) -> TestCli
                       raise_server_exceptions=False)
 
 
-def test_health_answers_without_asking_the_controller(api, controller):
+def test_health_answers_from_the_flows_states_alone(api, controller):
     answer = api.get("/health")
     assert answer.status_code == 200 and answer.json() == {"status": "ok"}
-    assert controller.calls == []
+    assert controller.calls == [("flows",)]  # in-memory states, no cluster asked
 
 
 def test_metrics_are_the_registry_in_prometheus_text(api, registry):
@@ -209,7 +209,7 @@ def test_flow_errors_and_reasons_are_served_redacted(api, controller, monkeypatc
 
 def test_the_openapi_schema_lists_every_route_behind_the_bearer_scheme(api):
     schema = api.get("/openapi.json", headers=AUTH).json()
-    assert set(schema["paths"]) == {"/health", "/metrics", "/flows", "/flows/{name}", "/flows/{name}/pause",
+    assert set(schema["paths"]) == {"/health", "/ready", "/metrics", "/flows", "/flows/{name}", "/flows/{name}/pause",
                                     "/flows/{name}/resume", "/flows/{name}/restart", "/offsets/translate",
                                     "/config"}
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"

@@ -14,8 +14,20 @@ public final class FlowStats {
 
     private static final String STORE = "io.mirrorspark.kafka.FlowStats.store";
     private static final char SEP = '\u0000';
-    // count, bytes, age min, age max, age sum, latency min, latency max, latency sum, timed records
-    private static final int FIELDS = 9;
+    // count, bytes, age min, age max, age sum, latency min, latency max, latency sum, timed records,
+    // then the record age histogram's bucket counts and the replication latency histogram's.
+    private static final int SCALARS = 9;
+    /**
+     * Upper bounds (ms, inclusive) of the histograms' buckets, the last bucket being everything above:
+     * from a same-rack copy (a few ms) to a flow catching up on minutes (ADR 0026). Python reads the
+     * bounds from {@link #bucketBounds()}, so they are written here only.
+     */
+    private static final long[] BOUNDS_MS = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
+        300000};
+    private static final int BUCKETS = BOUNDS_MS.length + 1;
+    private static final int AGE_BUCKETS = SCALARS;
+    private static final int LATENCY_BUCKETS = SCALARS + BUCKETS;
+    private static final int FIELDS = SCALARS + 2 * BUCKETS;
 
     private FlowStats() {
     }
@@ -24,7 +36,24 @@ public final class FlowStats {
         return JvmShared.map(STORE);
     }
 
-    /** Empty figures: count, bytes, age min/max/sum, latency min/max/sum, timed records. */
+    /** The histograms' bucket bounds in ms, comma separated (the last bucket, above them all, is implied). */
+    public static String bucketBounds() {
+        StringBuilder out = new StringBuilder();
+        for (long bound : BOUNDS_MS) {
+            out.append(out.length() == 0 ? "" : ",").append(bound);
+        }
+        return out.toString();
+    }
+
+    private static int bucket(long ms) {
+        int i = 0;
+        while (i < BOUNDS_MS.length && ms > BOUNDS_MS[i]) {
+            i++;
+        }
+        return i;
+    }
+
+    /** Empty figures: count, bytes, age min/max/sum, latency min/max/sum, timed records, buckets. */
     public static long[] fresh() {
         long[] s = new long[FIELDS];
         s[2] = Long.MAX_VALUE;
@@ -57,6 +86,8 @@ public final class FlowStats {
             s[6] = Math.max(s[6], latencyMs);
             s[7] += latencyMs;
             s[8]++;
+            s[AGE_BUCKETS + bucket(ageMs)]++;
+            s[LATENCY_BUCKETS + bucket(latencyMs)]++;
         }
     }
 
@@ -76,12 +107,16 @@ public final class FlowStats {
             s[6] = Math.max(s[6], other[6]);
             s[7] += other[7];
             s[8] += other[8];
+            for (int i = SCALARS; i < FIELDS; i++) {
+                s[i] += other[i];
+            }
         }
     }
 
     /**
      * Take the figures gathered for {@code flow} since the last drain, as lines {@code topic TAB
-     * partition TAB count TAB bytes TAB ageMin TAB ageMax TAB ageSum TAB latMin TAB latMax TAB latSum TAB timed}.
+     * partition TAB count TAB bytes TAB ageMin TAB ageMax TAB ageSum TAB latMin TAB latMax TAB latSum TAB timed},
+     * then TAB and the age histogram's bucket counts, then the latency histogram's (not cumulative).
      */
     public static String drain(String flow) {
         StringBuilder out = new StringBuilder();

@@ -38,6 +38,7 @@ class FlowFigures:
     last_batch_time: float | None = None
     batches: int = 0
     commits: Window = field(default_factory=Window)  # the batch's offsets hand-over, ms (Connect's offset commit)
+    in_flight: int = 0
 
 
 class FlowMetrics:
@@ -84,6 +85,11 @@ class FlowMetrics:
             self.figures.last_batch_time = time.time()
             self.figures.batches += 1
             m.last_batch.labels(source=self.source, target=self.target).set(self.figures.last_batch_time)
+
+    def in_flight(self, records: int) -> None:
+        """Records of the batch being written, not yet acknowledged (0 between batches): Connect's
+        source-record-active-count."""
+        self.figures.in_flight = records
 
     def offsets_handed(self, millis: float) -> None:
         """How long the batch's offsets (syncs, marks, progress) took to hand over: Connect's offset commit."""

@@ -15,16 +15,21 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from mirrorspark.metrics.mm2_names import producer_client_id
+
 log = logging.getLogger(__name__)
+BUFFER = "kafka_producer_buffer_available_bytes"  # per flow, labelled with MM2's producer client id
 KINDS = {"jvm_memory_used_bytes": "gauge", "jvm_memory_max_bytes": "gauge", "jvm_threads_current": "gauge",
          "jvm_gc_collection_seconds_count": "gauge", "jvm_gc_collection_seconds_sum": "gauge",
-         "jvm_process_cpu_seconds_total": "counter"}
+         "jvm_process_cpu_seconds_total": "counter", BUFFER: "gauge"}
 HELP = {"jvm_memory_used_bytes": "Driver JVM memory in use (area: heap, nonheap).",
         "jvm_memory_max_bytes": "Driver JVM memory limit (area: heap, nonheap; -1: none).",
         "jvm_threads_current": "Driver JVM threads.",
         "jvm_gc_collection_seconds_count": "Driver JVM collections per collector.",
         "jvm_gc_collection_seconds_sum": "Driver JVM time spent collecting, per collector.",
-        "jvm_process_cpu_seconds_total": "Driver JVM process CPU time."}
+        "jvm_process_cpu_seconds_total": "Driver JVM process CPU time.",
+        BUFFER: "Free buffer memory of the flow's pooled producers in the driver JVM (local mode: all of them); "
+                "MM2: the source task's producer buffer-available-bytes."}
 
 
 class JvmCollector(Collector):
@@ -76,6 +81,9 @@ class JvmCollector(Collector):
                 continue
             family = families.get(name)
             key, _, label_value = label.partition("=")
+            if name == BUFFER:  # MM2's producer client id, as Strimzi's dashboard selects it
+                source, _, target = label_value.partition("->")
+                key, label_value = "clientid", producer_client_id(source, target)
             labels = ("jvm", key) if key else ("jvm",)
             if family is None:
                 family = families[name] = (CounterMetricFamily(name.removesuffix("_total"), HELP[name], labels=labels)

@@ -134,8 +134,12 @@ class Mm2Collector(Collector):
         commit = GaugeMetricFamily("kafka_connect_connector_task_offset_commit_avg_time_ms", "Average time a batch's "
                                    "offsets took to hand over, over MM2's window (Connect: offset commit)",
                                    labels=("connector", "task"))
+        active = GaugeMetricFamily("kafka_connect_source_task_source_record_active_count", "Records of the batch "
+                                   "being written, not yet acknowledged; 0 between batches (Connect: polled, not yet "
+                                   "written)", labels=("connector", "task"))
         for flow in flows:
             client = consumer_client_id(flow.source, flow.target)
+            active.add_metric([quoted(source_connector(flow.source, flow.target)), TASK], flow.figures.in_flight)
             written = sum(fig.bytes for _, fig in flow.partitions())
             incoming.add_metric([client], written)
             outgoing.add_metric([producer_client_id(flow.source, flow.target)], written)
@@ -143,7 +147,7 @@ class Mm2Collector(Collector):
                               flow.figures.commits.stats()[2])
             for sample in _samples(self.metrics.lag_records, source=flow.source, target=flow.target):
                 lag.add_metric([client, sample.labels["source_topic"], sample.labels["partition"]], sample.value)
-        yield from (lag, incoming, outgoing, commit)
+        yield from (lag, incoming, outgoing, commit, active)
 
 
 def _samples(gauge, **match: str) -> list:

@@ -135,7 +135,13 @@ class BatchWriter:
             if retry_from:
                 options["retryFrom"] = retry_from
             t1 = time.perf_counter()
-            df.write.format(SINK_FORMAT).mode("append").options(**options).save()
+            if self.metrics is not None:  # records handed to the writer and not yet acknowledged
+                self.metrics.in_flight(sum(max(0, end - starts[key]) for key, end in ends.items() if key in starts))
+            try:
+                df.write.format(SINK_FORMAT).mode("append").options(**options).save()
+            finally:
+                if self.metrics is not None:
+                    self.metrics.in_flight(0)
             t2 = time.perf_counter()
             # save() returned after the sink's BatchWrite.commit received every task's commit
             # message on the driver: the report of this batch is all here, from whichever executor.

@@ -130,6 +130,13 @@ def test_connect_and_client_series_the_strimzi_dashboard_reads(clock):
     assert get("kafka_connect_worker_connector_count", {}) == 2
     assert get("kafka_connect_connector_task_offset_commit_avg_time_ms",
                {"connector": '"A->B.MirrorSourceConnector"', "task": "0"}) == 12
+    connector = {"connector": '"A->B.MirrorSourceConnector"', "task": "0"}
+    assert get("kafka_connect_source_task_source_record_active_count", connector) == 0  # between batches
+    flow.in_flight(70)
+    assert get("kafka_connect_source_task_source_record_active_count", connector) == 70
+    metrics.jvm.feed("kafka_producer_buffer_available_bytes\tflow=A->B\t33554432.0\n")
+    assert get("kafka_producer_buffer_available_bytes", {"jvm": "driver", "clientid": producer_client_id("A", "B")}) \
+        == 33554432
     metrics.set_state("A", "B", "standby")
     flow.set_running(False)
     assert get("kafka_connect_worker_connector_count", {}) == 0  # a standby runs no connector

@@ -6,7 +6,8 @@ import java.lang.management.MemoryUsage;
 import java.lang.management.OperatingSystemMXBean;
 
 /**
- * The driver JVM's memory, collections, threads and CPU time, read in one py4j call as text so the
+ * The driver JVM's memory, collections, threads and CPU time (and the free buffer memory of the sink's
+ * producers in it, which in local mode are all of them), read in one py4j call as text so the
  * Python side samples them off the scrape path (a scrape never waits on the JVM). Lines are
  * {@code name TAB label=value TAB value}; the names are the JVM series Prometheus' Java clients
  * export (and Strimzi's MM2 dashboard reads).
@@ -40,6 +41,13 @@ public final class JvmMetrics {
             long nanos = ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
             if (nanos >= 0) {
                 line(out, "jvm_process_cpu_seconds_total", "", nanos / 1e9);
+            }
+        }
+        for (String flow : io.mirrorspark.sink.ProducerFigures.bufferAvailable().split("\n")) {
+            int tab = flow.indexOf('\t');
+            if (tab > 0) {
+                line(out, "kafka_producer_buffer_available_bytes", "flow=" + flow.substring(0, tab),
+                    Double.parseDouble(flow.substring(tab + 1)));
             }
         }
         return out.toString();

@@ -73,6 +73,29 @@ final class Producers {
         }
     }
 
+    /**
+     * Per flow, the buffer memory its pooled producers in this JVM have free (Kafka's
+     * {@code buffer-available-bytes}, summed): lines {@code flow TAB bytes}. A producer several flows
+     * share counts for each.
+     */
+    static String bufferAvailable() {
+        StringBuilder out = new StringBuilder();
+        for (Map.Entry<String, List<Producer<byte[], byte[]>>> entry : POOL.byFlow().entrySet()) {
+            double free = 0;
+            for (Producer<byte[], byte[]> producer : entry.getValue()) {
+                for (Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> metric
+                        : producer.metrics().entrySet()) {
+                    if ("buffer-available-bytes".equals(metric.getKey().name())
+                            && metric.getValue().metricValue() instanceof Number) {
+                        free += ((Number) metric.getValue().metricValue()).doubleValue();
+                    }
+                }
+            }
+            out.append(entry.getKey()).append('\t').append(free).append('\n');
+        }
+        return out.toString();
+    }
+
     private static Producer<byte[], byte[]> create(Map<String, String> settings) {
         Map<String, Object> config = new HashMap<>(settings);
         config.put("key.serializer", ByteArraySerializer.class.getName());
@@ -215,6 +238,17 @@ final class Producers {
                     closing.add(lease.producer);
                 }
             }
+        }
+
+        /** The pooled producers per flow that uses them. */
+        synchronized Map<String, List<P>> byFlow() {
+            Map<String, List<P>> out = new HashMap<>();
+            for (Lease<P> lease : leases.values()) {
+                for (String who : lease.flows) {
+                    out.computeIfAbsent(who.substring(0, who.indexOf('\u0000')), f -> new ArrayList<>()).add(lease.producer);
+                }
+            }
+            return out;
         }
 
         /** Every producer still open: pooled, and retired ones a task still uses. */

@@ -62,6 +62,20 @@ final class ProducerPoolsTest {
     }
 
     @Test
+    void producersAreListedPerFlowThatUsesThemForTheMetrics() {
+        Producers.Pool<Fake> pool = new Producers.Pool<>(Fake::new, f -> f.closed++);
+        long t = 1_000_000L;
+        Fake shared = pool.acquire("x->c", settings("1048576"), t);
+        pool.acquire("y->c", settings("1048576"), t);
+        Fake own = pool.acquire("x->b", settings("2097152"), t);
+        Map<String, List<Fake>> byFlow = pool.byFlow();
+        assertEquals(2, byFlow.get("x->c").size() + byFlow.get("y->c").size());
+        assertSame(shared, byFlow.get("y->c").get(0), "a shared producer counts for each flow");
+        assertEquals(List.of(own), byFlow.get("x->b"));
+        assertFalse(byFlow.containsKey("z->b"));
+    }
+
+    @Test
     void aPooledProducerIsClosedOnceNoFlowOrTaskUsesIt() {
         List<Fake> made = new ArrayList<>();
         Producers.Pool<Fake> pool = new Producers.Pool<>(s -> {

@@ -39,7 +39,8 @@ def degraded(now: float) -> dict[str, Any]:
     return {**COMMON, "name": "backup->primary", "source": "backup", "target": "primary", "role": "writer",
             "state": "degraded", "error": ERROR, "standby_since": now - 600, "lease_group": "g",
             "records_lost": 0, "records_replicated": 0, "records_recopied": 0, "last_batch_time": None,
-            "lag_offsets": 0, "lag_seconds": 0.0, "topics": 0, "lag_topics": [], "checkpoints": None}
+            "lag_offsets": 0, "lag_seconds": 0.0, "topics": 0, "lag_topics": [], "checkpoints": None,
+            "writing": False}
 
 
 def standby(now: float) -> dict[str, Any]:

@@ -173,7 +173,8 @@ class ReplicatorController:
             if parts is None:
                 standby = flow.standby()
                 if standby is not None:
-                    out.append((True, {**self._standby_summary(standby), "lag_topics": [], "checkpoints": None}))
+                    out.append((True, {**self._standby_summary(standby), "writing": False, "lag_topics": [],
+                                       "checkpoints": None}))
                 continue
             written.add(flow.name)
             view = self._summary(flow, parts, detail=False)
@@ -182,7 +183,7 @@ class ReplicatorController:
                 row = topics.setdefault(lag.topic, {"topic": lag.topic, "records": 0, "seconds": 0.0})
                 row["records"] += lag.offsets
                 row["seconds"] = max(row["seconds"], lag.seconds)
-            view["lag_topics"] = [topics[t] for t in sorted(topics)]
+            view["writing"], view["lag_topics"] = True, [topics[t] for t in sorted(topics)]
             view["checkpoints"] = self._readiness.get(flow.name, self._reads_of(flow, parts))
             out.append((False, view))
         self._readiness.forget(written)

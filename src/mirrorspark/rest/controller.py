@@ -16,7 +16,8 @@ class Controller(Protocol):
     def flow(self, name: str) -> dict[str, Any]: ...
 
     def status(self) -> list[dict[str, Any]]:
-        """What the status page shows: ``flows()`` plus per flow ``lag_topics`` (topic, records,
+        """What the status page shows: ``flows()`` plus per flow ``writing`` (this instance writes it),
+        ``lag_topics`` (topic, records,
         seconds) and ``checkpoints`` (None: not known yet or a standby; else ``enabled``, ``emitted_at``,
         ``groups``, ``verdicts`` [{group, safe, reasons}], ``checked_at``, or ``error``). Never waits
         on a cluster: anything that needs one is computed in the background and served from memory."""

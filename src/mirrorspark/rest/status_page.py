@@ -60,6 +60,7 @@ h3{font-size:14px;margin:12px 0 4px;color:#37474f}
 .exact{color:#13723a;font-weight:600}
 .inexact{color:#a31515;font-weight:600}
 .muted{color:#78909c;font-size:12px}
+.last-checkpoint{font-size:13px}
 form{background:#fff;border:1px solid #d7dadf;border-radius:6px;padding:16px;max-width:520px}
 input[type=password]{width:100%;box-sizing:border-box;padding:6px;margin:8px 0;font-family:monospace}
 """
@@ -140,6 +141,8 @@ def _checkpoints(flow: Mapping[str, Any], now: float) -> str:
     found = flow.get("checkpoints")
     if flow.get("role") == "standby":
         return '<p class="muted">a standby: the instance that writes this flow shows its checkpoints</p>'
+    if not flow.get("writing", True):
+        return '<p class="muted">not written by this instance yet (its start is retried): no checkpoints</p>'
     if found is None:
         return '<p class="muted">reading the checkpoints (refreshed in the background; reload shortly)</p>'
     if found.get("error"):

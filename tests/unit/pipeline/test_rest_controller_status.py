@@ -49,6 +49,7 @@ def test_status_lists_writers_first_with_lag_per_topic_and_checkpoints_from_the_
     assert rows[0]["lag_topics"] == [{"topic": "events", "records": 0, "seconds": 0.0},
                                      {"topic": "orders", "records": 15, "seconds": 4.5}]
     assert rows[0]["checkpoints"] is None and rows[1]["checkpoints"] is None  # first call: not read yet
+    assert [r["writing"] for r in rows] == [True, False, False]
     deadline = time.monotonic() + 5
     while controller.status()[0]["checkpoints"] is None and time.monotonic() < deadline:
         time.sleep(0.01)

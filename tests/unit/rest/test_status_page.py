@@ -84,6 +84,8 @@ def test_each_flow_with_its_role_state_and_figures(page):
     assert "40 of them not replicated yet" in running
     # The rate of the last sample interval: (100 + 5 * 360) records in 10 s.
     assert "records/s</th><td class=\"n\">190.0" in running
+    degraded = page[page.index('data-flow="backup-&gt;primary"'):page.index('data-flow="primary-&gt;dr"')]
+    assert "not written by this instance yet" in degraded
     standby = page[page.index('data-flow="primary-&gt;dr"'):]
     assert "the instance that writes this flow shows its checkpoints" in standby
 

@@ -137,6 +137,7 @@ class Mm2Collector(Collector):
         active = GaugeMetricFamily("kafka_connect_source_task_source_record_active_count", "Records of the batch "
                                    "being written, not yet acknowledged; 0 between batches (Connect: polled, not yet "
                                    "written)", labels=("connector", "task"))
+        yield from self._task_status(status)
         for flow in flows:
             client = consumer_client_id(flow.source, flow.target)
             active.add_metric([quoted(source_connector(flow.source, flow.target)), TASK], flow.figures.in_flight)
@@ -148,6 +149,32 @@ class Mm2Collector(Collector):
             for sample in _samples(self.metrics.lag_records, source=flow.source, target=flow.target):
                 lag.add_metric([client, sample.labels["source_topic"], sample.labels["partition"]], sample.value)
         yield from (lag, incoming, outgoing, commit, active)
+
+
+    def _task_status(self, status: dict) -> Iterator[GaugeMetricFamily]:
+        """Connect's task status and the worker's per-connector task counts, which Strimzi's Connect
+        alert rules (failed connector, failed task) read: one source task per flow this instance writes."""
+        task = GaugeMetricFamily("kafka_connect_connector_status", "1 for the flow's source task status "
+                                 "(running, paused, failed, unassigned while it starts)",
+                                 labels=("connector", "task", "status"))
+        counts = {kind: GaugeMetricFamily(f"kafka_connect_worker_connector_{kind}_task_count", f"Tasks of the "
+                                          f"connector that are {kind}", labels=("connector",))
+                  for kind in ("running", "paused", "failed")}
+        for (source, target), s in sorted(status.items()):
+            if s.role != "writer":
+                continue  # a worker without the task has no such MBean
+            connector = quoted(source_connector(source, target))
+            now = CONNECT_STATUS.get(s.state, "unassigned")
+            task.add_metric([connector, TASK, now], 1)
+            for kind, family in counts.items():
+                family.add_metric([connector], 1 if now == kind else 0)
+        yield task
+        yield from counts.values()
+
+
+# A flow's state as Connect would report its source task: retrying a cluster that does not answer
+# is running (MM2's task keeps retrying); starting and restarting are unassigned.
+CONNECT_STATUS = {"running": "running", "degraded": "running", "paused": "paused", "failed": "failed"}
 
 
 def _samples(gauge, **match: str) -> list:

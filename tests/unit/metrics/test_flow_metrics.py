@@ -137,8 +137,14 @@ def test_connect_and_client_series_the_strimzi_dashboard_reads(clock):
     metrics.jvm.feed("kafka_producer_buffer_available_bytes\tflow=A->B\t33554432.0\n")
     assert get("kafka_producer_buffer_available_bytes", {"jvm": "driver", "clientid": producer_client_id("A", "B")}) \
         == 33554432
+    status = {"connector": '"A->B.MirrorSourceConnector"', "task": "0"}
+    assert get("kafka_connect_connector_status", {**status, "status": "running"}) == 1
+    metrics.set_state("A", "B", "failed")  # what Strimzi's ConnectFailedConnector / ConnectFailedTask read
+    assert get("kafka_connect_connector_status", {**status, "status": "failed"}) == 1
+    assert get("kafka_connect_worker_connector_failed_task_count", {"connector": status["connector"]}) == 1
     metrics.set_state("A", "B", "standby")
     flow.set_running(False)
+    assert get("kafka_connect_connector_status", {**status, "status": "failed"}) is None
     assert get("kafka_connect_worker_connector_count", {}) == 0  # a standby runs no connector
     assert get("kafka_consumer_incoming_byte_total", {"clientid": client}) is None
 

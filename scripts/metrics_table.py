@@ -45,10 +45,25 @@ def example() -> MirrorMetrics:
     return metrics
 
 
+def unit(name: str, kind: str) -> str:
+    """What a series measures, read from its name as Prometheus' conventions (and Kafka's) write it."""
+    measured = name.endswith(("seconds_total", "byte_total", "bytes_total"))
+    if name.endswith("_seconds_count") or (kind == "counter" and not measured):
+        return "count"
+    for part, what in (("byte_rate", "bytes/s"), ("record_rate", "records/s"), ("_seconds", "seconds"),
+                       ("_bytes", "bytes"), ("_byte", "bytes"), ("_ms", "ms")):
+        if part in name:
+            return what
+    if name.endswith(("_info", "_state", "_running", "_healthy", "_rebalancing", "_status")):
+        return "0 or 1"
+    return "count"
+
+
 def table() -> str:
-    rows = ["| series | type | labels | meaning |", "|---|---|---|---|"]
+    rows = ["| series | type | unit | labels | meaning |", "|---|---|---|---|---|"]
     for series in catalogue(example()):
-        rows.append(f"| `{series.name}` | {series.kind} | {', '.join(series.labels) or '-'} | "
+        labels = ", ".join(series.labels) or "-"
+        rows.append(f"| `{series.name}` | {series.kind} | {unit(series.name, series.kind)} | {labels} | "
                     f"{series.help.replace('|', '/')} |")
     return "\n".join(rows)
 

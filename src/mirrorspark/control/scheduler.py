@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from confluent_kafka import KafkaException
+
 log = logging.getLogger(__name__)
 
 CONTROL = "control"
@@ -110,10 +112,11 @@ class Scheduler:
         except Exception as exc:  # logged, retried next interval
             task.failures += 1
             # The first failure of a streak carries the traceback; the repeats (a heartbeat every second
-            # while a cluster is down) one line each.
+            # while a cluster is down) one line each. A cluster's own error (unreachable, a timeout) says all
+            # in its message: no traceback for it, whose stack is the client library's.
             log.warning("%s failed: %s%s", task.name, exc,
                         f" ({task.failures} times in a row)" if task.failures > 1 else "",
-                        exc_info=task.failures == 1)
+                        exc_info=task.failures == 1 and not isinstance(exc, KafkaException))
         else:
             if task.failures:
                 log.info("%s works again after %d failure(s)", task.name, task.failures)

@@ -161,6 +161,18 @@ def test_a_failure_streak_logs_one_traceback_then_one_line_per_repeat_and_the_re
     assert "heartbeats works again after 3 failure(s)" in caplog.text
 
 
+def test_a_clusters_own_error_is_one_line_without_a_traceback(caplog):
+    from confluent_kafka import KafkaError, KafkaException
+
+    caplog.set_level("INFO", logger="mirrorspark.control.scheduler")
+
+    def unreachable() -> None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+    Scheduler._run(_Task("heartbeats", 1.0, unreachable, 0.0))
+    (failed,) = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert not failed.exc_info and "Broker transport failure" in failed.getMessage()
+
+
 class _Recording(Scheduler):
     """Records each task's lane and runs nothing."""
 

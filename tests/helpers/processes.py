@@ -114,7 +114,7 @@ def writer_and_standby(config: Path, first: Path, second: Path, flow: str) -> It
     started: list[subprocess.Popen] = []
     try:
         started.append(start(config, first))
-        wait_role(first, flow, "active", 120)
+        wait_role(first, flow, "writer", 120)
         started.append(start(config, second))
         wait_role(second, flow, "standby", 120)
         yield started[0], started[1]

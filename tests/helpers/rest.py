@@ -36,7 +36,7 @@ def detail(state_dir: Path, flow: str) -> dict:
 
 
 def role(state: Path, flow: str) -> str | None:
-    """The flow's role in that process ("active" or "standby") by its REST API; None while it has none."""
+    """The flow's role in that process ("writer" or "standby") by its REST API; None while it has none."""
     try:
         url = json.loads((state / "rest.json").read_text())["url"]
         token = (state / "rest.token").read_text().strip()

@@ -18,7 +18,7 @@ COMMON = {"restart_attempts": 0, "restarts": 0, "bytes_replicated": 0, "batches_
 
 
 def running(now: float) -> dict[str, Any]:
-    return {**COMMON, "name": "primary->backup", "source": "primary", "target": "backup", "role": "active",
+    return {**COMMON, "name": "primary->backup", "source": "primary", "target": "backup", "role": "writer",
             "state": "running", "error": None, "records_lost": 7, "records_replicated": 123_456,
             "records_recopied": 3, "last_batch_time": now - 2, "lag_offsets": 42, "lag_seconds": 1.5,
             "lag_topics": [{"topic": "orders", "records": 40, "seconds": 1.5},

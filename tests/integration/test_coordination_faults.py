@@ -68,13 +68,13 @@ def test_deployments_in_separate_lease_groups_restart_without_setting_each_other
         for name, (topic, remote, config, state) in deployments.items():
             _produce(clusters["primary"], topic, 0, 500)
             running[name] = start(config, state)
-            wait_role(state, FLOW, "active", 120)
+            wait_role(state, FLOW, "writer", 120)
             wait_for_count(clusters["backup"], remote, 500)
         for name, (topic, remote, config, state) in deployments.items():  # each restarts after the other claimed
             _stop(running.pop(name), state)
             _produce(clusters["primary"], topic, 500, 500)
             running[name] = start(config, state)
-            wait_role(state, FLOW, "active", 120)  # before the fix: the start is refused and the process exits
+            wait_role(state, FLOW, "writer", 120)  # before the fix: the start is refused and the process exits
             wait_for_count(clusters["backup"], remote, 1000)
         time.sleep(3)  # anything copied twice would land by now
         for name, (_topic, remote, _config, state) in deployments.items():
@@ -123,7 +123,7 @@ def test_a_writer_stopped_mid_backlog_on_a_log_append_time_target_counts_each_co
         wait_for_count(clusters["backup"], remote, total // 10, timeout=120)
         jvm = java_of(a.pid)
         os.kill(jvm, signal.SIGSTOP)  # mid-copy: records handed to the producer, not yet sent
-        wait_role(second, FLOW, "active", 90)
+        wait_role(second, FLOW, "writer", 90)
         os.kill(jvm, signal.SIGCONT)  # at once: the standby has not copied the backlog yet
         wait_role(first, FLOW, "standby", 60)
         landed = wait_for_every_seq(clusters["backup"], remote, total, timeout=240)

@@ -230,7 +230,7 @@ def test_a_stopped_writer_is_fenced_by_the_standby_and_adds_no_record(clusters, 
                    "a tenth written", 120)
         jvm = java_of(a.pid)
         os.kill(jvm, signal.SIGSTOP)  # transactions open, records in the producers' buffers
-        wait_role(second, flow, "active", 90)
+        wait_role(second, flow, "writer", 90)
         wait_committed(clusters["backup"], remote, total)
         os.kill(jvm, signal.SIGCONT)
         wait_role(first, flow, "standby", 90)

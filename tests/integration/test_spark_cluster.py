@@ -287,13 +287,13 @@ def test_a_stopped_drivers_executors_stop_sending_once_the_standby_holds_the_flo
     a = b = None
     try:
         a = start(writer_config, first)
-        wait_role(first, flow, "active", 180)
+        wait_role(first, flow, "writer", 180)
         wait_for_count(clusters["backup"], remote, 1_000, timeout=180)  # the executors are writing
         b = start(standby_config, second)
         wait_role(second, flow, "standby", 120)
         os.killpg(a.pid, signal.SIGSTOP)  # the driver freezes; its executors run on
         at_stop = count(clusters["backup"], remote)
-        takeover = wait_role(second, flow, "active", 90)
+        takeover = wait_role(second, flow, "writer", 90)
         landed = wait_for_every_seq(clusters["backup"], remote, total, timeout=240)
         time.sleep(15)  # what the stale executors still sent lands now (at their pace, some 10,000 records)
         landed = seqs(clusters["backup"], remote)

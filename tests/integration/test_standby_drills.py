@@ -90,7 +90,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
     try:
         with Feed(clusters["primary"], topic, 2) as feed:
             a = start(config, first)
-            wait_role(first, flow, "active", 120)
+            wait_role(first, flow, "writer", 120)
             wait_for_count(clusters["backup"], remote, 300)
             b = start(config, second)  # the same file on "another host": its own state folder
             wait_role(second, flow, "standby", 120)
@@ -99,7 +99,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
 
             jvm = java_of(a.pid)
             os.kill(jvm, signal.SIGSTOP)  # the writer's JVM freezes (a long GC pause, a stopped container)
-            first_takeover = wait_role(second, flow, "active", 90)
+            first_takeover = wait_role(second, flow, "writer", 90)
             wait_for_count(clusters["backup"], remote, len(feed.acked))  # the new writer is copying
             time.sleep(5)
             os.kill(jvm, signal.SIGCONT)  # the stale writer runs again
@@ -109,7 +109,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
 
             os.killpg(b.pid, signal.SIGKILL)  # the new writer is killed: the old one takes the flow back
             b.wait(30)
-            second_takeover = wait_role(first, flow, "active", 90)
+            second_takeover = wait_role(first, flow, "writer", 90)
             time.sleep(5)
         expected = feed.acked
         wait_for_count(clusters["backup"], remote, len(expected), timeout=120)
@@ -159,7 +159,7 @@ def test_a_writer_stopped_mid_backlog_sends_what_its_producer_held_and_counts_ea
         wait_for_count(clusters["backup"], remote, total // 10, timeout=120)
         jvm = java_of(a.pid)
         os.kill(jvm, signal.SIGSTOP)  # mid-copy: records handed to the producer, not yet sent
-        wait_role(second, flow, "active", 90)
+        wait_role(second, flow, "writer", 90)
         wait_for_every_seq(clusters["backup"], remote, total, timeout=180)  # the new writer copied the rest
         os.kill(jvm, signal.SIGCONT)
         wait_role(first, flow, "standby", 60)

@@ -92,7 +92,7 @@ def test_status_pages_of_a_writer_and_its_standby_in_chromium(clusters, unique, 
     started: list[subprocess.Popen] = []
     try:
         started.append(start(config, writer))
-        wait_role(writer, "active", 120)
+        wait_role(writer, "writer", 120)
         wait_for_count(clusters["backup"], f"primary.{topic}", RECORDS)
         started.append(start(config, standby))
         wait_role(standby, "standby", 120)

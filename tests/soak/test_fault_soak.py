@@ -207,7 +207,7 @@ class Soak:
             proc.wait(30)
 
     def writer_of(self, flow: str) -> Path | None:
-        return next((s for s in self.states if role(s, flow) == "active"), None)
+        return next((s for s in self.states if role(s, flow) == "writer"), None)
 
     # The faults: each returns once the fault is over (what it broke is running again).
     def kill9_writer(self) -> None:

@@ -99,7 +99,7 @@ class ReplicatorController:
             "name": flow.name,
             "source": flow.config.source.alias,
             "target": flow.config.target.alias,
-            "role": "active",
+            "role": "writer",
             "state": supervisor.state(),
             "error": supervisor.reason(),
             "restart_attempts": supervisor.attempts,

@@ -31,7 +31,6 @@ BADGES: dict[str, tuple[str, str]] = {
     "restarting": ("#5fa8d3", "#1a1a1a"),
 }
 UNKNOWN_BADGE = ("#b0b0b0", "#1a1a1a")
-ROLE_NAMES = {"active": "writer"}  # the API's "active" is the metrics' role="writer"
 CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 520, 110, 28
 CHART_LINES = {"rate": "#2f5fd0", "lag": "#8e44ad"}
 
@@ -173,7 +172,7 @@ def _checkpoints(flow: Mapping[str, Any], now: float) -> str:
 
 def _flow(index: int, flow: Mapping[str, Any], samples: list[Sample], now: float) -> str:
     state = str(flow.get("state", "unknown"))
-    role = ROLE_NAMES.get(str(flow.get("role", "")), str(flow.get("role", "")))
+    role = str(flow.get("role", ""))  # "writer" or "standby", as the metrics' role label
     background, colour = BADGES.get(state, UNKNOWN_BADGE)
     speeds = rates(samples)
     rate = speeds[-1][1] if speeds else None

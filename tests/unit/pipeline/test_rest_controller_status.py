@@ -45,7 +45,7 @@ def test_status_lists_writers_first_with_lag_per_topic_and_checkpoints_from_the_
     controller = ReplicatorController(replicator)
     rows = controller.status()
     assert [(r["name"], r["role"], r["state"]) for r in rows] == [
-        ("a->b", "active", "running"), ("b->a", "standby", "standby"), ("c->a", "writer", "degraded")]
+        ("a->b", "writer", "running"), ("b->a", "standby", "standby"), ("c->a", "writer", "degraded")]
     assert rows[0]["lag_topics"] == [{"topic": "events", "records": 0, "seconds": 0.0},
                                      {"topic": "orders", "records": 15, "seconds": 4.5}]
     assert rows[0]["checkpoints"] is None and rows[1]["checkpoints"] is None  # first call: not read yet

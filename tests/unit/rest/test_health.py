@@ -28,12 +28,12 @@ def answer(controller: Flows, path: str) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize(("states", "ready", "live"), [
-    ((("active", "running"), ("standby", "standby")), 200, 200),
-    ((("active", "paused"),), 200, 200),  # an operator's pause: still reachable through its Service
-    ((("active", "starting"),), 503, 200),
-    ((("active", "degraded"), ("standby", "standby")), 503, 200),  # retrying a cluster: up, not ready
-    ((("active", "restarting"),), 503, 200),
-    ((("active", "running"), ("active", "failed")), 503, 503),
+    ((("writer", "running"), ("standby", "standby")), 200, 200),
+    ((("writer", "paused"),), 200, 200),  # an operator's pause: still reachable through its Service
+    ((("writer", "starting"),), 503, 200),
+    ((("writer", "degraded"), ("standby", "standby")), 503, 200),  # retrying a cluster: up, not ready
+    ((("writer", "restarting"),), 503, 200),
+    ((("writer", "running"), ("writer", "failed")), 503, 503),
     ((), 200, 200),  # heartbeats only
 ])
 def test_ready_and_health_follow_the_flows(states, ready, live):

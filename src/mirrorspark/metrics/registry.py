@@ -46,10 +46,15 @@ class FlowStatus:
 
     state: str = "starting"
     running: bool = False
+    healthy: bool | None = None  # None: as the state says (HEALTHY)
 
     @property
     def role(self) -> str:
         return "standby" if self.state == "standby" else "writer"
+
+    @property
+    def is_healthy(self) -> bool:
+        return self.state in HEALTHY if self.healthy is None else self.healthy
 
 
 class FlowStatusCollector(Collector):
@@ -65,7 +70,7 @@ class FlowStatusCollector(Collector):
 
     def snapshot(self) -> dict[tuple[str, str], FlowStatus]:
         with self.lock:
-            return {key: FlowStatus(s.state, s.running) for key, s in self.flows.items()}
+            return {key: FlowStatus(s.state, s.running, s.healthy) for key, s in self.flows.items()}
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         yield from self._families()
@@ -76,7 +81,8 @@ class FlowStatusCollector(Collector):
                 GaugeMetricFamily("mirrorspark_flow_running", "1 while this instance's query of the flow runs.",
                                   labels=(*FLOW, "role")),
                 GaugeMetricFamily("mirrorspark_flow_healthy", "1 when this instance does its part of the flow: "
-                                  "writing (or paused by an operator), or a standby ready to take over.",
+                                  "writing (or paused by an operator; or degraded only by a loss it reported), or a "
+                                  "standby ready to take over.",
                                   labels=(*FLOW, "role")))
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -85,7 +91,7 @@ class FlowStatusCollector(Collector):
             for name in STATES:
                 state.add_metric([source, target, s.role, name], 1 if name == s.state else 0)
             running.add_metric([source, target, s.role], 1 if s.running else 0)
-            healthy.add_metric([source, target, s.role], 1 if s.state in HEALTHY else 0)
+            healthy.add_metric([source, target, s.role], 1 if s.is_healthy else 0)
         yield state
         yield running
         yield healthy
@@ -191,8 +197,11 @@ class MirrorMetrics:
         with self._extra_lock:
             return sorted(self.checkpoints.items())
 
-    def set_state(self, source: str, target: str, state: str) -> None:
-        self.status.status(source, target).state = state
+    def set_state(self, source: str, target: str, state: str, healthy: bool | None = None) -> None:
+        """``healthy``: when the state alone does not say (a flow ``degraded`` by a loss it reported
+        replicates as it should; one retrying an unreachable cluster does not)."""
+        status = self.status.status(source, target)
+        status.state, status.healthy = state, healthy
 
     def set_running(self, source: str, target: str, running: bool) -> None:
         self.status.status(source, target).running = running

@@ -101,6 +101,7 @@ class ReplicatorController:
             "target": flow.config.target.alias,
             "role": "writer",
             "state": supervisor.state(),
+            "healthy": supervisor.healthy(),
             "error": supervisor.reason(),
             "restart_attempts": supervisor.attempts,
             "restarts": supervisor.restarts,
@@ -143,7 +144,8 @@ class ReplicatorController:
             error = f"retrying since {since} ({standby.attempts} attempts to start it; nothing is skipped): " \
                     f"{standby.failure}"
         return {"name": standby.flow.name, "source": standby.flow.source.alias, "target": standby.flow.target.alias,
-                "role": role, "state": state, "standby_since": standby.since, "lease_group": standby.group,
+                "role": role, "state": state, "healthy": standby.failure is None,
+                "standby_since": standby.since, "lease_group": standby.group,
                 "error": error,
                 "restart_attempts": 0, "restarts": 0, "records_lost": 0, "records_replicated": 0,
                 "bytes_replicated": 0, "records_recopied": 0, "batches_written": 0, "last_batch_time": None,

@@ -76,6 +76,13 @@ class FlowSupervisor:
             return "degraded"
         return state
 
+    def healthy(self) -> bool:
+        """Doing its part: running (or paused by an operator), or degraded only by a loss it reported
+        (the loss is said by its own count and alert; the flow replicates as it should). Retrying a
+        cluster that does not answer, restarting or failed is not."""
+        state = self.state()
+        return state in ("running", "paused") or (state == "degraded" and self.retrying_since is None)
+
     def reason(self) -> str | None:
         """Why the flow is not plainly running: its last error, or the latest loss report."""
         if self.retrying_since is not None:
@@ -185,10 +192,12 @@ class FlowSupervisor:
         self.query.restart(spark, unpause=True)
 
     def _publish(self) -> None:
-        publish_state(self.metrics, self.query.flow.source.alias, self.query.flow.target.alias, self.state())
+        publish_state(self.metrics, self.query.flow.source.alias, self.query.flow.target.alias, self.state(),
+                      healthy=self.healthy())
 
 
-def publish_state(metrics: MirrorMetrics, source: str, target: str, current: str) -> None:
+def publish_state(metrics: MirrorMetrics, source: str, target: str, current: str,
+                  healthy: bool | None = None) -> None:
     """``mirrorspark_flow_state``: 1 for the flow's current state, 0 for the others (with the role
-    the state implies, read at each scrape)."""
-    metrics.set_state(source, target, current)
+    the state implies, read at each scrape); ``healthy`` when the state alone does not say."""
+    metrics.set_state(source, target, current, healthy)

@@ -39,8 +39,9 @@ from mirrorspark.rest.status_page import LOGIN_PATH, STATUS_PATH, login_form, re
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False)
 TRANSLATE_RATE, TRANSLATE_BURST = 5.0, 10  # calls a second; each may read a checkpoints topic
-# A flow in these states does its part; ``paused`` is an operator's decision, and a pod taken out of its
-# Service while paused could not be resumed through it.
+# A flow in these states does its part (unless its view says ``healthy`` itself: a flow degraded only by a
+# loss it reported replicates as it should); ``paused`` is an operator's decision, and a pod taken out of
+# its Service while paused could not be resumed through it.
 READY_STATES = frozenset({"running", "paused", "standby"})
 LOGIN_RATE, LOGIN_BURST = 1.0, 5  # token guesses a second on the status page's form
 LOGIN_BODY_LIMIT = 4096  # bytes of a login form: a token and nothing else
@@ -119,7 +120,8 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
     @app.get("/ready", summary="Readiness: 200 when every flow here runs (or is paused) or waits as a healthy standby")
     def ready() -> JSONResponse:
         views = controller.flows()
-        waiting = {view["name"]: view.get("state") for view in views if view.get("state") not in READY_STATES}
+        waiting = {view["name"]: view.get("state") for view in views
+                   if not view.get("healthy", view.get("state") in READY_STATES)}
         if waiting:
             return JSONResponse({"status": "not ready", "flows": waiting}, status_code=503)
         return JSONResponse({"status": "ready", "flows": {view["name"]: view.get("role") for view in views}})

@@ -70,6 +70,23 @@ def test_a_cluster_out_of_reach_is_retried_for_ever_and_the_flow_stays_up_degrad
     assert supervisor.retrying_since is None and supervisor.retries == 0
 
 
+def test_health_a_retrying_flow_is_not_healthy_one_degraded_only_by_a_reported_loss_is(tmp_path):
+    query = FailingQuery(SOURCE_DOWN)
+    supervisor = supervise(query, tmp_path)
+    supervisor.poll(None)
+    assert supervisor.state() == "degraded" and not supervisor.healthy()  # a cluster out of reach
+    running = FailingQuery("")
+    running.state = lambda: "running"  # type: ignore[method-assign]
+    supervisor = supervise(running, tmp_path)
+    assert supervisor.healthy()
+    supervisor.loss.since_start.append(SimpleNamespace(line=lambda: "DATA LOSS: 3 record(s) ..."))  # type: ignore[arg-type]
+    assert supervisor.state() == "degraded" and supervisor.healthy()  # the loss has its own count and alert
+    supervisor._publish()
+    labels = {"source": "a", "target": "b", "role": "writer"}
+    assert supervisor.metrics.registry.get_sample_value("mirrorspark_flow_healthy", labels) == 1
+    assert supervisor.metrics.registry.get_sample_value("mirrorspark_flow_state", {**labels, "state": "degraded"}) == 1
+
+
 def test_the_retry_backoff_is_capped(tmp_path):
     query = FailingQuery(SOURCE_DOWN)
     query.flow = SimpleNamespace(**{**vars(FailingQuery.flow), "options": SimpleNamespace(restart_attempts=2,

@@ -52,7 +52,8 @@ from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client
 
-pytestmark = [pytest.mark.broker,  # about 2.5 minutes alone: not `long`
+# About 2.5 minutes alone, two instances and six flows: in `make drills`, keeping `make test` well under 30 minutes.
+pytestmark = [pytest.mark.broker, pytest.mark.long,
               pytest.mark.skipif(PROMETHEUS is None, reason="no prometheus on PATH (scripts/setup.sh installs "
                                                             "Debian's prometheus package where apt-get is available)")]
 

@@ -254,3 +254,31 @@ def test_workers_must_be_positive(tmp_path):
         done = run_cli("local", "spark", "up", "--workers", value, "--state-dir", str(tmp_path))
         assert done.returncode == 2 and "--workers" in done.stderr
     assert not (tmp_path / "spark").exists()
+
+
+UI_APP = """
+import sys, time, urllib.request
+from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session
+assert SPARK_DEFAULTS["spark.ui.enabled"] == "false"
+spark = build_session({"spark.master": "local[1]", "spark.ui.enabled": "true", "spark.ui.port": sys.argv[1],
+                       "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"})
+try:
+    spark.range(10).count()
+    with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/jobs/", timeout=30) as page:
+        print("status", page.status, "jobs page" if b"Spark Jobs" in page.read() else "other page", flush=True)
+finally:
+    spark.stop()
+"""
+
+
+def test_the_spark_ui_is_off_by_default_and_on_with_its_usual_settings(tmp_path):
+    """docs/operations.md "Metrics": `spark.ui.enabled = true` (and `spark.ui.port`) in mm2.properties, as
+    any spark.* key, reach the session; the UI then serves Spark's jobs page."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = subprocess.run([sys.executable, "-c", UI_APP, str(port)], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "status 200 jobs page" in done.stdout, done.stdout + done.stderr[-2000:]

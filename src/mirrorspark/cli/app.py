@@ -14,6 +14,24 @@ from mirrorspark.cli.reporting import reported
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Kafka cross-cluster replication, MirrorMaker 2 compatible, on Apache Spark.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from mirrorspark.metrics.registry import build_labels
+
+        labels = build_labels()
+        typer.echo(f"mirrorspark {labels['version']} (Spark {labels['spark_version']}, Kafka clients "
+                   f"{labels['kafka_version']}, Python {labels['python_version']})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Kafka cross-cluster replication, MirrorMaker 2 compatible, on Apache Spark."""
+
+
 app.add_typer(local_commands.app, name="local")
 app.add_typer(offsets_commands.app, name="offsets")
 app.add_typer(migrate_command.app, name="migrate")

@@ -100,13 +100,13 @@ class FlowStatusCollector(Collector):
 def build_labels() -> dict[str, str]:
     """Versions for ``mirrorspark_build_info``: this package, pyspark, the Kafka clients, Python."""
     from mirrorspark.paths import CONNECT_TRANSFORMS
+    from mirrorspark.version import version
 
-    def version(dist: str) -> str:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "unknown"
-    return {"version": version("mirrorspark"), "spark_version": version("pyspark"),
+    try:
+        spark = metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        spark = "unknown"
+    return {"version": version(), "spark_version": spark,
             "kafka_version": CONNECT_TRANSFORMS.rsplit(":", 1)[1], "python_version": platform.python_version()}
 
 

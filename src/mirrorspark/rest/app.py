@@ -35,6 +35,7 @@ from mirrorspark.rest.security import (
     token_matches,
 )
 from mirrorspark.rest.status_page import LOGIN_PATH, STATUS_PATH, login_form, render_error, render_status
+from mirrorspark.version import version
 
 log = logging.getLogger(__name__)
 _bearer = HTTPBearer(auto_error=False)
@@ -74,7 +75,7 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
     (``RestServer`` starts its sampler; without one the charts wait for samples)."""
     # FastAPIOffline: a FastAPI app whose /docs and /redoc (get_swagger_ui_html / get_redoc_html, no
     # Google fonts) point at its bundled assets, mounted with StaticFiles at DOCS_ASSETS.
-    app = FastAPIOffline(title="mirrorspark", version="1", static_url=DOCS_ASSETS,
+    app = FastAPIOffline(title="mirrorspark", version=version(), static_url=DOCS_ASSETS,
                          description="Control and observe a running mirrorspark replicator.")
     cookie_key = secrets.token_bytes(32)  # the status page's cookies lapse with the process
     app.add_middleware(RequestGuard, token=token, hosts=hosts or AllowedHosts.for_listener("127.0.0.1"),
@@ -115,7 +116,7 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
         failed = [view["name"] for view in controller.flows() if view.get("state") == "failed"]
         if failed:
             return JSONResponse({"status": "failed", "failed": failed}, status_code=503)
-        return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "ok", "version": version()})
 
     @app.get("/ready", summary="Readiness: 200 when every flow here runs (or is paused) or waits as a healthy standby")
     def ready() -> JSONResponse:

@@ -32,7 +32,8 @@ def writer_parts() -> Any:
     return SimpleNamespace(
         query=SimpleNamespace(metrics=None, remote_topics=SimpleNamespace(plan=SimpleNamespace(
             remote={"orders": "a.orders", "events": "a.events"}))),
-        supervisor=SimpleNamespace(state=lambda: "running", healthy=lambda: True, reason=lambda: None, attempts=0, restarts=0,
+        supervisor=SimpleNamespace(state=lambda: "running", healthy=lambda: True, reason=lambda: None, attempts=0,
+                                   restarts=0,
                                    loss=SimpleNamespace(total=lambda: 0, reports=[])),
         probe=SimpleNamespace(latest=lags, measured_at=1.0),
         offsets=SimpleNamespace(checkpoints=None))

@@ -14,6 +14,7 @@ from mirrorspark.config.redaction import Redactor, current, install
 from mirrorspark.errors import ConfigError, Conflict, NotFound, OperationalError
 from mirrorspark.rest.app import create_app
 from mirrorspark.rest.controller import Controller, UnknownFlow
+from mirrorspark.version import version
 
 TOKEN = "app-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -85,7 +86,7 @@ def api(controller: RecordingController, registry: CollectorRegistry) -> TestCli
 
 def test_health_answers_from_the_flows_states_alone(api, controller):
     answer = api.get("/health")
-    assert answer.status_code == 200 and answer.json() == {"status": "ok"}
+    assert answer.status_code == 200 and answer.json() == {"status": "ok", "version": version()}
     assert controller.calls == [("flows",)]  # in-memory states, no cluster asked
 
 

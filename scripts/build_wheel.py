@@ -29,7 +29,7 @@ def build(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mirrorspark-wheel-") as tmp:
         stage = Path(tmp)
-        for name in ("pyproject.toml", "README.md"):
+        for name in ("pyproject.toml", "README.md", "LICENSE", "NOTICE"):
             shutil.copy2(ROOT / name, stage / name)
         shutil.copytree(ROOT / "src", stage / "src",
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.jar"))
@@ -39,7 +39,9 @@ def build(out: Path) -> Path:
                         "-w", str(built), str(stage)], check=True)
         wheel = next(built.glob("mirrorspark-*.whl"))
         names = set(zipfile.ZipFile(wheel).namelist())
-        missing = [n for n in REQUIRED if n not in names]
+        version = wheel.name.split("-")[1]
+        licenses = [f"mirrorspark-{version}.dist-info/licenses/{name}" for name in ("LICENSE", "NOTICE")]
+        missing = [n for n in (*REQUIRED, *licenses) if n not in names]
         if missing:
             sys.exit(f"build_wheel: {wheel.name} lacks {', '.join(missing)}")
         target = out / wheel.name

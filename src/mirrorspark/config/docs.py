@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mirrorspark.config.keys import CONNECT_PREFIXES, KEYS, PASSTHROUGH_PREFIXES, UNSUPPORTED
+from mirrorspark.config.keys import CONNECT_PREFIXES, KEYS, PASSTHROUGH_PREFIXES, READ_CONNECT_PREFIXES, UNSUPPORTED
 
 
 def render() -> str:
@@ -32,8 +32,13 @@ def render() -> str:
         + ", ".join(f"`{p}`" for p in PASSTHROUGH_PREFIXES) + ", and the client connection keys "
         "`bootstrap.servers`, `security.protocol`, `ssl.*`, `sasl.*` at top or cluster level.",
         "",
-        "Accepted and ignored (Kafka Connect worker settings that MM2 files often carry): keys starting with "
-        + ", ".join(f"`{p}`" for p in CONNECT_PREFIXES) + ".",
+        "Kafka Connect worker settings that MM2 files often carry: `transforms*`, `predicates*` and the "
+        "`*.converter` keys are read by the sink's transformation chain, as MM2's worker reads them "
+        "([ADR 0025](adr/0025-single-message-transforms.md)); `client.dns.lookup` goes to the clients; "
+        "`metric.reporters` is read by Spark's Java clients and named in a warning (the control plane does not "
+        "report to it); `errors.*` keys are refused unless they hold MM2's default (below). Accepted and ignored, "
+        "as they configure a Connect worker mirrorspark does not run: keys starting with "
+        + ", ".join(f"`{p}`" for p in CONNECT_PREFIXES if p not in READ_CONNECT_PREFIXES) + ".",
         "",
         "Refused at top level, per cluster (`A.key`) and per flow (`A->B.key`), because ignoring them would change "
         "what is copied without a word; MM2's default value is accepted and has no effect:",
@@ -47,8 +52,11 @@ def render() -> str:
         "negative and 0 would run it without pause, so both are refused (unless the task's `*.enabled` is false); turn",
         "a task off with its `*.enabled` key.",
         "",
-        "Any other key under one of MM2's namespaces (`emit.`, `sync.`, `refresh.`, `topics`, `groups`, ...) is",
-        "an error naming the key and the closest known one, e.g. `emit.heartbeats` -> `emit.heartbeats.enabled`.",
+        "Any other key gets a warning naming it and the closest known one, as MM2 logs an unused key (e.g.",
+        "`emit.heartbeats` -> `emit.heartbeats.enabled`); it is an error in mirrorspark's own namespace",
+        "(`mirrorspark.*`), and when it is a near miss of a key that selects what is copied (`topics`,",
+        "`topics.exclude`, `topic.map`, `enabled`, the policy and filter classes), since ignoring it would copy other",
+        "topics than the file asks for.",
         "",
     ]
     return "\n".join(lines)

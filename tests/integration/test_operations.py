@@ -91,7 +91,9 @@ def test_metrics_rest_pause_resume_status_and_no_secrets(clusters, unique, tmp_p
         time.sleep(5)
         assert count(clusters["backup"], remote) == 100  # paused: nothing arrives
 
-        shown = run_cli("status", "--state-dir", str(state), "--token", token)
+        token_file = tmp_path / "token"
+        token_file.write_text(token + "\n")
+        shown = run_cli("status", "--state-dir", str(state), "--token-file", str(token_file))
         assert shown.returncode == 0 and "primary->backup" in shown.stdout and "paused" in shown.stdout, shown
         refused = run_cli("status", "--state-dir", str(state))
         assert refused.returncode == 1 and "401" in refused.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -33,24 +34,41 @@ def find_url(state_dir: Path) -> str:
     return str(marker["url"])
 
 
-def endpoint(state_dir: Path, url: str | None, token: str | None) -> tuple[str, str | None]:
-    """The REST address and the token to send: ``--token``, else ``$MIRRORSPARK_REST_TOKEN``, else
-    the token the running process generated into ``<state-dir>/rest.token`` (only sent to the
-    address that same state dir names, never to another server)."""
+def endpoint(state_dir: Path, url: str | None, token_file: Path | None) -> tuple[str, str | None]:
+    """The REST address and the token to send: the one in ``--token-file``, else ``$MIRRORSPARK_REST_TOKEN``,
+    else the token the running process generated into ``<state-dir>/rest.token`` (only sent to the
+    address that same state dir names, never to another server). Never from the command line, where
+    any local user reads it."""
     from mirrorspark.rest.security import TOKEN_FILE, read_token
 
     marker = read_marker(state_dir)
     base = (url or find_url(state_dir)).rstrip("/")
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip() or None
+        except OSError as exc:
+            fail(f"--token-file {token_file}: {exc.strerror or exc}", EXIT_RUNTIME)
     token = token or os.environ.get("MIRRORSPARK_REST_TOKEN") or None
     if token is None and marker is not None and str(marker["url"]).rstrip("/") == base and marker.get("token_file"):
         token = read_token(state_dir / TOKEN_FILE)
     return base, token
 
 
-def get_json(url: str, token: str | None) -> Any:
+def get_json(url: str, token: str | None, cacert: Path | None = None) -> Any:
+    """GET ``url``; an https server's certificate is checked against ``cacert`` (or
+    ``$MIRRORSPARK_REST_CACERT``), else the system's CAs."""
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    context = None
+    if url.startswith("https://"):
+        cafile = cacert or (Path(os.environ["MIRRORSPARK_REST_CACERT"]) if os.environ.get("MIRRORSPARK_REST_CACERT")
+                            else None)
+        try:
+            context = ssl.create_default_context(cafile=str(cafile) if cafile is not None else None)
+        except (OSError, ssl.SSLError) as exc:
+            fail(f"--cacert {cafile}: {getattr(exc, 'strerror', None) or exc}", EXIT_RUNTIME)
     try:
-        with urllib.request.urlopen(request, timeout=15) as response:
+        with urllib.request.urlopen(request, timeout=15, context=context) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")
@@ -81,16 +99,19 @@ def status(
         Path | None, typer.Option(
             "--state-dir", help="The run's state dir (default ~/.local/state/mirrorspark).")] = None,
     url: Annotated[str | None, typer.Option(help="The REST API's address, instead of --state-dir.")] = None,
-    token: Annotated[str | None, typer.Option(
-        help="REST token (default: $MIRRORSPARK_REST_TOKEN, else the generated one in <state-dir>/rest.token)."
-    )] = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="A file holding the REST token (default: $MIRRORSPARK_REST_TOKEN, else the generated "
+                             "one in <state-dir>/rest.token).")] = None,
+    cacert: Annotated[Path | None, typer.Option(
+        "--cacert", help="PEM CA certificates for an https REST API (default: $MIRRORSPARK_REST_CACERT, else the "
+                         "system's).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The REST answer as JSON.")] = False,
 ) -> None:
     """Flows of a running mirrorspark: state, records, re-copies, lag and the last batch."""
     from mirrorspark.paths import default_state_dir
 
-    base, token = endpoint((state_dir or default_state_dir()).resolve(), url, token)
-    flows = get_json(f"{base}/flows", token)
+    base, token = endpoint((state_dir or default_state_dir()).resolve(), url, token_file)
+    flows = get_json(f"{base}/flows", token, cacert)
     if as_json:
         typer.echo(json.dumps(flows, indent=2))
         return

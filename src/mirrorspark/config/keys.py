@@ -173,9 +173,26 @@ KEYS: tuple[Key, ...] = (
     Key("mirrorspark.rest.enabled", Type.BOOLEAN, "true",
         "Serve the REST API and the Prometheus `/metrics` endpoint.", Scope.DRIVER),
     Key("mirrorspark.rest.listener", Type.STRING, "127.0.0.1:0",
-        "`host:port` of the REST API; port 0 picks a free one. The address in use is logged and written "
+        "`host:port` (or `http://host:port`, `https://host:port` with `mirrorspark.rest.ssl.*`) of the REST "
+        "API; port 0 picks a free one. The address in use is logged and written "
         "to `<state-dir>/rest.json`, where `mirrorspark status` finds it. Set a fixed port for Prometheus.",
         Scope.DRIVER),
+    Key("mirrorspark.rest.ssl.keystore.location", Type.STRING, None,
+        "The REST listener's key and certificate when it is `https://host:port`, as Kafka Connect's REST "
+        "takes them (`listeners.https.ssl.keystore.location`): a PKCS12 or JKS keystore, or a PEM file "
+        "holding the private key and the certificate chain.", Scope.DRIVER),
+    Key("mirrorspark.rest.ssl.keystore.password", Type.STRING, None,
+        "The keystore's password (PKCS12, JKS); use a config provider (`${file:...}`, `${env:...}`) to keep it "
+        "out of the file.", Scope.DRIVER),
+    Key("mirrorspark.rest.ssl.keystore.type", Type.STRING, "PKCS12", "`PKCS12`, `JKS` or `PEM`.", Scope.DRIVER,
+        choices=("PKCS12", "JKS", "PEM")),
+    Key("mirrorspark.rest.ssl.key.password", Type.STRING, None,
+        "The private key's password when it differs from the keystore's (PKCS12, JKS) or the PEM key is "
+        "encrypted.", Scope.DRIVER),
+    Key("mirrorspark.rest.plaintext.allowed", Type.BOOLEAN, "false",
+        "Let the REST API listen in plain HTTP on an address other than loopback (its token then crosses the "
+        "network in clear). Without it such a listener is refused: give it `https://` and a keystore, or keep "
+        "it on loopback behind a TLS proxy.", Scope.DRIVER),
     Key("mirrorspark.rest.token", Type.STRING, None,
         "The token every REST call but `/health`, `/ready` and `/metrics` needs (`Authorization: Bearer <token>`; "
         "the `/status` page asks for it once in a form and keeps a cookie). "

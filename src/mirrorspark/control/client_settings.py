@@ -329,3 +329,11 @@ _STORES = _ConvertedStores()
 
 def _converted() -> _ConvertedStores:
     return _STORES
+
+
+def jks_to_p12(location: str, password: str | None, key: str, out: Path) -> Path:
+    """A JKS keystore as PKCS12 at ``out`` (the caller's private folder): the REST server's keystore."""
+    _keytool(key, "-importkeystore", "-noprompt", "-srckeystore", location, "-srcstoretype", "JKS",
+             "-destkeystore", str(out), "-deststoretype", "PKCS12",
+             passwords={"-srcstorepass": password or "", "-deststorepass": password or ""})
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from mirrorspark.private_files import write_private
 from mirrorspark.rest.controller import Controller
 from mirrorspark.rest.history import History
 from mirrorspark.rest.security import TOKEN_FILE, AllowedHosts, generate_token, is_loopback
+from mirrorspark.rest.tls import KeystoreSettings
 
 log = logging.getLogger(__name__)
 STATE_FILE = "rest.json"
@@ -37,6 +39,9 @@ def parse_listener(value: str, key: str = "mirrorspark.rest.listener") -> tuple[
     return host.strip("[]"), int(port)
 
 
+LISTENER = "mirrorspark.rest.listener"
+
+
 @dataclass(frozen=True)
 class RestSettings:
     """The ``mirrorspark.rest.*`` settings, resolved once."""
@@ -47,6 +52,7 @@ class RestSettings:
     token: str | None = None        # configured; None with auth "token" means "generate one"
     auth: str = "token"             # "token" or "none"
     allowed_hosts: tuple[str, ...] = ()
+    keystore: KeystoreSettings | None = None  # set: the listener is https
 
     @classmethod
     def from_config(cls, top: Mapping[str, str]) -> RestSettings:
@@ -58,9 +64,32 @@ class RestSettings:
         if token is not None and auth == "none":
             raise ConfigError("mirrorspark.rest.token is set but mirrorspark.rest.auth = none: remove one of them",
                               "mirrorspark.rest.auth")
-        host, port = parse_listener(read.text("mirrorspark.rest.listener"))
+        listener = read.text(LISTENER)
+        scheme, sep, address = listener.strip().partition("://")
+        scheme, address = (scheme.lower(), address) if sep else ("http", listener)
+        if scheme not in ("http", "https"):
+            raise ConfigError(f"{LISTENER} must be host:port, http://host:port or https://host:port, got "
+                              f"{listener!r}", LISTENER)
+        host, port = parse_listener(address)
+        keystore = None
+        location = read.text("mirrorspark.rest.ssl.keystore.location") or None
+        if scheme == "https":
+            if location is None:
+                raise ConfigError(f"{LISTENER} = {listener} needs mirrorspark.rest.ssl.keystore.location (the "
+                                  "listener's key and certificate)", "mirrorspark.rest.ssl.keystore.location")
+            keystore = KeystoreSettings(location=location,
+                                        password=read.raw("mirrorspark.rest.ssl.keystore.password") or None,
+                                        store_type=read.choice("mirrorspark.rest.ssl.keystore.type"),
+                                        key_password=read.raw("mirrorspark.rest.ssl.key.password") or None)
+        elif location is not None:
+            raise ConfigError(f"mirrorspark.rest.ssl.keystore.location is set but {LISTENER} = {listener} is plain "
+                              f"HTTP: write it as https://{address}", LISTENER)
+        elif not is_loopback(host) and not read.flag("mirrorspark.rest.plaintext.allowed"):
+            raise ConfigError(f"{LISTENER} = {listener} serves the REST API (and its token) in plain HTTP beyond "
+                              f"this machine: write it as https://{address} with mirrorspark.rest.ssl.keystore.*, or "
+                              "set mirrorspark.rest.plaintext.allowed = true for a network you trust", LISTENER)
         extra = tuple(split_list(read.raw("mirrorspark.rest.allowed.hosts")))
-        return cls(read.flag("mirrorspark.rest.enabled"), host, port, token, auth, extra)
+        return cls(read.flag("mirrorspark.rest.enabled"), host, port, token, auth, extra, keystore)
 
 
 class RestServer:
@@ -74,8 +103,12 @@ class RestServer:
         hosts = AllowedHosts.for_listener(settings.host, settings.allowed_hosts)
         self.history = History(flows=controller.flows)  # the status page's charts, sampled in a thread of its own
         app = create_app(controller, registry, self.token, hosts, history=self.history)
+        self.keys = settings.keystore.server_keys(state_dir / "private") if settings.keystore is not None else None
         self.config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
-                                     access_log=False, lifespan="off")
+                                     access_log=False, lifespan="off",
+                                     ssl_certfile=str(self.keys.certfile) if self.keys is not None else None,
+                                     ssl_keyfile_password=self.keys.keyfile_password if self.keys is not None
+                                     else None)
         self.server = uvicorn.Server(self.config)
         self.state_file = state_dir / STATE_FILE
         self.token_file = state_dir / TOKEN_FILE
@@ -97,7 +130,8 @@ class RestServer:
         self.history.start()
         sockets = [s for server in self.server.servers for s in server.sockets]
         host, port = sockets[0].getsockname()[:2]
-        self.address = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        scheme = "http" if self.keys is None else "https"
+        self.address = f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         if self.generated:
             assert self.token is not None
@@ -121,3 +155,5 @@ class RestServer:
         self.state_file.unlink(missing_ok=True)
         if self.generated:
             self.token_file.unlink(missing_ok=True)
+        if self.keys is not None and self.keys.folder is not None:
+            shutil.rmtree(self.keys.folder, ignore_errors=True)

@@ -138,7 +138,8 @@ def test_token_file_private_from_creation(tmp_path, monkeypatch):
 def test_settings_resolved_and_checked():
     assert RestSettings.from_config({}) == RestSettings()
     settings = RestSettings.from_config({"mirrorspark.rest.listener": "0.0.0.0:8083", "mirrorspark.rest.token": "t",
-                                         "mirrorspark.rest.allowed.hosts": "a, b"})
+                                         "mirrorspark.rest.allowed.hosts": "a, b",
+                                         "mirrorspark.rest.plaintext.allowed": "true"})
     assert (settings.host, settings.port, settings.token, settings.allowed_hosts) == ("0.0.0.0", 8083, "t", ("a", "b"))
     with pytest.raises(ConfigError, match="token or none"):
         RestSettings.from_config({"mirrorspark.rest.auth": "basic"})
@@ -169,7 +170,7 @@ def test_generated_token_written_and_used_by_status(tmp_path, monkeypatch, capsy
         assert base == server.address and found == token
         assert status_command.endpoint(tmp_path, "http://elsewhere:1", None) == ("http://elsewhere:1", None)
         assert status_command.get_json(f"{base}/flows", found)[0]["name"] == "a->b"
-        status_command.status(state_dir=tmp_path, url=None, token=None, as_json=False)
+        status_command.status(state_dir=tmp_path, url=None, token_file=None, cacert=None, as_json=False)
         assert "a->b" in capsys.readouterr().out
     finally:
         server.stop()

@@ -91,6 +91,29 @@ def test_https_with_a_keystore_serves_and_cleans_up(tmp_path, kind):
         assert converted is not None and not converted.exists()  # the unencrypted key is gone with the server
 
 
+def test_a_jks_keystore_is_converted_through_pkcs12(tmp_path):
+    from mirrorspark import jdk
+
+    keytool = jdk.find_tool("keytool")
+    if not keytool:
+        pytest.skip("no keytool")
+    p12, _, cert = keystore(tmp_path)
+    jks = tmp_path / "store.jks"
+    subprocess.run([keytool, "-importkeystore", "-noprompt", "-srckeystore", str(p12), "-srcstoretype", "PKCS12",
+                    "-srcstorepass:env", "PASS", "-destkeystore", str(jks), "-deststoretype", "JKS",
+                    "-deststorepass:env", "PASS"], check=True, capture_output=True,
+                   env={**os.environ, "PASS": "changeit"})
+    server = serve(tmp_path, **{"mirrorspark.rest.ssl.keystore.location": str(jks),
+                                "mirrorspark.rest.ssl.keystore.password": "changeit",
+                                "mirrorspark.rest.ssl.keystore.type": "JKS"})
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        with urllib.request.urlopen(f"{server.address}/health", timeout=10, context=context) as answer:
+            assert answer.status == 200
+    finally:
+        server.stop()
+
+
 def test_a_wrong_keystore_password_names_the_keystore(tmp_path):
     p12, _, _ = keystore(tmp_path)
     with pytest.raises(ConfigError, match="cannot open it as PKCS12") as refused:

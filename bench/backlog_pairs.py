@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import ROOT, ceiling_copy, fresh_clusters, machine, median, run_replicator, warm_brokers
+from mm2_vs_mirrorspark import ROOT, ceiling_copy, fresh_clusters, machine, median, run_replicator, shown, warm_brokers
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -81,7 +81,7 @@ def main() -> None:
                       "median_of_ceiling": median([c["of_ceiling"] for c in copies if c["variant"] == name])}
                for name, _ in variants}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": machine(), "settings": {**vars(args), "out": str(args.out)},
+    args.out.write_text(json.dumps({"machine": machine(), "settings": {**vars(args), "out": shown(args.out)},
                                     "copies": copies, "medians": summary}, indent=2))
     print("| variant | median records/s | median of the ceiling |\n|---|---:|---:|")
     for name, figures in summary.items():

@@ -53,6 +53,14 @@ QUIET_LOG4J = ("status = error\nrootLogger.level = WARN\nrootLogger.appenderRef.
 
 
 # -- small helpers -------------------------------------------------------------------------------
+def shown(path: Path) -> str:
+    """A path as a results file keeps it: relative to the checkout, never this machine's own path."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return path.name
+
+
 def machine() -> dict:
     """The commit measured and the machine it ran on, kept in every result file."""
     def git(*args: str) -> str:
@@ -689,7 +697,7 @@ def main() -> None:
     work = ROOT / "state" / "bench-mm2"
     local, clusters = fresh_clusters(work)
     result: dict = {"machine": machine(),
-                    "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
+                    "settings": {**vars(args), "out": shown(args.out), "producer": PRODUCER}}
     try:
         if not args.cold:
             result["warmup_records_per_second"] = round(warm_brokers(clusters, args.records, args.size,

@@ -29,7 +29,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import BROKER_JVM, RssSampler, launch, machine, percentile, stop
+from mm2_vs_mirrorspark import BROKER_JVM, RssSampler, launch, machine, percentile, shown, stop
 
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
@@ -231,7 +231,7 @@ def main() -> None:
     local = LocalClusters(work / "clusters", jvm_opts=BROKER_JVM)
     local.down(purge=True)
     clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
-    result: dict = {"machine": machine(), "settings": {**vars(args), "out": str(args.out)}, "runs": {}}
+    result: dict = {"machine": machine(), "settings": {**vars(args), "out": shown(args.out)}, "runs": {}}
     try:
         for count in (int(c) for c in args.partitions.split(",")):
             for tool in ("mm2", "mirrorspark"):

@@ -31,6 +31,7 @@ from mm2_vs_mirrorspark import (
     launch,
     machine,
     realtime_lines,
+    shown,
     steady_latency,
     stop,
     wait_for_copy,
@@ -89,7 +90,7 @@ def main() -> None:
     work = ROOT / "state" / "bench-realtime"
     local, clusters = fresh_clusters(work)
     result: dict = {"machine": machine(),
-                    "settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}, "durations": {}}
+                    "settings": {**vars(args), "out": shown(args.out), "producer": PRODUCER}, "durations": {}}
     try:
         for seconds in [float(x) for x in args.durations.split(",") if x.strip()]:
             try:

@@ -1,6 +1,6 @@
-"""Renders the README's benchmark tables from the result files, so no figure is typed by hand.
+"""Renders the benchmark tables of docs/benchmarks.md from the result files, so no figure is typed by hand.
 
-    .venv/bin/python bench/render_readme.py   # rewrites the parts of README.md between the bench markers
+    .venv/bin/python bench/render_readme.py   # rewrites the parts of docs/benchmarks.md between the bench markers
 
 Each table carries the command and the machine of the run it comes from (the commit stays in the results file).
 """
@@ -29,12 +29,12 @@ def section(name: str, body: list[str], text: str) -> str:
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
-        raise SystemExit(f"README.md has no {start} ... {end} markers")
+        raise SystemExit(f"docs/benchmarks.md has no {start} ... {end} markers")
     return pattern.sub(lambda _: "\n".join([start, *body, end]), text)
 
 
 def main() -> None:
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "benchmarks.md"
     text = readme.read_text()
     if (RESULTS / "mm2_vs_mirrorspark.json").is_file():
         mm2 = json.loads((RESULTS / "mm2_vs_mirrorspark.json").read_text())

@@ -36,6 +36,7 @@ from mm2_vs_mirrorspark import (
     percentile,
     producer_perf,
     properties,
+    shown,
     steady_latency,
     wait_for_copy,
 )
@@ -135,7 +136,7 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     clusters = {c.name: c.bootstrap for c in local.up([ClusterSpec("src"), ClusterSpec("dst")])}
     spark = build_session({"spark.master": f"local[{args.slots}]", "spark.jars": str(bench_jar())})
-    result: dict = {"settings": {**vars(args), "out": str(args.out), "producer": PRODUCER}}
+    result: dict = {"settings": {**vars(args), "out": shown(args.out), "producer": PRODUCER}}
     try:
         for mode in args.modes.split(","):
             try:

@@ -143,7 +143,7 @@ def test_retention_gap_is_reported_exactly_and_the_flow_goes_on(clusters, unique
     assert {(r["partition"], r["first"], r["last"], r["records"]) for r in detail["data_loss"]} == {
         (0, 100, 249, 150), (1, 100, 399, 300)}
     for partition, lost in ((0, 150), (1, 300)):
-        assert metric(text, "mirrorspark_records_lost_total", topic=topic, partition=str(partition)) == lost
+        assert metric(text, "mirrorspark_records_lost_total", source_topic=topic, partition=str(partition)) == lost
     assert "degraded" in status.stdout and "450" in status.stdout
     assert len([line for line in mirror.output().splitlines() if "ERROR" in line and "DATA LOSS" in line]) == 2
     landed = seqs(clusters["backup"], remote)
@@ -245,7 +245,7 @@ def test_remote_topic_deleted_is_refilled_and_what_the_source_lost_meanwhile_is_
     assert detail["records_lost"] == 200 and detail["state"] == "degraded"
     assert {(r["partition"], r["first"], r["last"], r["records"]) for r in detail["data_loss"]} == {
         (0, 0, 99, 100), (1, 0, 99, 100)}
-    assert metric(text, "mirrorspark_records_lost_total", topic=topic, partition="0") == 100
+    assert metric(text, "mirrorspark_records_lost_total", source_topic=topic, partition="0") == 100
     landed = seqs(clusters["backup"], remote)
     for partition in (0, 1):
         in_partition = [seq for seq in landed if seq % 2 == partition]

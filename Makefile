@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo lint test test-unit drills soak bench bench-partitions bench-realtime dist clean
+.PHONY: setup demo lint test test-unit drills soak bench bench-partitions bench-realtime dist image image-test clean
 
 setup:
 	@bash scripts/setup.sh
@@ -23,17 +23,26 @@ JVM_TESTS = mvn -B -q -Dstyle.color=never -f jvm/mirrorspark/pom.xml test
 # the 15 slowest are listed at the end.
 test: lint
 	$(JVM_TESTS)
-	.venv/bin/pytest -n 2 --dist worksteal -m "not long" --durations=15
+	.venv/bin/pytest -n 2 --dist worksteal -m "not long and not image" --durations=15
 
 # The long fault drills (marker `long`: outages of minutes, backlogs, kill -9 at each moment of a
 # transaction, writers stopped and fenced, the fault soak's 2-minute form); CI runs them after make test.
 drills: setup
-	.venv/bin/pytest -n 2 --dist worksteal -m long --durations=15
+	.venv/bin/pytest -n 2 --dist worksteal -m "long and not image" --durations=15
 
 # The unit tests only (the JVM's, then tests/unit): no broker, no Spark, no network; under a minute.
 test-unit: setup
 	$(JVM_TESTS)
 	.venv/bin/pytest tests/unit
+
+# The container image (deploy/Containerfile) with buildah: the wheel, a Debian 12 base from debootstrap unless
+# BASE names one, then the image (IMAGE, default localhost/mirrorspark:latest). image-test builds it and runs it
+# against two local clusters (about 15 minutes the first time: it downloads Debian, a JRE and pyspark).
+image: setup
+	bash scripts/build_image.sh
+
+image-test: setup
+	.venv/bin/pytest -s -m image tests/image
 
 # The randomized fault soak, long form (make test runs a 2-minute form): SOAK_MINUTES (default 60) and
 # SOAK_SEED (default random) are printed with the fault schedule; the report goes to build/soak-report.txt.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.errors import ConfigError, NeededAtRunTime, OperationalError
 from mirrorspark.jvm_bridge import JvmError, SparkJvm
 
 PROVIDER = "mirrorspark-file"
@@ -45,7 +45,7 @@ def files_to_ship(flows: Iterable[FlowConfig]) -> list[Path]:
             for key, value in _file_settings(settings).items():
                 path = Path(value)
                 if not path.is_file():
-                    raise ConfigError(f"{role}.{key}={value}: no such file on the driver", f"{role}.{key}")
+                    raise NeededAtRunTime(f"{role}.{key}={value}: no such file on the driver", f"{role}.{key}")
                 seen = by_name.get(path.name)
                 if seen is not None and seen[0] != path:
                     raise ConfigError(f"{role}.{key}={value} and {seen[1]}={seen[0]} have the same file name; "

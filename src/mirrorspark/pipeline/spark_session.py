@@ -43,6 +43,11 @@ SPARK_DEFAULTS: dict[str, str] = {
 }
 
 
+# Where Spark's resolver keeps the connector's jars in a wheel install (``spark.jars.ivy``) unless the file
+# sets it: the container image resolves them at build time into a folder of its own.
+IVY_ENV = "MIRRORSPARK_IVY_DIR"
+
+
 class SparkUnavailable(OperationalError):
     """The configured Spark master does not answer; the message names ``spark.master``."""
 
@@ -78,6 +83,8 @@ def spark_conf(user: Mapping[str, str], files: Sequence[Path] = ()) -> dict[str,
     conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts,
             "spark.executor.extraJavaOptions": java_opts, **driver_auth(master), **user}
     deps = paths.spark_dependencies()
+    if deps.packages and IVY_ENV in os.environ and "spark.jars.ivy" not in conf:
+        conf["spark.jars.ivy"] = os.environ[IVY_ENV]  # an image's resolved jars (no download at start)
     _append(conf, "spark.jars", [str(p) for p in deps.jars])
     _append(conf, "spark.jars.packages", deps.packages)
     _append(conf, "spark.jars.excludes", deps.excludes)

@@ -1,4 +1,5 @@
-"""Renders the benchmark tables of docs/benchmarks.md from the result files, so no figure is typed by hand.
+"""Renders the benchmark tables of docs/benchmarks.md and docs/sizing.md from the result files, so no
+figure is typed by hand.
 
     .venv/bin/python bench/render_readme.py   # rewrites the parts of docs/benchmarks.md between the bench markers
 
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mm2_vs_mirrorspark import rounds_table, size_table, table
+from mm2_vs_mirrorspark import median, rounds_table, size_table, table
 from partition_scale import table as partition_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,11 +30,107 @@ def section(name: str, body: list[str], text: str) -> str:
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
-        raise SystemExit(f"docs/benchmarks.md has no {start} ... {end} markers")
+        raise SystemExit(f"no {start} ... {end} markers in the page")
     return pattern.sub(lambda _: "\n".join([start, *body, end]), text)
 
 
+def verdict(ratio: float, higher_is_better: bool, tolerance: float = 0.1) -> str:
+    """better / same / worse for mirrorspark against MM2, within ``tolerance`` counting as the same."""
+    gain = ratio if higher_is_better else 1 / ratio
+    return "better" if gain > 1 + tolerance else "worse" if gain < 1 - tolerance else "same"
+
+
+def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
+    """The README's measured comparison, one figure per measure, all from one results file each:
+    `make bench` (mm2_vs_mirrorspark.json) and `make bench-partitions` (partition_scale.json)."""
+    a, b = mm2["mm2"], mm2["mirrorspark"]
+    rows = ["| measure | MM2 | mirrorspark | mirrorspark / MM2 |", "|---|---:|---:|---:|"]
+
+    def row(name: str, left: str, right: str, ratio: float, higher_is_better: bool) -> None:
+        rows.append(f"| **{verdict(ratio, higher_is_better)}**: {name} | {left} | {right} | {ratio:.2f}x |")
+
+    fail_a, fail_b = a["failover"], b["failover"]
+    rows.append(f"| **better**: records a failed-over group reads again | {fail_a['redelivered_records']:,} | "
+                f"{fail_b['redelivered_records']:,} ({fail_b['skipped_records']:,} skipped) | - |")
+    rounds = mm2.get("backlog_rounds") or []
+    if rounds:
+        ratio = median([r["mirrorspark"] / r["mm2"] for r in rounds])
+        left, right = median([r["mm2"] for r in rounds]), median([r["mirrorspark"] for r in rounds])
+        row(f"backlog copy, 1 KiB records (median of {len(rounds)} rounds)", f"{left:,.0f} records/s",
+            f"{right:,.0f} records/s", ratio, True)
+        cpu_a = median([r["mm2_cpu_per_million"] for r in rounds])
+        cpu_b = median([r["mirrorspark_cpu_per_million"] for r in rounds])
+        row("CPU per million 1 KiB records copied", f"{cpu_a:.1f} s", f"{cpu_b:.1f} s", cpu_b / cpu_a, False)
+    for size, runs in sorted(mm2.get("sizes", {}).items(), key=lambda item: int(item[0])):
+        x, y = runs["mm2"]["backlog_records_per_second"], runs["mirrorspark"]["backlog_records_per_second"]
+        row(f"backlog copy, {int(size):,} B records", f"{x:,} records/s", f"{y:,} records/s", y / x, True)
+    row("peak memory during the backlog", f"{a['peak_rss_mb']:,} MB", f"{b['peak_rss_mb']:,} MB",
+        b["peak_rss_mb"] / a["peak_rss_mb"], False)
+    rate = mm2["settings"]["rate"]
+    for label, run in (("default mode", b), ("real-time mode", mm2.get("mirrorspark-realtime"))):
+        if run and run.get("steady"):
+            row(f"latency p50 at {rate:,} records/s, {label}", f"{a['steady']['p50_ms']:.1f} ms",
+                f"{run['steady']['p50_ms']:.1f} ms", run["steady"]["p50_ms"] / a["steady"]["p50_ms"], False)
+            row(f"latency p99 at {rate:,} records/s, {label}", f"{a['steady']['p99_ms']:.1f} ms",
+                f"{run['steady']['p99_ms']:.1f} ms", run["steady"]["p99_ms"] / a["steady"]["p99_ms"], False)
+    eos = mm2.get("mirrorspark-exactly-once")
+    if eos:
+        row("exactly-once backlog copy, 1 KiB records (MM2: at least once)",
+            f"{a['backlog_records_per_second']:,} records/s", f"{eos['backlog_records_per_second']:,} records/s",
+            eos["backlog_records_per_second"] / a["backlog_records_per_second"], True)
+    for count, run in sorted((scale or {}).get("runs", {}).items(), key=lambda item: int(item[0])):
+        x, y = run["mm2"], run["mirrorspark"]
+        row(f"full sync of {int(count):,} quiet partitions", f"{x['full_sync_seconds']:.1f} s",
+            f"{y['full_sync_seconds']:.1f} s", y["full_sync_seconds"] / x["full_sync_seconds"], False)
+        if x.get("idle_cpu_seconds_per_60s") and y.get("idle_cpu_seconds_per_60s"):
+            row(f"idle CPU per minute, {int(count):,} quiet partitions", f"{x['idle_cpu_seconds_per_60s']:.1f} s",
+                f"{y['idle_cpu_seconds_per_60s']:.1f} s", y["idle_cpu_seconds_per_60s"] / x["idle_cpu_seconds_per_60s"],
+                False)
+        if x.get("pulse") and y.get("pulse"):
+            row(f"latency p50 of one record a second, {int(count):,} quiet partitions",
+                f"{x['pulse']['p50_ms']:.1f} ms", f"{y['pulse']['p50_ms']:.1f} ms",
+                y["pulse"]["p50_ms"] / x["pulse"]["p50_ms"], False)
+    return rows
+
+
+def readme_section(mm2: dict, scale: dict | None) -> list[str]:
+    provenance_line = provenance(mm2, "make bench") + ("; partitions: `make bench-partitions`" if scale else "")
+    return [provenance_line, "", *measured_rows(mm2, scale)]
+
+
+def sizing_rows(mm2: dict, scale: dict | None) -> list[str]:
+    """What a deployment needs, from the same runs: CPU per volume by record size (the replicator alone,
+    brokers apart) and memory by partition count."""
+    rows = ["| record size | records/s (2 cores, backlog) | MB/s | CPU s per million records | cores per 100 MB/s |",
+            "|---|---:|---:|---:|---:|"]
+    runs = {1024: mm2["mirrorspark"], **{int(size): v["mirrorspark"] for size, v in mm2.get("sizes", {}).items()}}
+    for size, run in sorted(runs.items()):
+        cpu = run["backlog_cpu_seconds_per_million"]
+        cores = cpu * 1000 / size * 0.1  # CPU seconds per GB, a tenth of it per second at 100 MB/s
+        rows.append(f"| {size:,} B | {run['backlog_records_per_second']:,} | {run['backlog_mb_per_second']:.1f} | "
+                    f"{cpu:.2f} | {cores:.2f} |")
+    if scale:
+        rows += ["", "| partitions (quiet, full sync) | peak memory of the process (1 GB driver) |", "|---:|---:|"]
+        for count, run in sorted(scale["runs"].items(), key=lambda item: int(item[0])):
+            rows.append(f"| {int(count):,} | {run['mirrorspark']['peak_rss_mb']:,} MB |")
+    return rows
+
+
 def main() -> None:
+    if (RESULTS / "mm2_vs_mirrorspark.json").is_file():
+        mm2 = json.loads((RESULTS / "mm2_vs_mirrorspark.json").read_text())
+        scale = json.loads((RESULTS / "partition_scale.json").read_text()) \
+            if (RESULTS / "partition_scale.json").is_file() else None
+        front = ROOT / "README.md"
+        front.write_text(section("readme", readme_section(mm2, scale), front.read_text()))
+    sizing = ROOT / "docs" / "sizing.md"
+    if sizing.is_file() and (RESULTS / "mm2_vs_mirrorspark.json").is_file():
+        mm2 = json.loads((RESULTS / "mm2_vs_mirrorspark.json").read_text())
+        scale = json.loads((RESULTS / "partition_scale.json").read_text()) \
+            if (RESULTS / "partition_scale.json").is_file() else None
+        sizing.write_text(section("sizing", [provenance(mm2, "make bench") + (
+            "; partitions: `make bench-partitions`" if scale else ""), "", *sizing_rows(mm2, scale)],
+            sizing.read_text()))
     readme = ROOT / "docs" / "benchmarks.md"
     text = readme.read_text()
     if (RESULTS / "mm2_vs_mirrorspark.json").is_file():

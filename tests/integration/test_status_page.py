@@ -22,7 +22,7 @@ from helpers.processes import start
 
 from mirrorspark.rest.status_page import BADGES
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.long]  # two instances and Chromium: about a minute, in `make drills`
 
 FLOW = "primary->backup"
 RECORDS = 200

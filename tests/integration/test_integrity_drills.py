@@ -340,12 +340,13 @@ def test_failing_flow_is_restarted_then_failed_while_the_other_goes_on(clusters,
 
 
 @pytest.mark.long
-def test_source_down_75s_restarted_during_it_then_target_down_20s_the_flow_outlives_all_losing_and_repeating_nothing(
+def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_and_repeats_nothing(
         tmp_path, unique):
     """A regional outage: the source's only broker stopped for about 75 s, longer than the stall timeout
     (a task waiting for due records fails rather than skip them) and than restart.attempts = 1 could
-    absorb; the instance is restarted in the middle of it; then the target's broker stopped for 20 s.
-    The flow stays up, degraded while retrying (the restarted instance too: it waits for the source
+    absorb; the instance is restarted in the middle of it; then the target's broker stopped, and the
+    instance restarted in the middle of that outage too. The flow stays up, degraded while retrying (the
+    restarted instances too: they wait for the source, or for the target where their lease lives,
     instead of exiting), and resumes where it was. Own clusters (their only broker is stopped, so the
     session's clusters stay up for others)."""
     from mirrorspark.local import ClusterSpec, LocalClusters
@@ -393,7 +394,7 @@ def test_source_down_75s_restarted_during_it_then_target_down_20s_the_flow_outli
 
         state = tmp_path / "state"
         feeder = threading.Thread(target=feed, daemon=True)
-        seen: dict[str, list[str]] = {"src": [], "restarted": [], "dst": []}
+        seen: dict[str, list[str]] = {"src": [], "restarted": [], "dst": [], "target restart": []}
 
         def watch(mirror, name: str, seconds: float, until_seen: str | None = None) -> None:
             until = time.monotonic() + seconds
@@ -419,6 +420,11 @@ def test_source_down_75s_restarted_during_it_then_target_down_20s_the_flow_outli
             time.sleep(10)
             local.down(["dst"])
             watch(mirror, "dst", 20)
+            middle_output = mirror.output()
+        # Stopped during the target's outage (a clean exit) and started again while it is still down: the
+        # lease and claims live on the target, so the instance waits for it, degraded, instead of exiting.
+        with running_mirrorspark(config, state) as mirror:
+            watch(mirror, "target restart", 90, until_seen="degraded: retrying since")
             local.up([ClusterSpec("dst")])
             time.sleep(10)
             stop_feeding.set()
@@ -439,20 +445,23 @@ def test_source_down_75s_restarted_during_it_then_target_down_20s_the_flow_outli
         source_doubles = sum(count - 1 for count in on_source.values())
         degraded = [line for line in seen["src"] if line.startswith("degraded: retrying since")]
         waiting = [line for line in seen["restarted"] if line.startswith("degraded: retrying since")]
+        waiting_target = [line for line in seen["target restart"] if line.startswith("degraded: retrying since")]
         print(f"broker-down drill: {fed[0]} records sent, {len(acked)} acknowledged by the source, lost {len(lost)}, "
               f"on the source twice {source_doubles}, copied twice {doubled}, source records missing on the target "
               f"{missing}, flow restarts {flow['restarts']}, state {flow['state']}; during the source "
               f"outage: {degraded[-1:] or seen['src'][-1:]}; restarted during it: "
-              f"{waiting[-1:] or seen['restarted'][-1:]}")
+              f"{waiting[-1:] or seen['restarted'][-1:]}; restarted during the target's: "
+              f"{waiting_target[-1:] or seen['target restart'][-1:]}")
         assert not lost and doubled == 0 and missing == 0
         assert flow["state"] == "running"
         assert degraded, seen["src"]
         assert waiting, seen["restarted"]
+        assert waiting_target, seen["target restart"]
         # Retried, never failed (restart.attempts = 1 would fail it at its second failure). An attempt waits
         # for the source until a lookup times out, so a loaded machine sees 1 or 2 retries in the 50 s.
         retries = re.findall(r"degraded, retrying in [\d.]+ s \(retry (\d+)", first_output)
         assert retries, first_output[-3000:]
-        for output in (first_output, second_output):
+        for output in (first_output, middle_output, second_output):
             assert "FAILED" not in output
             assert "the rest of this batch's range is skipped" not in output
     finally:

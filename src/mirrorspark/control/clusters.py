@@ -70,11 +70,19 @@ class Clusters:
 
     def __init__(self) -> None:
         self._found: dict[str, tuple[AdminClient, dict[str, str]]] = {}
+        self._settings: dict[str, dict[str, str]] = {}
+
+    def settings(self, cluster: ClusterConfig) -> dict[str, str]:
+        """The librdkafka settings of ``cluster``, resolved once, whether it answers or not (a client
+        that reaches it by itself when it answers, as a lease's consumer, starts from these)."""
+        if cluster.alias not in self._settings:
+            self._settings[cluster.alias] = admin_settings(cluster)
+        return dict(self._settings[cluster.alias])
 
     def admin(self, cluster: ClusterConfig) -> tuple[AdminClient, dict[str, str]]:
         """An answering admin client and the librdkafka settings of ``cluster``."""
         if cluster.alias not in self._found:
-            conf = admin_settings(cluster)
+            conf = self.settings(cluster)
             self._found[cluster.alias] = (reach(cluster, conf), conf)
         return self._found[cluster.alias]
 

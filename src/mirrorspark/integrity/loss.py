@@ -31,16 +31,18 @@ KEPT = 1000  # newest reports kept in the file; the metric keeps the total
 
 @dataclass(frozen=True)
 class Span:
-    """Offsets ``start .. end - 1`` of one partition of one log: ``source <topic>`` or
-    ``target <remote topic>@<topic id>`` (a re-created remote topic is another log)."""
+    """Offsets ``start .. end - 1`` of one partition of one log: ``source <topic>@<topic id>`` or
+    ``target <remote topic>@<topic id>``. A re-created topic is another log: its offsets start again
+    at 0, and a loss in the new topic is not the old one's seen again. (``source <topic>``, without
+    an id, when the id is not known.)"""
 
     log: str
     start: int
     end: int
 
     @staticmethod
-    def source(topic: str, first: int, last: int) -> Span:
-        return Span(f"source {topic}", first, last + 1)
+    def source(topic: str, first: int, last: int, topic_id: str | None = None) -> Span:
+        return Span(f"source {topic}@{topic_id}" if topic_id else f"source {topic}", first, last + 1)
 
     @staticmethod
     def target(remote: str, topic_id: str, start: int, end: int) -> Span:
@@ -86,9 +88,13 @@ def uncovered(span: Span, covered: Iterable[Span]) -> int:
 class LossLog:
     """The loss reports of one flow, persisted in its state folder."""
 
-    def __init__(self, files: StateFiles, flow: str) -> None:
+    def __init__(self, files: StateFiles, flow: str,
+                 source_id: Callable[[str], str | None] = lambda _topic: None) -> None:
+        """``source_id``: a source topic's id as the flow knows it now, which names the log a
+        report's offsets belong to."""
         self.files = files
         self.flow = flow
+        self.source_id = source_id
         self._lock = threading.Lock()
         self.reports: list[LossReport] = load(files)
         self.since_start: list[LossReport] = []  # what makes the flow ``degraded`` in this process
@@ -99,7 +105,7 @@ class LossLog:
         """Report a loss; ``span`` defaults to the source range ``first .. last``. Returns the new
         report, or None when earlier reports already counted every offset of the span."""
         if span is None and first >= 0:
-            span = Span.source(topic, first, last)
+            span = Span.source(topic, first, last, self.source_id(topic))
         count = records if records is not None else last - first + 1
         with self._lock:  # the check and the append are one step: two threads cannot both count a range
             if span is not None:

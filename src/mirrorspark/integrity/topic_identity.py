@@ -145,7 +145,7 @@ class TopicIdentity:
             if end > copied:
                 self.loss.report(topic, partition, copied, end - 1,
                                  f"the source topic was deleted and re-created (topic id {old} -> {new}) before "
-                                 "these records were copied")
+                                 "these records were copied", span=Span.source(topic, copied, end - 1, old))
         starts = partition_offsets(self.source, [(topic, p) for p in range(count)], earliest=True)
         self.rewinds[topic] = {p: o for (_, p), o in starts.items()}
         self.marks.forget_source(topic)
@@ -208,7 +208,7 @@ class TopicIdentity:
                                  f"remote topic {name} was deleted on the target (topic id {old} -> {new or 'none'}) "
                                  f"and the source no longer has offsets {first}..{log_start - 1} (retention or "
                                  "deleteRecords) to copy into the new one", records=gone,
-                                 span=Span.source(source, first, log_start - 1))
+                                 span=Span.source(source, first, log_start - 1, self.source_ids.get(source)))
         if starts:
             self.rewinds[source] = starts
         self.marks.forget_source(source)  # the refill is no re-copy: the old records are gone from the target

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.clusters import ClusterUnreachable
 from mirrorspark.coordination import stale_writes
 from mirrorspark.coordination.claims import Claim, Claims
 from mirrorspark.coordination.lease import FlowLease, default_group
 from mirrorspark.errors import ConfigError, Conflict
+from mirrorspark.integrity.topic_identity import FILE as IDENTITY_FILE
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.jvm_bridge import SparkJvm
 from mirrorspark.partition import Partition
@@ -40,7 +42,10 @@ from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
 log = logging.getLogger(__name__)
 
 LEASE_KEY = "mirrorspark.flow.lease.enabled"
-STALE = ("checkpoint", WriteMarks.FILE, TAKEOVER_FILE)  # what another writer made out of date
+# What another writer made out of date. The topic ids and source ends too: compared with the topics as
+# they are now, an old view reports the re-creations the other writer saw (and counted) again, from
+# positions set aside here, so records that writer copied would be counted lost.
+STALE = ("checkpoint", WriteMarks.FILE, TAKEOVER_FILE, IDENTITY_FILE)
 
 
 def set_aside_if_stale(folder: StateFiles, flow: str, previous: Claim | None, instance: str) -> bool:
@@ -92,15 +97,16 @@ class Flow:
         self.retry_at = 0.0  # monotonic: no new attempt to take the flow before
         self.rejoin_at: float | None = None  # monotonic: a flow handed over after failing here joins again then
         self.hand_over_checked = 0.0  # monotonic: when the lease group was last asked for another member
+        self.unreached = False  # restarted while the target was out of reach: the lease group not joined yet
         self._late: stale_writes.LateWatch | None = None  # the search for copies made twice after leaving
         # Steering (take over, leave) and REST's controls (pause, resume, restart) one at a time: a
         # resume must not start the query of a flow that is being left.
         self._lock = threading.RLock()
         options = self.config.options
         if options.lease_enabled:
-            target, target_conf = context.shared.clusters.admin(self.config.target)
-            self._target_conf = target_conf
-            self.claims = Claims(target, target_conf)
+            # The lease's consumer reaches the target by itself, whenever it answers; the claims need an
+            # answering admin client, made when the flow is joined or taken (``_claims``).
+            self._target_conf = context.shared.clusters.settings(self.config.target)
             group = options.lease_group or default_group(self.config.source.alias, self.config.target.alias)
             self.lease = self._new_lease(group)
 
@@ -110,16 +116,53 @@ class Flow:
         return FlowLease(flow=self.name, group=group, target_conf=self._target_conf,
                          timeout=self.config.options.lease_timeout, instance=self.context.instance)
 
+    def _claims(self) -> Claims:
+        """The flow's claims, their topic created if needed; raises ClusterUnreachable."""
+        if self.claims is None:
+            target, target_conf = self.context.shared.clusters.admin(self.config.target)
+            claims = Claims(target, target_conf)
+            claims.ensure_topic()
+            self.claims = claims
+        return self.claims
+
+    def _reached(self) -> None:
+        """The target answers again after a restart during its outage: the lease group decides now."""
+        self.unreached = False
+        if not self.may_write():  # another instance writes it: this one is a standby, not degraded
+            self.last_failure = self.failing_since = None
+            self.publish_standby()
+        log.info("flow %s: cluster %r answers: this process joined the flow's lease group", self.name,
+                 self.config.target.alias)
+
     def join(self) -> None:
-        """Join the lease group (the claims topic is created first if needed)."""
-        if self.lease is None or self.claims is None:
+        """Join the lease group (the claims topic is created first if needed). A target out of reach at
+        a first start is most likely a wrong address: refused, the process exits. A flow that has copied
+        before is being restarted during the target's outage: the lease's consumer joins when the
+        target answers, the flow is ``degraded`` until then, and the process stays up (as MM2's worker
+        retries its internal topics' cluster)."""
+        if self.lease is None:
             return
-        self.claims.ensure_topic()
+        try:
+            self._claims()
+        except ClusterUnreachable as exc:
+            if not self.ran_before():
+                raise
+            self._target_unreached(exc)
         self.lease.start()
+
+    def _target_unreached(self, error: BaseException) -> None:
+        self.unreached = True
+        self.last_failure = str(error).splitlines()[0][:300]
+        if self.failing_since is None:
+            self.failing_since = time.time()
+        publish_state(self.context.shared.metrics, self.config.source.alias, self.config.target.alias, "degraded")
+        log.warning("flow %s: it has copied before, so this process stays up and joins the flow's lease group when "
+                    "cluster %r answers (a restart during an outage, not a wrong address): %s", self.name,
+                    self.config.target.alias, self.last_failure)
 
     def wait(self, limit: float) -> None:
         """Until it is known whether this process writes the flow; refused when the group cannot be used."""
-        if self.lease is None:
+        if self.lease is None or self.unreached:
             return
         self.lease.wait_decided(limit)
         if self.lease.refused is not None:
@@ -187,11 +230,12 @@ class Flow:
 
     def assemble(self) -> AssembledFlow:
         """Claim the flow, set stale state aside, and assemble it (raises on bad input, as at start)."""
-        if self.claims is not None and self.lease is not None:
+        if self.lease is not None:
+            claims = self._claims()
             group = self.lease.group  # the deployment: its members' claims, not another group's, date this state
-            previous = self.claims.last(flow=self.name, group=group)
+            previous = claims.last(flow=self.name, group=group)
             set_aside_if_stale(self.folder, self.name, previous, self.context.instance)
-            self.claims.write(Claim.mine(flow=self.name, group=group, instance=self.context.instance,
+            claims.write(Claim.mine(flow=self.name, group=group, instance=self.context.instance,
                                          state=self.folder))
         writing = self.lease.confirmed if self.lease is not None else None
         self.parts = assemble_flow(self.context, writing=writing,
@@ -264,6 +308,8 @@ class Flow:
 
     def _steer(self, spark: Any, assembled: Callable[[], None]) -> None:
         supervisor = self.parts.supervisor if self.parts is not None else None
+        if self.unreached and self.lease is not None and self.lease.decided():
+            self._reached()
         if self.rejoin_due():
             self.rejoin()
         elif supervisor is not None and supervisor.failed and supervisor.query.loss_stop is None \

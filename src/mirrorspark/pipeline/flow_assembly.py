@@ -129,7 +129,10 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                           target_conf=target_conf, state=folder, source_of=remote.source_of, metrics=shared.metrics)
     offsets.check_replication_factors()
     checkpoint = folder.child("checkpoint")
-    marks, loss = WriteMarks(folder), LossLog(folder, flow.name)
+    marks = WriteMarks(folder)
+    # A loss is counted in the log of the source topic's generation (its id as the identity check
+    # knows it): the identity is made next, and reports come from batches and checks that follow.
+    loss = LossLog(folder, flow.name, source_id=lambda topic: identity.source_ids.get(topic))
     identity = TopicIdentity(files=folder, flow_name=flow.name, source=source, target=target, loss=loss, marks=marks,
                              spark_log=SparkOffsetLog(checkpoint), mapping=offsets)
     figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias,

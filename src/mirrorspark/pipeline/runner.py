@@ -137,6 +137,8 @@ class Replicator:
             flow.wait(limit=flow.config.options.lease_timeout + 5)
             if flow.may_write():
                 self._take_at_start(flow)
+            elif flow.unreached:  # restarted during the target's outage: taken once the target answers
+                continue
             else:
                 flow.publish_standby()
                 log.warning("flow %s: standby: another instance writes it (lease group %s on cluster %r); this one "

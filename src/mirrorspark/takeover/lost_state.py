@@ -129,7 +129,8 @@ def resume_from_target(flow: FlowConfig, selection: TopicSelection, plan: TopicP
         raise DataLossStop(f"flow {flow.name}: {sum(r.lost for r in gone)} source record(s) were removed (retention) "
                            "while no instance wrote the flow, before they were copied, and mirrorspark.data.loss = "
                            f"fail: the flow is not started past them ({where})")
-    loss = LossLog(folder, flow.name)
+    ids = topic_ids(clients.source, sorted({row.topic for row in gone})) if gone else {}
+    loss = LossLog(folder, flow.name, source_id=ids.get)
     for row in gone:  # reported before the positions are written: a kill -9 between cannot hide it
         loss.report(row.topic, row.partition, row.resume - row.lost, row.resume - 1,
                     "removed from the source (retention) while no instance wrote the flow, before they were "

@@ -133,10 +133,7 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
     """The resume position of one source partition. ``source_end``, when known, tells a source topic
     re-created since the newest offset sync (its end is not past that sync's source offset)."""
     usable = sorted({(d, u) for u, d in syncs if target_start <= d < target_end})
-    # The source's offsets went back past the newest sync: a new topic, unless an older sync's record is
-    # still the same on both sides (a log truncated by an unclean leader election, not a new topic).
-    recreated = bool(usable) and source_end is not None and source_end <= usable[-1][1] and \
-        not _still_on_source(source_conf, target_conf, topic, partition, remote, usable, source_start, source_end)
+    recreated = _recreated(source_conf, target_conf, topic, partition, remote, usable, source_start, source_end)
     candidates: list[tuple[int, int]] = []
     in_window = [(u, d) for d, u in usable if target_end - d <= WINDOW]
     if in_window:
@@ -172,6 +169,37 @@ def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
 
 PAST_LOG_START = "source log start past the copy"  # how ``_past_log_start`` found the resume point
 NEW_GENERATION = "source topic re-created since the copy's newest offset sync"
+
+
+def _recreated(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int, remote: str,
+               usable: list[tuple[int, int]], source_start: int, source_end: int | None) -> bool:
+    """The source partition is another log than the one the offset syncs were made from: its topic was
+    deleted and made again. Either its offsets went back past the newest sync, unless an older sync's
+    record is still the same on both sides (a log truncated by an unclean leader election, not a new
+    topic); or the new topic has grown past that sync, and the records at the oldest and the newest
+    sync it still has are not the copies' and were written after them (a newer CreateTime; a log
+    whose copies differ, as with a transformation, keeps their timestamps, and a topic written with
+    old timestamps is not taken for a new one: the start is then refused, never guessed)."""
+    if not usable or source_end is None:
+        return False
+    if source_end <= usable[-1][1]:
+        return not _still_on_source(source_conf, target_conf, topic, partition, remote, usable, source_start,
+                                    source_end)
+    inside = [(d, u) for d, u in usable if source_start <= u < source_end]
+    return bool(inside) and all(_written_after_its_copy(source_conf, target_conf, topic, partition, remote, at)
+                                for at in dict.fromkeys([inside[0], inside[-1]]))
+
+
+def _written_after_its_copy(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,
+                            remote: str, sync: tuple[int, int]) -> bool:
+    """The source's record at the sync's source offset is another record, written after the copy's."""
+    downstream, upstream = sync
+    source = read_from(source_conf, topic, partition, upstream, 1)
+    target = read_from(target_conf, remote, partition, downstream, 1)
+    if not (source and target) or source[0][0] != upstream or same(source[0], target[0]):
+        return False
+    created, copied = source[0][4], target[0][4]
+    return created is not None and copied is not None and created > copied
 
 
 def _still_on_source(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,

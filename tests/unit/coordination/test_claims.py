@@ -37,6 +37,7 @@ def topic(monkeypatch) -> ClaimsTopic:
     monkeypatch.setattr(claims, "read_to_end", fake.read_to_end)
     monkeypatch.setattr(claims, "send_all", fake.send_all)
     monkeypatch.setattr(claims, "producer", lambda conf: None)
+    monkeypatch.setattr(claims.Claims, "ensure_topic", lambda self: None)  # the topic exists
     monkeypatch.setattr(flow_module, "assemble_flow", lambda context, writing, lease: "assembled")
     return fake
 
@@ -56,7 +57,8 @@ def _seat(state: LocalFiles, instance: str, group: str | None) -> Flow:
     options = SimpleNamespace(lease_enabled=True, lease_group=group, lease_timeout=10.0)
     flow = SimpleNamespace(name=FLOW, source=SimpleNamespace(alias="a"), target=SimpleNamespace(alias="b"),
                            options=options, target_producer=dict)
-    clusters = SimpleNamespace(admin=lambda cluster: (None, {"bootstrap.servers": "target:9092"}))
+    clusters = SimpleNamespace(admin=lambda cluster: (None, {"bootstrap.servers": "target:9092"}),
+                               settings=lambda cluster: {"bootstrap.servers": "target:9092"})
     shared = SimpleNamespace(clusters=clusters, state=state, scheduler=None, metrics=None)
     return Flow(context=FlowContext(config=flow, policy=None, shared=shared, instance=instance))
 

@@ -15,6 +15,7 @@ def _folder_with_state(tmp_path) -> LocalFiles:
     checkpoint.child("commits").write("0", "v1\n{}")
     folder.write("write-marks.json", json.dumps({"source_next": {}}))
     folder.write("offset-ranges.json", "{}")
+    folder.write("topic-ids.json", json.dumps({"source": {"t": "old-id"}, "source_ends": {"t": {"0": 900}}}))
     return folder
 
 
@@ -34,6 +35,9 @@ def test_state_written_before_another_instance_took_over_is_set_aside_not_delete
     assert set_aside_if_stale(folder, "a->b", _claim("other"), "me")
     assert folder.child("checkpoint").child("offsets").read("0") is None
     assert folder.read("write-marks.json") is None
+    # The topic ids and ends this instance saw: compared with today's topics they would report the
+    # re-creations the other writer saw and counted, again, as losses from offset 0.
+    assert folder.read("topic-ids.json") is None
     assert folder.read("offset-ranges.json") == "{}"  # the exact mapping of what this instance wrote stays
     kept = sorted(p.name for p in folder.path.iterdir())
     assert any(name.startswith("checkpoint.stale-") for name in kept), kept

@@ -110,6 +110,19 @@ def test_the_batch_check_and_a_source_recreation_on_overlapping_ranges_count_eac
     assert [r.records for r in load(files)] == [30, 20]
 
 
+def test_a_loss_in_a_recreated_source_topic_is_not_taken_for_the_old_topics_seen_again(tmp_path):
+    """Offsets start at 0 again in a re-created topic: a range lost there is another log's."""
+    ids = {"t": "old-id"}
+    loss = LossLog(LocalFiles(tmp_path), "a->b", source_id=ids.get)
+    seen = counted(loss)
+    loss.report("t", 0, 0, 99, "the source topic was deleted and re-created before these records were copied")
+    ids["t"] = "new-id"  # the identity check saw the new topic
+    loss.report("t", 0, 40, 59, "retention")  # the new topic's records 40..59, removed unread
+    loss.report("t", 0, 50, 59, "seen again by a re-run batch")
+    assert seen == {("t", 0): 120} and loss.total() == 120
+    assert [r.log for r in load(LocalFiles(tmp_path))] == ["source t@old-id", "source t@new-id"]
+
+
 def test_two_threads_reporting_one_range_at_once_count_it_once(tmp_path, monkeypatch):
     loss = LossLog(LocalFiles(tmp_path), "a->b")
     seen = counted(loss)

@@ -3,9 +3,15 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
+from mirrorspark.config.loader import parse_config
+from mirrorspark.control.clusters import ClusterUnreachable
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.flow import Flow
 from mirrorspark.pipeline.flow_assembly import FlowContext
+from mirrorspark.state.files import LocalFiles
+from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
 
 
 def _gauge(metrics: MirrorMetrics, state: str) -> float | None:
@@ -34,3 +40,50 @@ def test_the_standby_gauge_is_set_before_the_role_changes_and_before_the_slow_qu
     seat.leave()
     assert seen == [(1.0, True)]
     assert _gauge(metrics, "standby") == 1.0 and _gauge(metrics, "running") == 0.0
+
+
+def _leased_flow(tmp_path, *, ran_before: bool):
+    """A flow with its lease on a target that does not answer; ``ran_before``: its state says where it stopped."""
+
+    config = parse_config({"clusters": "a, b", "a.bootstrap.servers": "a:9092", "b.bootstrap.servers": "b:9092",
+                           "a->b.enabled": "true"}).enabled_flows[0]
+    state = LocalFiles(tmp_path)
+    if ran_before:
+        state.child("a").child("b").write(TAKEOVER_FILE, "{}")
+
+    class Down:
+        def settings(self, cluster):
+            return {"bootstrap.servers": "b:9092"}
+
+        def admin(self, cluster):
+            raise ClusterUnreachable(f"cannot reach cluster {cluster.alias!r} at b:9092")
+
+    metrics = MirrorMetrics()
+    shared = SimpleNamespace(metrics=metrics, scheduler=SimpleNamespace(cancel=lambda lanes: None), clusters=Down(),
+                             state=state)
+    flow = Flow(context=FlowContext(config=config, policy=None, shared=shared, instance="me"))  # type: ignore[arg-type]
+    started: list[bool] = []
+    flow.lease.start = lambda: started.append(True)  # the lease's consumer would join when the target answers
+    return flow, metrics, started
+
+
+def test_a_flow_restarted_while_its_target_is_down_waits_degraded_and_joins_its_lease_group_later(tmp_path):
+    flow, metrics, started = _leased_flow(tmp_path, ran_before=True)
+    flow.join()  # no ClusterUnreachable: the process stays up
+    assert started == [True] and flow.unreached
+    assert flow.state() == "degraded" and "cannot reach cluster 'b'" in (flow.standby().failure or "")
+    assert metrics.status.status("a", "b").state == "degraded"
+    flow.wait(limit=60)  # returns at once: nothing to decide before the target answers
+    # The target answers and another instance holds the lease: a standby, no longer degraded.
+    flow.lease.decided = lambda settle=2.0: True
+    flow.lease.active = lambda: False
+    flow.steer(None, assembled=lambda: None)
+    assert not flow.unreached and flow.state() == "standby" and flow.standby().failure is None
+    assert metrics.status.status("a", "b").state == "standby"
+
+
+def test_a_first_start_whose_target_does_not_answer_is_refused(tmp_path):
+    flow, _, started = _leased_flow(tmp_path, ran_before=False)
+    with pytest.raises(ClusterUnreachable, match="cannot reach cluster 'b'"):
+        flow.join()
+    assert started == []

@@ -59,11 +59,16 @@ def test_offset_syncs_before_the_compared_tail_map_only_the_synced_records():
     assert ranges.translate("t", 0, 180) == 101 and ranges.translate("t", 0, 305) == 255
 
 
-def _logs(monkeypatch, source: dict[int, bytes], target: dict[int, bytes]) -> None:
-    """``read_from`` over two in-memory partitions (offset -> value)."""
+def _logs(monkeypatch, source: dict[int, bytes], target: dict[int, bytes],
+          source_times: dict[int, int] | None = None) -> None:
+    """``read_from`` over two in-memory partitions (offset -> value); the CreateTime is 1000 plus the
+    value's length, or the source record's in ``source_times``."""
     def read_from(conf, topic, partition, start, count, timeout=60.0):
         log = source if conf["side"] == "source" else target
-        return [(o, b"k", log[o], (), 1000 + len(log[o])) for o in sorted(log) if o >= start][:count]
+
+        def created(o: int) -> int:
+            return (source_times or {}).get(o, 1000 + len(log[o])) if log is source else 1000 + len(log[o])
+        return [(o, b"k", log[o], (), created(o)) for o in sorted(log) if o >= start][:count]
     monkeypatch.setattr(positions, "read_from", read_from)
 
 
@@ -160,14 +165,35 @@ def test_a_recreated_source_topics_records_retention_removed_before_a_copy_are_c
     assert (found.resume, found.lost) == (4, 4) and found.method.startswith(positions.NEW_GENERATION)
 
 
-def test_a_source_that_grew_past_the_sync_with_other_records_is_not_taken_for_a_new_topic(monkeypatch):
-    # the end (40) is past the sync's source offset: nothing says the topic is new; records differ
+def test_a_source_that_grew_past_the_sync_with_other_records_of_the_same_time_is_not_taken_for_a_new_topic(
+        monkeypatch):
+    # the end (40) is past the sync's source offset and the records differ, but not written after the
+    # copies (a transformation changed the copies, or old timestamps): nothing says the topic is new
     source = {o: b"other%d" % o for o in range(0, 40)}
     target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
-    _logs(monkeypatch, source, target)
+    _logs(monkeypatch, source, target, source_times=dict.fromkeys(source, 1000))
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5)], 5, 13, 0,
                              source_end=40)
     assert not found.method.startswith((positions.NEW_GENERATION, positions.PAST_LOG_START, "offset sync"))
+
+
+def test_a_recreated_source_topic_that_grew_past_the_old_ones_newest_sync_is_copied_from_its_first_record(
+        monkeypatch):
+    # the old topic's 20..27 at 5..12, synced at 20->5 and 27->12; the new topic holds 0..39, written after
+    # the copies, none of them copied yet: the records at both syncs' source offsets differ and are newer
+    source = {o: b"new%d" % o for o in range(0, 40)}
+    target = {5 + i: b"v%d" % (20 + i) for i in range(8)}
+    times = dict.fromkeys(source, 5000)
+    _logs(monkeypatch, source, target, source_times=times)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5), (27, 12)], 5, 13,
+                             0, source_end=40)
+    assert (found.resume, found.lost) == (0, 0) and found.method.startswith(positions.NEW_GENERATION)
+    # one of the two syncs' records the same as its copy: one log (a truncation and new writes), not a new topic
+    source[27] = b"v27"
+    del times[27]
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5), (27, 12)], 5, 13,
+                             0, source_end=40)
+    assert not found.method.startswith(positions.NEW_GENERATION)
 
 
 def test_a_source_log_cut_short_by_an_unclean_election_is_not_taken_for_a_new_topic(monkeypatch):

@@ -123,7 +123,7 @@ class TopicIdentity:
         for topic, topic_id in now.items():
             old = self.source_ids.get(topic)
             if old is not None and old != topic_id:
-                self._source_recreated(topic, old, topic_id, partitions.get(topic, 0))
+                self._source_recreated(topic, old, topic_id, partitions.get(topic, 0), remote.get(topic))
         self.source_ids.update(now)
         self._check_remote(remote, partitions, full)
         self._bind(remote, partitions)
@@ -134,7 +134,7 @@ class TopicIdentity:
         self._save()
         return bool(self.rewinds)
 
-    def _source_recreated(self, topic: str, old: str, new: str, count: int) -> None:
+    def _source_recreated(self, topic: str, old: str, new: str, count: int, remote: str | None) -> None:
         position = self.spark_log.committed_positions()
         # What the flow wrote of the old topic: a batch that read the new topic before this check
         # (Spark saw its partitions as new, or its ends went back) moved Spark's position below it.
@@ -148,10 +148,29 @@ class TopicIdentity:
                                  "these records were copied", span=Span.source(topic, copied, end - 1, old))
         starts = partition_offsets(self.source, [(topic, p) for p in range(count)], earliest=True)
         self.rewinds[topic] = {p: o for (_, p), o in starts.items()}
+        if remote is not None:
+            self._old_copies_compared_no_more(topic, remote, position, count)
         self.marks.forget_source(topic)
         self.mapping.forget_topic(topic)
         log.warning("flow %s: source topic %s was re-created (topic id %s -> %s); it is replicated again from "
                     "its beginning", self.flow_name, topic, old, new)
+
+    def _old_copies_compared_no_more(self, topic: str, remote: str, position: Mapping[Partition, int],
+                                     count: int) -> None:
+        """The records an interrupted batch wrote after the last recorded one are compared with the
+        re-run's rows, and the ones past the first difference are counted as copied twice. After a
+        re-creation the re-run reads the new topic: the old topic's copies never match and are no
+        copies made twice. So a remote partition's comparison starts at its end now, when no attempt
+        can have read a record of the new topic: its end is not past the position Spark resumes from
+        (where any attempt began reading). Otherwise the comparison stays (it may over-count, never
+        miss a copy made twice)."""
+        ends = partition_offsets(self.source, [(topic, p) for p in range(count)])
+        unread = [p for (_, p), end in ends.items() if end <= position.get((topic, p), 0)]
+        written = self.marks.written_to([remote])[remote]
+        if not unread or not written:
+            return
+        now = partition_offsets(self.target, [(remote, p) for p in unread if p in written])
+        self.marks.reset_target(remote, {p: end for (_, p), end in now.items()})
 
     def _check_remote(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool) -> None:
         names = {name: source for source, name in remote.items()}

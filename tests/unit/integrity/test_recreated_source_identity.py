@@ -163,3 +163,27 @@ def test_a_new_topic_is_written_with_its_ids_known(tmp_path, monkeypatch):
     starts = {("t", 0): 5_000, ("t", 1): 5_000}
     assert guard.before_write(9, "line", starts, {**starts, ("u", 0): 10}, {"t": "a.t", "u": "a.u"}, rerun=False) == ""
     assert guard.sink_topic_ids({"t": "a.t", "u": "a.u"}) == [TopicIds("t", "S1", "R1"), TopicIds("u", "U1", "RU")]
+
+
+@pytest.mark.parametrize(("new_end", "compared_from"), [(10, 5_165), (6_000, 5_000)])
+def test_an_interrupted_batchs_copies_of_the_old_topic_are_not_compared_with_the_new_ones_rows(
+        tmp_path, monkeypatch, new_end, compared_from):
+    """The fault soak: a real-time batch wrote 165 more of the old topic's records, then the topic was
+    re-created; the re-run read the new topic from 0, found its first row unlike the old copies, and
+    counted all 165 as copied twice though none was. They are the old topic's own copies: the resume
+    comparison starts past them, unless the new topic is already past where Spark resumes (an attempt
+    may then have copied its records, which the re-run sends again: they stay compared and counted)."""
+    ident, _ = identity(tmp_path, monkeypatch, ["S1"], 5_000)
+    checkpoint = LocalFiles(tmp_path / "checkpoint")
+    checkpoint.child("offsets").write("0", 'v1\n{}\n{"t":{"0":5000,"1":5000}}')
+    checkpoint.child("commits").write("0", "v1\n{}")
+
+    def offsets(admin, parts, earliest=False, **_):
+        if earliest:
+            return dict.fromkeys(parts, 0)
+        return dict.fromkeys(parts, 5_165 if admin == "target" else new_end)
+    monkeypatch.setattr(topic_identity, "partition_offsets", offsets)
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S2"})
+    assert ident.check({"t": "a.t"}, {"t": 2})
+    targets = [("a.t", 0), ("a.t", 1)]
+    assert ident.marks.starts_of(1, "p", targets) == dict.fromkeys(targets, compared_from)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fault_drills import table as faults_table
 from mm2_vs_mirrorspark import median, rounds_table, size_table, table
 from partition_scale import table as partition_table
 
@@ -147,6 +148,10 @@ def main() -> None:
         scale = json.loads((RESULTS / "partition_scale.json").read_text())
         command = f".venv/bin/python bench/partition_scale.py --partitions {scale['settings']['partitions']}"
         text = section("partitions", [provenance(scale, command), "", *partition_table(scale)], text)
+    if (RESULTS / "fault_drills.json").is_file():
+        faults = json.loads((RESULTS / "fault_drills.json").read_text())
+        text = section("faults", [provenance(faults, "make bench-faults") + f"; feed {faults['rate']:,} records/s, "
+                                  f"source down {faults['down_seconds']:.0f} s", "", *faults_table(faults)], text)
     readme.write_text(text)
     print(f"rendered {readme}")
 

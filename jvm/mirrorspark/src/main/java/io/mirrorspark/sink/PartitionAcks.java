@@ -28,6 +28,7 @@ final class PartitionAcks implements Serializable {
     long resumeNext = -1L;
     /** The highest target offset acknowledged while the flow's write fence held (-1: none). */
     private long lastValid = -1L;
+    private long ackedBytes;
 
     PartitionAcks(String topic, int partition) {
         this.topic = topic;
@@ -36,7 +37,13 @@ final class PartitionAcks implements Serializable {
 
     synchronized void ack(long upstream, long downstream, long bytes, long age, long latency) {
         FlowStats.add(stats, bytes, age, latency);
+        ackedBytes += bytes;
         pair(upstream, downstream);
+    }
+
+    /** Key and value bytes acknowledged so far: how fast the target takes them now. */
+    synchronized long ackedBytes() {
+        return ackedBytes;
     }
 
     /** {@code downstream} was acknowledged while the flow's lease held. */

@@ -24,8 +24,9 @@ import org.apache.kafka.common.errors.ProducerFencedException;
  * <p>A transaction must end well inside the producer's {@code transaction.timeout.ms}, or the broker
  * aborts it and the batch can never finish (a large backlog into a slow or quota-limited target).
  * So a partition's transaction is committed mid-batch, with the progress of the rows sent so far,
- * once it has run half that timeout ({@link #budgetMs}) or once it holds more bytes than the
- * partition's measured speed drains in what is left of that half ({@link #due}).
+ * once it has run half that timeout ({@link #budgetMs}) or once what it sent and the target has not
+ * acknowledged would not drain in what is left of that half at the partition's measured speed
+ * ({@link #due}): its last transaction's, or this one's so far when slower.
  */
 final class TaskTransactions {
     /** Records this JVM sent in transactions: where the fault drills' moments are counted from. */
@@ -36,6 +37,9 @@ final class TaskTransactions {
 
     /** Bytes a transaction may hold before its partition's speed is known (its first commit measures it). */
     static final long FIRST_BYTES = 1L << 20;
+    /** A transaction's own speed is read once it has run this long, and then at most this often. */
+    static final long LIVE_AFTER_MS = 1_000L;
+    static final long LIVE_EVERY_MS = 100L;
 
     /** One target partition's transaction in this task. */
     static final class Open {
@@ -48,6 +52,11 @@ final class TaskTransactions {
         /** When the open transaction began, and the key and value bytes sent in it. */
         long begunAt;
         long bytes;
+        /** The partition's acknowledged bytes when it began; its own speed so far, and when last read. */
+        long ackedAtBegin;
+        double liveRate = -1.0;
+        long liveAcked;
+        long liveReadAt;
 
         Open(Transactions.Entry entry, PartitionAcks target) {
             this.entry = entry;
@@ -79,8 +88,11 @@ final class TaskTransactions {
 
     /**
      * True when the open transaction must be committed before another row is sent: it ran its budget,
-     * or it holds more bytes than the partition drained at its last measured speed in the time left,
-     * or than twice the last transaction.
+     * or it holds more than twice the bytes of the last transaction, or what it sent and the target has
+     * not acknowledged yet would not drain in the time left at the partition's speed: its last
+     * transaction's, or this one's own so far when slower (a quota's throttle that starts inside a
+     * transaction, the burst allowance spent by the ones before, shows in its acknowledgements at once).
+     * Until this transaction's own speed is read, every byte it sent counts as not acknowledged.
      */
     static boolean due(Open txn, long now, long budgetMs) {
         if (!txn.begun) {
@@ -91,13 +103,30 @@ final class TaskTransactions {
             return true;
         }
         Transactions.Entry last = txn.entry;
+        double live = liveRate(txn, now);
+        long pending = live >= 0 ? txn.bytes - txn.liveAcked : txn.bytes;
         if (last.rate <= 0) {
-            return txn.bytes >= FIRST_BYTES;
+            return txn.bytes >= FIRST_BYTES || (live >= 0 && pending >= Math.max(FIRST_BYTES / 16, live * left));
         }
-        // At most twice the last transaction's bytes: a target that takes a burst fast and then
-        // throttles (a quota) is measured again before a transaction outgrows it.
-        long allowed = (long) Math.min(2.0 * Math.max(last.bytes, FIRST_BYTES), last.rate * left);
-        return txn.bytes >= Math.max(FIRST_BYTES / 16, allowed);
+        if (txn.bytes >= 2.0 * Math.max(last.bytes, FIRST_BYTES)) {
+            return true;
+        }
+        double rate = live >= 0 ? Math.min(last.rate, live) : last.rate;
+        return pending >= Math.max(FIRST_BYTES / 16, (long) (rate * left));
+    }
+
+    /** Bytes per ms the target acknowledged of this transaction so far (-1: too early to tell). */
+    static double liveRate(Open txn, long now) {
+        long ran = now - txn.begunAt;
+        if (ran < LIVE_AFTER_MS) {
+            return -1.0;
+        }
+        if (txn.liveRate < 0 || now - txn.liveReadAt >= LIVE_EVERY_MS) {
+            txn.liveAcked = txn.target.ackedBytes() - txn.ackedAtBegin;
+            txn.liveRate = txn.liveAcked / (double) ran;
+            txn.liveReadAt = now;
+        }
+        return txn.liveRate;
     }
 
     /** True when {@code txn} must be committed before the next row ({@link #due} with this task's budget). */
@@ -145,6 +174,8 @@ final class TaskTransactions {
             txn.begun = true;
             txn.begunAt = now;
             txn.bytes = 0L;
+            txn.ackedAtBegin = txn.target.ackedBytes();
+            txn.liveRate = -1.0;
         }
         txn.bytes += bytes;
         txn.sent++;

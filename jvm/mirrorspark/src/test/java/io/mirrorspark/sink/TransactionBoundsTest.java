@@ -40,24 +40,53 @@ final class TransactionBoundsTest {
     }
 
     @Test
-    void aTransactionIsCommittedBeforeItHoldsMoreThanDrainsInTime() {
+    void aTransactionIsCommittedBeforeWhatItHoldsCannotDrainInTime() {
         TaskTransactions.Open idle = open(0, 0, 0);
         idle.begun = false;
         assertFalse(TaskTransactions.due(idle, 1_000_000L, 30_000L), "nothing open: nothing to commit");
         assertTrue(TaskTransactions.due(open(1e9, 0, 10), 30_000L, 30_000L), "the budget ran out, whatever the speed");
-        assertFalse(TaskTransactions.due(open(0, 0, TaskTransactions.FIRST_BYTES - 1), 1_000L, 30_000L),
+        assertFalse(TaskTransactions.due(open(0, 0, TaskTransactions.FIRST_BYTES - 1), 999L, 30_000L),
             "speed unknown: up to the first bytes");
-        assertTrue(TaskTransactions.due(open(0, 0, TaskTransactions.FIRST_BYTES), 1_000L, 30_000L),
+        assertTrue(TaskTransactions.due(open(0, 0, TaskTransactions.FIRST_BYTES), 999L, 30_000L),
             "speed unknown: committed at the first bytes, which measures it");
-        // 2 MB/s measured (about 2,000 bytes per ms): 10 s left allow 20 MB, not 40 MB.
-        assertFalse(TaskTransactions.due(open(2_000, 0, 19_000_000L), 20_000L, 30_000L), "what drains in time stays open");
-        assertTrue(TaskTransactions.due(open(2_000, 0, 21_000_000L), 20_000L, 30_000L), "more than drains in time: commit");
-        assertFalse(TaskTransactions.due(open(1e6, 0, 500_000_000L), 1_000L, 30_000L), "a fast target: large transactions");
-        assertFalse(TaskTransactions.due(open(0.001, 0, 10_000L), 1_000L, 30_000L), "a trickle still holds a little");
+        // 2 MB/s measured (about 2,000 bytes per ms), its own speed not read yet (under a second): 29 s left
+        // drain 58 MB of what it sent.
+        assertFalse(TaskTransactions.due(open(2_000, 0, 57_000_000L), 999L, 30_000L), "what drains in time stays open");
+        assertTrue(TaskTransactions.due(open(2_000, 0, 59_000_000L), 999L, 30_000L), "more than drains in time: commit");
+        assertFalse(TaskTransactions.due(open(1e6, 0, 500_000_000L), 999L, 30_000L), "a fast target: large transactions");
+        assertFalse(TaskTransactions.due(open(0.001, 0, 10_000L), 999L, 30_000L), "a trickle still holds a little");
         // A burst taken fast (10 MB/s for the first 1 MB) then throttled: the next holds at most 2 MB, not 250 MB.
         assertTrue(TaskTransactions.due(open(10_000, TaskTransactions.FIRST_BYTES, 0, 2 * TaskTransactions.FIRST_BYTES),
-            1_000L, 30_000L), "at most twice the last transaction");
+            999L, 30_000L), "at most twice the last transaction");
         assertFalse(TaskTransactions.due(open(10_000, TaskTransactions.FIRST_BYTES, 0, 2 * TaskTransactions.FIRST_BYTES - 1),
-            1_000L, 30_000L), "up to twice the last transaction");
+            999L, 30_000L), "up to twice the last transaction");
+    }
+
+    @Test
+    void whatTheTargetAcknowledgedAlreadyNeedsNoTimeAndASlowerOwnSpeedCounts() {
+        // 20 s of a 30 s budget, 20 MB acknowledged (1 MB/s, slower than the last 2 MB/s): 10 s drain 10 MB.
+        TaskTransactions.Open ahead = open(2_000, 0, 21_000_000L);
+        ahead.target.ack(0L, 0L, 20_000_000L, 0L, 0L);
+        assertFalse(TaskTransactions.due(ahead, 20_000L, 30_000L), "1 MB not acknowledged yet: stays open");
+        TaskTransactions.Open behind = open(2_000, 0, 31_000_000L);
+        behind.target.ack(0L, 0L, 20_000_000L, 0L, 0L);
+        assertTrue(TaskTransactions.due(behind, 20_000L, 30_000L), "11 MB not acknowledged at 1 MB/s: commit");
+    }
+
+    @Test
+    void aThrottleThatStartsInsideATransactionEndsItSooner() {
+        // The last transaction took 4 MB at 10 MB/s (a quota's burst); this one has run 2 s of a 5 s budget,
+        // sent 3 MB and the target acknowledged 1 MB: 500 bytes per ms now, so 3 s drain 1.5 MB, not the 2 MB left.
+        TaskTransactions.Open throttled = open(10_000, 4_000_000L, 0, 3_000_000L);
+        throttled.target.ack(0L, 0L, 1_000_000L, 0L, 0L);
+        assertTrue(TaskTransactions.due(throttled, 2_000L, 5_000L), "acknowledged slower than the last speed: commit");
+        TaskTransactions.Open early = open(10_000, 4_000_000L, 0, 3_000_000L);
+        early.target.ack(0L, 0L, 1_000_000L, 0L, 0L);
+        assertFalse(TaskTransactions.due(early, 999L, 5_000L), "too early to read its own speed: the last speed holds");
+        TaskTransactions.Open flowing = open(10_000, 4_000_000L, 0, 3_000_000L);
+        flowing.target.ack(0L, 0L, 2_500_000L, 0L, 0L);
+        assertFalse(TaskTransactions.due(flowing, 2_000L, 5_000L), "acknowledged about as fast as sent: stays open");
+        TaskTransactions.Open first = open(0, 0L, 0, 200_000L);
+        assertTrue(TaskTransactions.due(first, 2_000L, 5_000L), "nothing acknowledged in 2 s of a first transaction");
     }
 }

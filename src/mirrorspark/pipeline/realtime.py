@@ -24,6 +24,7 @@ from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.jvm_bridge import JvmError, SparkJvm
+from mirrorspark.partition import Partition
 from mirrorspark.pipeline.batch_writer import REALTIME_PLANNED, BatchWriter
 from mirrorspark.sink_report import ResumeRange, resume_option
 
@@ -114,14 +115,41 @@ def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) 
     return resume_option(ranges)
 
 
-def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | None) -> str | None:
+def _unrecorded_copies(guard: BatchGuard, epoch: int, remote: Mapping[str, str], positions: Mapping[Partition, int],
+                       starts: Mapping[Partition, int]) -> dict[Partition, int]:
+    """Per source partition whose resume position retention removed (``positions`` below ``starts``):
+    the records the interrupted run wrote after the last recorded batch (its remote partition's end
+    past the write marks). That run read from Spark's position on, in order, and only records the
+    source still had: when they all lie below the new log start they are copies of the first removed
+    offsets (not lost), and the re-run, which starts at the log start, never sends them again, so
+    their comparison with its rows is dropped (it would count every one as copied twice). With gaps
+    in the source's offsets (transaction markers, compaction) the loss is then counted at most."""
+    targets = {(remote[t], p): (t, p) for t, p in positions if t in remote}
+    marks = guard.marks.starts_of(epoch, REALTIME_PLANNED, sorted(targets))
+    now = guard.target_ends(sorted(marks)) if marks else {}
+    tails: dict[Partition, int] = {}
+    below: dict[str, dict[int, int]] = {}
+    for target, begin in marks.items():
+        source = targets[target]
+        end = now.get(target, -1)
+        if end > begin and positions[source] + (end - begin) <= starts[source]:
+            tails[source] = end - begin
+            below.setdefault(target[0], {})[target[1]] = end
+    for topic, ends in below.items():
+        guard.marks.reset_target(topic, ends)
+    return tails
+
+
+def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | None,
+                 remote: Mapping[str, str] | None = None) -> str | None:
     """Positions retention removed, moved up to the source's log start before a real-time query starts.
 
     Spark's real-time Kafka reader has no ``failOnDataLoss`` skip (micro-batches have one): a start
     below the log start fails every task attempt, and the flow could never run again. The records
     between are reported lost, once, by offsets; with ``mirrorspark.data.loss = fail`` the flow stops
     instead. Spark resumes from its last committed batch (rewound here), or on a first start from
-    ``starting`` (Spark's JSON; returned adjusted)."""
+    ``starting`` (Spark's JSON; returned adjusted). ``remote``: the plan's source -> remote topics,
+    by which what an interrupted run copied of the removed offsets is found (not lost)."""
     committed = spark_log.last_committed()
     if committed is not None:
         positions = spark_log.committed_positions()
@@ -135,7 +163,13 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
                 copied[(topic, partition)] = max(copied[(topic, partition)], mark)
     known = sorted(k for k, o in positions.items() if o >= 0)  # -2/-1: earliest/latest, nothing to skip
     starts = guard.source_starts(known) if known else {}
-    behind = {k: (copied[k], starts[k]) for k in known if k in starts and positions[k] < starts[k]}
+    removed = [k for k in known if k in starts and positions[k] < starts[k]]
+    if removed and remote:
+        epoch = 0 if committed is None else committed + 1
+        tails = _unrecorded_copies(guard, epoch, remote, {k: positions[k] for k in removed}, starts)
+        for key, tail in tails.items():
+            copied[key] = max(copied[key], positions[key] + tail)
+    behind = {k: (min(copied[k], starts[k]), starts[k]) for k in removed}
     moved = {k: max(o, starts[k]) if k in behind else o for k, o in positions.items()}
     behind = {k: gap for k, gap in behind.items() if gap[0] < gap[1]}  # what is left to report
     if moved == positions:

@@ -68,12 +68,24 @@ def test_assignment_lists_the_planned_partitions_only():
 class _Guard:
     """What ``skip_removed`` reads of a BatchGuard: the source's log starts and the loss log."""
 
-    def __init__(self, starts: dict, fail: bool = False, marks: dict | None = None) -> None:
+    def __init__(self, starts: dict, fail: bool = False, marks: dict | None = None,
+                 target_marks: dict | None = None, target_ends: dict | None = None) -> None:
         self.flow_name, self.fail_on_loss, self._starts = "a->b", fail, starts
         self.reported: list[tuple] = []
         self.loss = self
         self.marks = self
         self._marks = marks or {}
+        self.target_marks = dict(target_marks or {})  # remote partition -> where the last recorded batch ended
+        self._target_ends = target_ends or {}
+
+    def starts_of(self, batch_id, planned, targets):
+        return {t: self.target_marks[t] for t in targets if t in self.target_marks}
+
+    def target_ends(self, parts):
+        return {p: self._target_ends[p] for p in parts if p in self._target_ends}
+
+    def reset_target(self, topic, ends):
+        self.target_marks.update({(topic, p): e for p, e in ends.items()})
 
     def source_marks(self, topic):
         return {p: o for (t, p), o in self._marks.items() if t == topic}
@@ -134,3 +146,21 @@ def test_what_an_interrupted_epoch_copied_past_sparks_commit_is_not_reported_los
     spark_log = SparkOffsetLog(LocalFiles(tmp_path))
     realtime.skip_removed(guard, spark_log, None)  # type: ignore[arg-type]
     assert guard.reported == [("t", 0, 300, 499)] and spark_log.committed_positions() == {("t", 0): 500}
+
+
+def test_what_an_interrupted_run_copied_of_the_removed_offsets_is_neither_lost_nor_compared_again(tmp_path):
+    """The fault soak: a real-time run wrote 144 records past the last recorded batch, then retention removed
+    offsets up to 1755 below Spark's position 840: 840..983 are on the target, 984..1754 are lost. Before,
+    all of 840..1754 were reported lost and the 144 counted as copied twice when the re-run (from 1755)
+    did not match them."""
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    _checkpoint(tmp_path, {"t": {"0": 840, "1": 900}})
+    guard = _Guard({("t", 0): 1755, ("t", 1): 10}, target_marks={("a.t", 0): 5000, ("a.t", 1): 7000},
+                   target_ends={("a.t", 0): 5144, ("a.t", 1): 7000})
+    spark_log = SparkOffsetLog(LocalFiles(tmp_path))
+    realtime.skip_removed(guard, spark_log, None, {"t": "a.t"})  # type: ignore[arg-type]
+    assert guard.reported == [("t", 0, 984, 1754)]
+    assert guard.target_marks == {("a.t", 0): 5144, ("a.t", 1): 7000}  # the 144 are not compared with the re-run
+    assert spark_log.committed_positions() == {("t", 0): 1755, ("t", 1): 900}

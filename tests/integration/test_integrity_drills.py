@@ -181,33 +181,36 @@ def test_source_topic_recreated_while_stopped_is_copied_whole(clusters, unique, 
     assert "was re-created" in mirror.output()
 
 
+@pytest.mark.parametrize("new", [600, 1_600], ids=["fewer-than-before", "grown-past-the-old-topic"])
 def test_a_start_without_state_after_the_source_topic_was_recreated_copies_the_new_topic_once(
-        clusters, unique, tmp_path):
+        clusters, unique, tmp_path, new):
     """Another instance (no state: a standby's own folder, a new host) starts after the source topic was
     deleted and made again while nobody copied it: the remote topic holds the old topic's copies and
-    no offset sync of the new one. The new topic's end is below the newest sync's source offset, so
-    its offsets went back: it is copied from its first record, once, and the old copies stay as they
-    are. Before, the start was refused (no sync anchors the remote topic's last records)."""
+    no offset sync of the new one. Either the new topic's end is below the newest sync's source offset
+    (its offsets went back), or it has grown past it and the records at the syncs' source offsets are
+    others, written after the copies: it is copied from its first record, once, and the old copies stay
+    as they are. Before, the start was refused (no sync anchors the remote topic's last records)."""
     topic, remote = f"recnostate-{unique}", f"primary.recnostate-{unique}"
     config, _ = replicated_once(clusters, tmp_path, topic, 2, 1_000)
     admin = admin_client({"bootstrap.servers": clusters["primary"]})
     admin.delete_topics([topic])[topic].result(30)
     wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)
     wait_until(lambda: recreate(admin, topic, 2), "source topic re-creation", 60)
-    produce(clusters["primary"], topic, numbered(1_000, 1_600, 2))  # fewer than the old topic held
+    produce(clusters["primary"], topic, numbered(1_000, 1_000 + new, 2))  # the old topic held 500 per partition
+    total = 1_400 + new
     elsewhere = tmp_path / "another-host"
     with running_mirrorspark(config, elsewhere) as mirror:
-        wait_for_count(clusters["backup"], remote, 1_600)
-        produce(clusters["primary"], topic, numbered(1_600, 2_000, 2))  # and what comes after, as usual
-        wait_for_count(clusters["backup"], remote, 2_000)
+        wait_for_count(clusters["backup"], remote, 1_000 + new)
+        produce(clusters["primary"], topic, numbered(1_000 + new, total, 2))  # and what comes after, as usual
+        wait_for_count(clusters["backup"], remote, total)
         time.sleep(3)  # anything copied twice would land by now
         detail = flow_detail(elsewhere, "primary->backup")
     landed = seqs(clusters["backup"], remote)
-    lost, duplicated = lost_and_duplicated(range(2_000), landed)
-    print(f"state lost after a source re-creation: lost {len(lost)}, duplicated {duplicated}")
+    lost, duplicated = lost_and_duplicated(range(total), landed)
+    print(f"state lost after a source re-creation ({new} new records): lost {len(lost)}, duplicated {duplicated}")
     assert not lost and duplicated == 0
     for partition in (0, 1):  # the old topic's copies, then the new topic's, each in order
-        assert [seq for seq in landed if seq % 2 == partition] == list(range(partition, 2_000, 2))
+        assert [seq for seq in landed if seq % 2 == partition] == list(range(partition, total, 2))
     assert "source topic re-created since the copy's newest offset sync" in mirror.output()
     assert detail["records_recopied"] == 0 and detail["records_lost"] == 0
 

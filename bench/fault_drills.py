@@ -146,9 +146,8 @@ def reported(tool: str, work: Path, logs: list[Path]) -> tuple[int, int]:
 
 def process_group_jvms(pid: int) -> list[int]:
     """The Java processes of a replicator's process group (SIGSTOP must reach the one that copies)."""
-    out = subprocess.run(["ps", "-o", "pid=,comm=", "-g", str(os.getpgid(pid))], capture_output=True, text=True)
-    return [int(p) for p, comm in (line.split(None, 1) for line in out.stdout.splitlines() if line.strip())
-            if comm.strip() == "java"]
+    out = subprocess.run(["pgrep", "-g", str(os.getpgid(pid)), "-x", "java"], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
 
 
 def drill(tool: str, fault: str, clusters: dict[str, str], local, work: Path, args, first: int) -> dict:

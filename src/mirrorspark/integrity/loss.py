@@ -109,8 +109,9 @@ class LossLog:
         count = records if records is not None else last - first + 1
         with self._lock:  # the check and the append are one step: two threads cannot both count a range
             if span is not None:
+                logs = {span.log, span.log.split("@", 1)[0]}  # reports written before spans named the generation
                 count = uncovered(span, (s for r in self.reports if r.partition == partition
-                                         and (s := r.span()) is not None and s.log == span.log))
+                                         and (s := r.span()) is not None and s.log in logs))
                 if count <= 0:
                     return None  # the same loss seen again (another check, a retried one, a re-run batch)
             entry = LossReport(self.flow, topic, partition, first, last, count, reason, time.time(),

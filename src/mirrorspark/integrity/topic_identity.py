@@ -110,6 +110,14 @@ class TopicIdentity:
                     seen = self.source_ends.setdefault(topic, {})
                     seen[str(partition)] = max(end, seen.get(str(partition), end))
 
+    def source_changed(self, topics: list[str]) -> bool:
+        """A source topic's id differs from the one seen last: one DescribeTopics of the source, cheap
+        enough to ask every few seconds. A re-created topic that grows past the flow's position before
+        the check sees it is read on as if it were the old one (the old topic's loss under-counted, the
+        new one's records copied again after the rewind): the sooner it is seen, the less of that."""
+        now = topic_ids(self.source, topics)
+        return any(self.source_ids.get(topic) not in (None, topic_id) for topic, topic_id in now.items())
+
     def sink_ids(self, remote: Mapping[str, str]) -> list[TopicIds]:
         """Each planned source topic's id and its remote topic's as last seen ('' when not seen yet),
         for the sink's ``topicIds`` option (see the module's docstring)."""
@@ -170,7 +178,9 @@ class TopicIdentity:
         if not unread or not written:
             return
         now = partition_offsets(self.target, [(remote, p) for p in unread if p in written])
-        self.marks.reset_target(remote, {p: end for (_, p), end in now.items()})
+        # A remote partition whose end went back below what was written (an unclean election) keeps its
+        # marks: the truncation check that follows reports it.
+        self.marks.reset_target(remote, {p: end for (_, p), end in now.items() if end >= written[p]})
 
     def _check_remote(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool) -> None:
         names = {name: source for source, name in remote.items()}

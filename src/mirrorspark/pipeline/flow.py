@@ -126,8 +126,15 @@ class Flow:
         return self.claims
 
     def _reached(self) -> None:
-        """The target answers again after a restart during its outage: the lease group decides now."""
+        """The target answers again after a restart during its outage: the lease group decides now. A
+        group the broker refuses stops the process, as at a start; the claims' topic is made if the
+        target lost it meanwhile (the lease's consumer is assigned once it exists)."""
+        try:
+            self._claims()
+        except ClusterUnreachable:
+            return  # out of reach again: the next look tries again
         self.unreached = False
+        self._refuse_if_refused()
         if not self.may_write():  # another instance writes it: this one is a standby, not degraded
             self.last_failure = self.failing_since = None
             self.publish_standby()
@@ -165,7 +172,10 @@ class Flow:
         if self.lease is None or self.unreached:
             return
         self.lease.wait_decided(limit)
-        if self.lease.refused is not None:
+        self._refuse_if_refused()
+
+    def _refuse_if_refused(self) -> None:
+        if self.lease is not None and self.lease.refused is not None:
             raise ConfigError(
                 f"flow {self.name}: the lease group {self.lease.group} on cluster {self.config.target.alias!r} "
                 f"cannot be used: {self.lease.refused}. Grant the replicator's principal READ on that group and "

@@ -194,6 +194,13 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                      idle_interval=IDLE_ROUNDS * shared.lag_interval)
 
     scheduler.every(f"flow {flow.name}: lag", shared.lag_interval, probe.safe_run, lane=offsets_lane)
+
+    def watch_source_ids() -> None:
+        """A re-created source topic is seen within a lag interval, not at the next checkpoint round."""
+        if identity.source_changed(sorted(remote.plan.remote)):
+            check_identity()
+    scheduler.every(f"flow {flow.name}: source topic ids", shared.lag_interval, watch_source_ids,
+                    initial_delay=shared.lag_interval, lane=offsets_lane)
     return AssembledFlow(query, supervisor, offsets, probe)
 
 

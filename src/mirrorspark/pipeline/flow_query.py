@@ -167,7 +167,8 @@ class FlowQuery:
             options["assign"] = assign
         starting = self.starts.starting_json(pattern, partitions) \
             if self.starts.explicit(self.spark_log.last_committed() is None) else None
-        starting = realtime.skip_removed(self.writer.guard, self.spark_log, starting, plan.remote)
+        starting = realtime.skip_removed(self.writer.guard, self.spark_log, starting,
+                                         None if self.flow.same_names else plan.remote)
         if starting is not None:
             options["startingOffsets"] = starting
         resume = realtime.resume_point(self.writer.guard, self.spark_log, plan)

@@ -116,28 +116,29 @@ def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) 
 
 
 def _unrecorded_copies(guard: BatchGuard, epoch: int, remote: Mapping[str, str], positions: Mapping[Partition, int],
-                       starts: Mapping[Partition, int]) -> dict[Partition, int]:
+                       starts: Mapping[Partition, int]) -> tuple[dict[Partition, int], dict[str, dict[int, int]]]:
     """Per source partition whose resume position retention removed (``positions`` below ``starts``):
-    the records the interrupted run wrote after the last recorded batch (its remote partition's end
-    past the write marks). That run read from Spark's position on, in order, and only records the
-    source still had: when they all lie below the new log start they are copies of the first removed
-    offsets (not lost), and the re-run, which starts at the log start, never sends them again, so
-    their comparison with its rows is dropped (it would count every one as copied twice). With gaps
-    in the source's offsets (transaction markers, compaction) the loss is then counted at most."""
+    how many of the removed offsets the interrupted run copied after the last recorded batch, and
+    where the comparison of its writes with the re-run's rows must start instead (per remote topic
+    and partition). That run read from Spark's position on, in order: its first records written
+    past the write marks are copies of the first removed offsets (not lost), and the re-run, which
+    starts at the log start, never sends them again, so they are not compared (every one would count
+    as copied twice); what it wrote of the log start onwards still is. The remote partition must hold
+    this flow's copies only (not a same-names topic). With gaps in the source's offsets (transaction
+    markers, compaction) the loss is then counted at most."""
     targets = {(remote[t], p): (t, p) for t, p in positions if t in remote}
     marks = guard.marks.starts_of(epoch, REALTIME_PLANNED, sorted(targets))
     now = guard.target_ends(sorted(marks)) if marks else {}
-    tails: dict[Partition, int] = {}
-    below: dict[str, dict[int, int]] = {}
+    copied: dict[Partition, int] = {}
+    compare_from: dict[str, dict[int, int]] = {}
     for target, begin in marks.items():
         source = targets[target]
         end = now.get(target, -1)
-        if end > begin and positions[source] + (end - begin) <= starts[source]:
-            tails[source] = end - begin
-            below.setdefault(target[0], {})[target[1]] = end
-    for topic, ends in below.items():
-        guard.marks.reset_target(topic, ends)
-    return tails
+        if end > begin:
+            removed = min(end - begin, starts[source] - positions[source])  # copies of removed offsets
+            copied[source] = removed
+            compare_from.setdefault(target[0], {})[target[1]] = begin + removed
+    return copied, compare_from
 
 
 def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | None,
@@ -149,7 +150,8 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     between are reported lost, once, by offsets; with ``mirrorspark.data.loss = fail`` the flow stops
     instead. Spark resumes from its last committed batch (rewound here), or on a first start from
     ``starting`` (Spark's JSON; returned adjusted). ``remote``: the plan's source -> remote topics,
-    by which what an interrupted run copied of the removed offsets is found (not lost)."""
+    by which what an interrupted run copied of the removed offsets is found (not lost); None when the
+    remote topics hold other writers' records too (same names)."""
     committed = spark_log.last_committed()
     if committed is not None:
         positions = spark_log.committed_positions()
@@ -164,9 +166,10 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     known = sorted(k for k, o in positions.items() if o >= 0)  # -2/-1: earliest/latest, nothing to skip
     starts = guard.source_starts(known) if known else {}
     removed = [k for k in known if k in starts and positions[k] < starts[k]]
+    compare_from: dict[str, dict[int, int]] = {}
     if removed and remote:
         epoch = 0 if committed is None else committed + 1
-        tails = _unrecorded_copies(guard, epoch, remote, {k: positions[k] for k in removed}, starts)
+        tails, compare_from = _unrecorded_copies(guard, epoch, remote, {k: positions[k] for k in removed}, starts)
         for key, tail in tails.items():
             copied[key] = max(copied[key], positions[key] + tail)
     behind = {k: (min(copied[k], starts[k]), starts[k]) for k in removed}
@@ -185,6 +188,10 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     if committed is not None:
         for topic in sorted({t for (t, p), o in moved.items() if o != positions[(t, p)]}):
             spark_log.rewind(topic, {p: o for (t, p), o in moved.items() if t == topic})
+    # Last: until the loss is reported and the position moved, a restart finds the same tail again.
+    for topic, marks in compare_from.items():
+        guard.marks.reset_target(topic, marks)
+    if committed is not None:
         return starting
     out: dict[str, dict[str, int]] = {}
     for (topic, partition), offset in sorted(moved.items()):

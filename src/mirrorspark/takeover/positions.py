@@ -176,10 +176,12 @@ def _recreated(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: 
     """The source partition is another log than the one the offset syncs were made from: its topic was
     deleted and made again. Either its offsets went back past the newest sync, unless an older sync's
     record is still the same on both sides (a log truncated by an unclean leader election, not a new
-    topic); or the new topic has grown past that sync, and the records at the oldest and the newest
-    sync it still has are not the copies' and were written after them (a newer CreateTime; a log
-    whose copies differ, as with a transformation, keeps their timestamps, and a topic written with
-    old timestamps is not taken for a new one: the start is then refused, never guessed)."""
+    topic); or the new topic has grown past that sync, the records at the oldest and the newest sync
+    it still has are not the copies' and were written after them, and so was its first record (a
+    newer CreateTime than the newest synced copy: the whole log is younger than the copy). A log cut
+    short and written again keeps older first records; a copy a transformation changed or stamped
+    later, and a topic written with old timestamps, are not taken for a new topic: the start is then
+    refused, never guessed."""
     if not usable or source_end is None:
         return False
     if source_end <= usable[-1][1]:
@@ -187,7 +189,9 @@ def _recreated(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: 
                                     source_end)
     inside = [(d, u) for d, u in usable if source_start <= u < source_end]
     return bool(inside) and all(_written_after_its_copy(source_conf, target_conf, topic, partition, remote, at)
-                                for at in dict.fromkeys([inside[0], inside[-1]]))
+                                for at in dict.fromkeys([inside[0], inside[-1]])) \
+        and _first_written_after_the_last_copy(source_conf, target_conf, topic, partition, remote, source_start,
+                                                usable[-1][0])
 
 
 def _written_after_its_copy(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,
@@ -199,6 +203,19 @@ def _written_after_its_copy(source_conf: dict[str, Any], target_conf: dict[str, 
     if not (source and target) or source[0][0] != upstream or same(source[0], target[0]):
         return False
     created, copied = source[0][4], target[0][4]
+    return created is not None and copied is not None and created > copied
+
+
+def _first_written_after_the_last_copy(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str,
+                                       partition: int, remote: str, source_start: int, last_synced: int) -> bool:
+    """Even the source's first record was written after the copy's newest synced record: the whole log
+    is younger than the copy (a log cut short by an unclean election and written again keeps its older
+    first records; a transformation that stamps its copies later makes the copy the younger)."""
+    first = read_from(source_conf, topic, partition, source_start, 1)
+    copy = read_from(target_conf, remote, partition, last_synced, 1)
+    if not (first and copy):
+        return False
+    created, copied = first[0][4], copy[0][4]
     return created is not None and copied is not None and created > copied
 
 

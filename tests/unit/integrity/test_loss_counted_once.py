@@ -123,6 +123,16 @@ def test_a_loss_in_a_recreated_source_topic_is_not_taken_for_the_old_topics_seen
     assert [r.log for r in load(LocalFiles(tmp_path))] == ["source t@old-id", "source t@new-id"]
 
 
+def test_a_loss_reported_before_spans_named_the_generation_is_not_counted_again(tmp_path):
+    files = LocalFiles(tmp_path)
+    files.write("data-loss.json", json.dumps([{  # written by an older version: the topic name alone
+        "flow": "a->b", "topic": "t", "partition": 0, "first": 0, "last": 99, "records": 100, "reason": "retention",
+        "time": 0.0, "log": "source t", "start": 0, "end": 100}]))
+    loss = LossLog(files, "a->b", source_id={"t": "id-1"}.get)
+    assert loss.report("t", 0, 50, 149, "retention, seen again after the upgrade").records == 50
+    assert loss.total() == 150
+
+
 def test_two_threads_reporting_one_range_at_once_count_it_once(tmp_path, monkeypatch):
     loss = LossLog(LocalFiles(tmp_path), "a->b")
     seen = counted(loss)

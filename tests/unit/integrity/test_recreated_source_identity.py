@@ -187,3 +187,34 @@ def test_an_interrupted_batchs_copies_of_the_old_topic_are_not_compared_with_the
     assert ident.check({"t": "a.t"}, {"t": 2})
     targets = [("a.t", 0), ("a.t", 1)]
     assert ident.marks.starts_of(1, "p", targets) == dict.fromkeys(targets, compared_from)
+
+
+def test_a_remote_partition_truncated_when_its_source_is_recreated_is_still_reported(tmp_path, monkeypatch):
+    """The comparison reset after a re-creation must not hide a truncation the same check then reports."""
+    ident, loss = identity(tmp_path, monkeypatch, ["S1"], 5_000)
+    seen = counted(loss)
+    checkpoint = LocalFiles(tmp_path / "checkpoint")
+    checkpoint.child("offsets").write("0", 'v1\n{}\n{"t":{"0":5000,"1":5000}}')
+    checkpoint.child("commits").write("0", "v1\n{}")
+
+    def offsets(admin, parts, earliest=False, **_):
+        if earliest:
+            return dict.fromkeys(parts, 0)
+        if admin == "source":
+            return dict.fromkeys(parts, 10)
+        return {p: 4_000 if p[1] == 0 else 5_000 for p in parts}  # a.t[0] cut back by an unclean election
+    monkeypatch.setattr(topic_identity, "partition_offsets", offsets)
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S2"})
+    ident.check({"t": "a.t"}, {"t": 2})
+    assert seen[("t", 0)] == 1_000  # the truncated copies, counted by the check that follows
+
+
+def test_a_source_topic_made_again_is_seen_by_its_id_alone(tmp_path, monkeypatch):
+    ident, _ = identity(tmp_path, monkeypatch, ["S1"], 5_000)
+    ids = {"t": "S1"}
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {t: ids[t] for t in topics if t in ids})
+    assert not ident.source_changed(["t", "u"])  # the same topic; u not seen yet
+    ids["t"] = "S2"
+    assert ident.source_changed(["t"])
+    del ids["t"]  # deleted, not made again yet: nothing to read again
+    assert not ident.source_changed(["t"])

@@ -7,6 +7,8 @@ import pytest
 
 from mirrorspark.config.loader import parse_config
 from mirrorspark.control.clusters import ClusterUnreachable
+from mirrorspark.coordination.claims import Claims
+from mirrorspark.errors import ConfigError
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.flow import Flow
 from mirrorspark.pipeline.flow_assembly import FlowContext
@@ -52,11 +54,15 @@ def _leased_flow(tmp_path, *, ran_before: bool):
         state.child("a").child("b").write(TAKEOVER_FILE, "{}")
 
     class Down:
+        up = False  # the target answers
+
         def settings(self, cluster):
             return {"bootstrap.servers": "b:9092"}
 
         def admin(self, cluster):
-            raise ClusterUnreachable(f"cannot reach cluster {cluster.alias!r} at b:9092")
+            if not self.up:
+                raise ClusterUnreachable(f"cannot reach cluster {cluster.alias!r} at b:9092")
+            return None, self.settings(cluster)
 
     metrics = MirrorMetrics()
     shared = SimpleNamespace(metrics=metrics, scheduler=SimpleNamespace(cancel=lambda lanes: None), clusters=Down(),
@@ -67,7 +73,10 @@ def _leased_flow(tmp_path, *, ran_before: bool):
     return flow, metrics, started
 
 
-def test_a_flow_restarted_while_its_target_is_down_waits_degraded_and_joins_its_lease_group_later(tmp_path):
+def test_a_flow_restarted_while_its_target_is_down_waits_degraded_and_joins_its_lease_group_later(
+        tmp_path, monkeypatch):
+    made: list[bool] = []
+    monkeypatch.setattr(Claims, "ensure_topic", lambda self: made.append(True))
     flow, metrics, started = _leased_flow(tmp_path, ran_before=True)
     flow.join()  # no ClusterUnreachable: the process stays up
     assert started == [True] and flow.unreached
@@ -77,8 +86,12 @@ def test_a_flow_restarted_while_its_target_is_down_waits_degraded_and_joins_its_
     # The target answers and another instance holds the lease: a standby, no longer degraded.
     flow.lease.decided = lambda settle=2.0: True
     flow.lease.active = lambda: False
+    flow.steer(None, assembled=lambda: None)  # decided, but the target is out of reach again: still waiting
+    assert flow.unreached and flow.state() == "degraded" and made == []
+    flow.context.shared.clusters.up = True
     flow.steer(None, assembled=lambda: None)
     assert not flow.unreached and flow.state() == "standby" and flow.standby().failure is None
+    assert made == [True]  # the claims' topic made if the target lost it meanwhile
     assert metrics.status.status("a", "b").state == "standby"
 
 
@@ -87,3 +100,14 @@ def test_a_first_start_whose_target_does_not_answer_is_refused(tmp_path):
     with pytest.raises(ClusterUnreachable, match="cannot reach cluster 'b'"):
         flow.join()
     assert started == []
+
+
+def test_a_lease_group_the_target_refuses_once_it_answers_stops_the_process_as_at_a_start(tmp_path, monkeypatch):
+    monkeypatch.setattr(Claims, "ensure_topic", lambda self: None)
+    flow, _, _ = _leased_flow(tmp_path, ran_before=True)
+    flow.join()
+    flow.context.shared.clusters.up = True
+    flow.lease.refused = "Broker: Group authorization failed"
+    flow.lease.decided = lambda settle=2.0: True
+    with pytest.raises(ConfigError, match="Group authorization failed"):
+        flow.steer(None, assembled=lambda: None)

@@ -164,3 +164,27 @@ def test_what_an_interrupted_run_copied_of_the_removed_offsets_is_neither_lost_n
     assert guard.reported == [("t", 0, 984, 1754)]
     assert guard.target_marks == {("a.t", 0): 5144, ("a.t", 1): 7000}  # the 144 are not compared with the re-run
     assert spark_log.committed_positions() == {("t", 0): 1755, ("t", 1): 900}
+
+
+def test_an_interrupted_run_that_copied_past_the_new_log_start_is_compared_from_there(tmp_path):
+    """Offsets up to 900 removed below Spark's position 840; the interrupted run wrote 144 (840..983): the
+    first 60 are copies of removed offsets (none lost), the re-run from 900 is compared from the 61st."""
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    _checkpoint(tmp_path, {"t": {"0": 840}})
+    guard = _Guard({("t", 0): 900}, target_marks={("a.t", 0): 5000}, target_ends={("a.t", 0): 5144})
+    realtime.skip_removed(guard, SparkOffsetLog(LocalFiles(tmp_path)), None, {"t": "a.t"})  # type: ignore[arg-type]
+    assert guard.reported == [] and guard.target_marks == {("a.t", 0): 5060}
+
+
+def test_with_data_loss_fail_the_interrupted_runs_copies_stay_to_be_found_again(tmp_path):
+    from mirrorspark.integrity.batch_guard import DataLossStop
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    _checkpoint(tmp_path, {"t": {"0": 840}})
+    guard = _Guard({("t", 0): 1755}, fail=True, target_marks={("a.t", 0): 5000}, target_ends={("a.t", 0): 5144})
+    with pytest.raises(DataLossStop, match=r"984\.\.1754"):
+        realtime.skip_removed(guard, SparkOffsetLog(LocalFiles(tmp_path)), None, {"t": "a.t"})  # type: ignore[arg-type]
+    assert guard.target_marks == {("a.t", 0): 5000}  # a later start (data.loss = report) counts the same

@@ -216,3 +216,15 @@ def test_unknown_copies_after_the_newest_sync_of_a_recreated_topic_give_no_resum
                              source_end=10)
     assert not found.method.startswith(positions.NEW_GENERATION)
 
+
+
+def test_a_log_cut_short_then_written_past_the_newest_sync_is_not_taken_for_a_new_topic(monkeypatch):
+    # the copy of 0..27 at 0..27, synced at 20->20 and 27->27; the source's log was cut to 0..14 (an unclean
+    # leader election) and written again up to 39: the records at both syncs differ and are newer, but its
+    # first records are the old ones, older than the copies: one log, so nothing is copied again from 0
+    source = {**{o: b"v%d" % o for o in range(0, 15)}, **{o: b"again%d" % o for o in range(15, 40)}}
+    target = {o: b"v%d" % o for o in range(28)}
+    _logs(monkeypatch, source, target, source_times={o: 5000 for o in range(15, 40)})
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 20), (27, 27)], 0,
+                             28, 0, source_end=40)
+    assert not found.method.startswith(positions.NEW_GENERATION)

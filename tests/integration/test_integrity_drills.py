@@ -181,7 +181,8 @@ def test_source_topic_recreated_while_stopped_is_copied_whole(clusters, unique, 
     assert "was re-created" in mirror.output()
 
 
-@pytest.mark.parametrize("new", [600, 1_600], ids=["fewer-than-before", "grown-past-the-old-topic"])
+@pytest.mark.parametrize("new", [pytest.param(600, id="fewer-than-before"),
+                                 pytest.param(1_600, id="grown-past-the-old-topic", marks=pytest.mark.long)])
 def test_a_start_without_state_after_the_source_topic_was_recreated_copies_the_new_topic_once(
         clusters, unique, tmp_path, new):
     """Another instance (no state: a standby's own folder, a new host) starts after the source topic was

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
+from mirrorspark.errors import OperationalError
+
 log = logging.getLogger(__name__)
+
+# A cluster's own failures (unreachable, no answer in time, a write not acknowledged) say all in their
+# message; their stack is the client library's or the wait's, so no traceback is logged for them.
+CLUSTER_ERRORS = (KafkaException, OperationalError, TimeoutError)
 
 CONTROL = "control"
 HEARTBEATS = "heartbeats"
@@ -114,9 +120,9 @@ class Scheduler:
             # The first failure of a streak carries the traceback; the repeats (a heartbeat every second
             # while a cluster is down) one line each. A cluster's own error (unreachable, a timeout) says all
             # in its message: no traceback for it, whose stack is the client library's.
-            log.warning("%s failed: %s%s", task.name, exc,
+            log.warning("%s failed: %s%s", task.name, str(exc) or f"{type(exc).__name__} (no answer in time)",
                         f" ({task.failures} times in a row)" if task.failures > 1 else "",
-                        exc_info=task.failures == 1 and not isinstance(exc, KafkaException))
+                        exc_info=task.failures == 1 and not isinstance(exc, CLUSTER_ERRORS))
         else:
             if task.failures:
                 log.info("%s works again after %d failure(s)", task.name, task.failures)

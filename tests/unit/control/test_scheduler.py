@@ -162,15 +162,29 @@ def test_a_failure_streak_logs_one_traceback_then_one_line_per_repeat_and_the_re
 
 
 def test_a_clusters_own_error_is_one_line_without_a_traceback(caplog):
+    """The soak's log: a heartbeat not acknowledged during an outage, a describe that got no answer."""
+    from concurrent.futures import Future
+
     from confluent_kafka import KafkaError, KafkaException
+
+    from mirrorspark.errors import OperationalError
 
     caplog.set_level("INFO", logger="mirrorspark.control.scheduler")
 
     def unreachable() -> None:
         raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
-    Scheduler._run(_Task("heartbeats", 1.0, unreachable, 0.0))
-    (failed,) = [r for r in caplog.records if "failed" in r.getMessage()]
-    assert not failed.exc_info and "Broker transport failure" in failed.getMessage()
+
+    def not_acknowledged() -> None:
+        raise OperationalError("writing 1 heartbeat a->b to heartbeats failed: 1 not acknowledged within 30 s")
+
+    def no_answer() -> None:
+        Future().result(timeout=0.01)
+    for name, action, said in (("heartbeats", unreachable, "Broker transport failure"),
+                               ("beats", not_acknowledged, "not acknowledged within 30 s"),
+                               ("topic config sync", no_answer, "TimeoutError (no answer in time)")):
+        Scheduler._run(_Task(name, 1.0, action, 0.0))
+        (failed,) = [r for r in caplog.records if r.getMessage().startswith(f"{name} failed")]
+        assert not failed.exc_info and said in failed.getMessage()
 
 
 class _Recording(Scheduler):

@@ -25,7 +25,7 @@ _RETRIABLE = re.compile("|".join([
     r"Local: Timed out", r"Message timed out", r"\bREQUEST_TIMED_OUT\b", r"\bLEADER_NOT_AVAILABLE\b",
     r"\bNOT_LEADER_(FOR_PARTITION|OR_FOLLOWER)\b", r"\bNOT_COORDINATOR\b", r"\bCOORDINATOR_NOT_AVAILABLE\b",
     r"\bNETWORK_EXCEPTION\b", r"\bNOT_ENOUGH_REPLICAS\b",
-    r"cannot reach cluster", r"SourceStalledException",
+    r"cannot reach cluster", r"SourceStalledException", r"Failed to query partition leaders",
     # The lease moved while a batch ran: the flow leaves or waits as a standby; never a failure of its own.
     r"no longer holds the flow's lease", r"after this process lost the flow's lease",
 ]))

@@ -109,6 +109,9 @@ def test_what_a_retry_cannot_fix_fails_the_flow_after_the_attempts(tmp_path):
     (SOURCE_DOWN, True), (STALLED, True),
     ("org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intended only for the leader", True),
     ("cannot reach cluster 'a' at localhost:1 (check a.bootstrap.servers ...): Local: Timed out", True),
+    # the soak: the target's broker stopped while a batch's control-plane lookup ran (counted 1 of 6 before)
+    ('cimpl.KafkaException: KafkaError{code=_NOENT,val=-156,str="Failed to query partition leaders: No leaders '
+     'found"}', True),
     (AUTH, False),
     ("TimeoutException after SaslAuthenticationException: bad credentials", False),
     ("RecordTooLargeException: The message is 2000000 bytes", False),

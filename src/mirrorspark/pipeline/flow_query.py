@@ -37,7 +37,10 @@ def root_cause(text: str) -> str:
     causes = re.findall(r"Caused by: ([\w.$]+(?:Exception|Error)\b[^\n]*)", text)
     if causes:
         return causes[-1][:500]
-    raised = [line for line in text.splitlines() if re.match(r"^[\w.]+(Exception|Error|Stop): ", line)
+    # An exception's line: Java's and Python's named ...Exception/Error/Stop, and mirrorspark's own
+    # (a dotted module path and a class, as a Python traceback ends: batch_guard.Fenced, ...).
+    raised = [line for line in text.splitlines()
+              if (re.match(r"^[\w.]+(Exception|Error|Stop): ", line) or re.match(r"^mirrorspark(\.\w+)+: ", line))
               and not line.startswith(("py4j.", "org.apache.spark."))]
     return (raised[-1] if raised else text.splitlines()[0] if text else "unknown")[:500]
 

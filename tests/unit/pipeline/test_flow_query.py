@@ -11,6 +11,12 @@ def test_root_cause_finds_the_kafka_or_python_error():
              "Caused by: org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized\n")
     assert root_cause(spark) == "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized"
     assert root_cause("Traceback\n  File x\nRuntimeError: flow a->b: batch 3") == "RuntimeError: flow a->b: batch 3"
+    # the soak's log: the Python proxy's traceback ends with mirrorspark's own error, not its first line
+    fenced = ("An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):\n"
+              '  File "batch_writer.py", line 180, in write\n'
+              "mirrorspark.integrity.batch_guard.Fenced: flow a->b: batch 7 finished after this process lost the lease")
+    assert root_cause(fenced) == ("mirrorspark.integrity.batch_guard.Fenced: flow a->b: batch 7 finished after this "
+                                  "process lost the lease")
 
 
 def test_a_batch_starts_where_the_previous_entry_ended_without_reading_it_again():

@@ -21,6 +21,7 @@ _RETRIABLE = re.compile("|".join([
     r"\bKafkaStorageException\b", r"\bBrokerNotAvailableException\b", r"\bRetriableException\b",
     r"\bUnknownServerException\b.*\btimed out\b",
     r"Failed to get offsets by times", r"Timed out waiting for", r"Failed to (fetch|update) metadata",
+    r"Timeout expired (while|after)",
     r"_TRANSPORT\b", r"Broker transport failure", r"_ALL_BROKERS_DOWN\b", r"_TIMED_OUT\b", r"_MSG_TIMED_OUT\b",
     r"Local: Timed out", r"Message timed out", r"\bREQUEST_TIMED_OUT\b", r"\bLEADER_NOT_AVAILABLE\b",
     r"\bNOT_LEADER_(FOR_PARTITION|OR_FOLLOWER)\b", r"\bNOT_COORDINATOR\b", r"\bCOORDINATOR_NOT_AVAILABLE\b",

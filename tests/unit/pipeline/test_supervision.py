@@ -112,6 +112,7 @@ def test_what_a_retry_cannot_fix_fails_the_flow_after_the_attempts(tmp_path):
     # the soak: the target's broker stopped while a batch's control-plane lookup ran (counted 1 of 6 before)
     ('cimpl.KafkaException: KafkaError{code=_NOENT,val=-156,str="Failed to query partition leaders: No leaders '
      'found"}', True),
+    ("Timeout expired while fetching topic metadata", True),  # the soak: Kafka's message alone, no class name
     (AUTH, False),
     ("TimeoutException after SaslAuthenticationException: bad credentials", False),
     ("RecordTooLargeException: The message is 2000000 bytes", False),

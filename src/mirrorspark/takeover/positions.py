@@ -176,22 +176,24 @@ def _recreated(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: 
     """The source partition is another log than the one the offset syncs were made from: its topic was
     deleted and made again. Either its offsets went back past the newest sync, unless an older sync's
     record is still the same on both sides (a log truncated by an unclean leader election, not a new
-    topic); or the new topic has grown past that sync, the records at the oldest and the newest sync
-    it still has are not the copies' and were written after them, and so was its first record (a
-    newer CreateTime than the newest synced copy: the whole log is younger than the copy). A log cut
-    short and written again keeps older first records; a copy a transformation changed or stamped
-    later, and a topic written with old timestamps, are not taken for a new topic: the start is then
-    refused, never guessed."""
+    topic); or the new topic has grown past that sync, the record at the newest sync's source offset
+    is not its copy and was written after it, and so was the source's first record (a newer
+    CreateTime than the newest synced copy: the whole log is younger than the copy). Older syncs are
+    not asked: they may be an older generation's. A log cut short and written again keeps older
+    first records; a copy a transformation changed or stamped later, and a topic written with old
+    timestamps, are not taken for a new topic: the start is then refused, never guessed."""
     if not usable or source_end is None:
         return False
     if source_end <= usable[-1][1]:
         return not _still_on_source(source_conf, target_conf, topic, partition, remote, usable, source_start,
                                     source_end)
-    inside = [(d, u) for d, u in usable if source_start <= u < source_end]
-    return bool(inside) and all(_written_after_its_copy(source_conf, target_conf, topic, partition, remote, at)
-                                for at in dict.fromkeys([inside[0], inside[-1]])) \
+    # Only the newest sync tells which log the copy followed last: older ones may be an older
+    # generation's (a remote topic holds every generation's copies), whose records always differ.
+    newest = usable[-1]
+    return source_start <= newest[1] < source_end \
+        and _written_after_its_copy(source_conf, target_conf, topic, partition, remote, newest) \
         and _first_written_after_the_last_copy(source_conf, target_conf, topic, partition, remote, source_start,
-                                                usable[-1][0])
+                                                newest[0])
 
 
 def _written_after_its_copy(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int,

@@ -228,3 +228,20 @@ def test_a_log_cut_short_then_written_past_the_newest_sync_is_not_taken_for_a_ne
     found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 20), (27, 27)], 0,
                              28, 0, source_end=40)
     assert not found.method.startswith(positions.NEW_GENERATION)
+
+
+
+def test_older_generations_syncs_do_not_make_the_current_topic_look_new(monkeypatch):
+    """The fault soak: the remote partition holds an older topic's copies 0..99 (synced at 40->40 and 99->99),
+    then the current topic's 0..19 at 100..119 (synced at 19->119); retention removed the current topic's
+    records below 20 and it has grown to 60. The older syncs' source offsets (40) hold the current topic's
+    records, which differ and are newer: before, that made the current topic look re-created and the start
+    was refused; it resumes at the source's start, the copy being complete up to it."""
+    source = {o: b"cur%d" % o for o in range(20, 60)}
+    target = {**{o: b"old%d" % o for o in range(100)}, **{100 + o: b"cur%d" % o for o in range(20)}}
+    times = dict.fromkeys(source, 9000)
+    _logs(monkeypatch, source, target, source_times=times)
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None,
+                             [(40, 40), (99, 99), (19, 119)], 0, 120, 20, source_end=60)
+    assert not found.method.startswith(positions.NEW_GENERATION)
+    assert found.method.startswith(positions.PAST_LOG_START) and (found.resume, found.lost) == (20, 0)

@@ -175,6 +175,8 @@ class Soak:
         self.tmp = tmp_path
         self.states = [tmp_path / "a", tmp_path / "b"]
         self.procs: dict[Path, subprocess.Popen] = {}
+        self.killed: set[Path] = set()  # instances a fault is killing now (their exit is no crash)
+        self.crashes = 0
         self.events: list[str] = []
         self.feeders = {name: Feeder(started[name], dict(topics), first=i * 1_000_000_000)
                         for i, (name, topics) in enumerate((("src", FLOWS["src->dst"][2]),
@@ -198,17 +200,30 @@ class Soak:
         self.events.append(line)
         print(f"soak: {line}", flush=True)
 
-    def start(self, state: Path) -> None:
-        self.procs[state] = start(self.config, state)
-
     def kill(self, state: Path) -> None:
         proc = self.procs.get(state)
         if proc is not None and proc.poll() is None:
+            self.killed.add(state)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
 
+    def start(self, state: Path) -> None:
+        self.killed.discard(state)
+        self.procs[state] = start(self.config, state)
+
     def writer_of(self, flow: str) -> Path | None:
         return next((s for s in self.states if role(s, flow) == "writer"), None)
+
+    def restart_crashed(self) -> None:
+        """An instance that exited by itself (not by a fault of this schedule) is started again, as a
+        service manager or Kubernetes would; each exit is said with its code and counted (a native
+        crash of the Kafka client library aborts the process: librdkafka issue 4605)."""
+        for state, proc in list(self.procs.items()):
+            code = proc.poll()
+            if code is not None and state not in self.killed:
+                self.crashes += 1
+                self.say(f"instance {state.name} exited by itself (code {code}); started again")
+                self.start(state)
 
     # The faults: each returns once the fault is over (what it broke is running again).
     def kill9_writer(self) -> None:
@@ -333,11 +348,12 @@ class Soak:
         end = time.monotonic() + MINUTES * 60
         counts: dict[str, int] = {}
         while time.monotonic() < end:
+            self.restart_crashed()
             fault = self.rng.choice(self.faults())
             fault()
             counts[fault.__name__] = counts.get(fault.__name__, 0) + 1
             time.sleep(self.rng.uniform(10, 40))
-        self.say(f"faults done: {counts}")
+        self.say(f"faults done: {counts}; instances that exited by themselves: {self.crashes}")
         for feeder in self.feeders.values():
             feeder.stop.set()
         for thread in threads:

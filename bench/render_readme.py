@@ -94,9 +94,31 @@ def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
     return rows
 
 
-def readme_section(mm2: dict, scale: dict | None) -> list[str]:
-    provenance_line = provenance(mm2, "make bench") + ("; partitions: `make bench-partitions`" if scale else "")
-    return [provenance_line, "", *measured_rows(mm2, scale)]
+def fault_rows(faults: dict) -> list[str]:
+    """The README's fault rows (`make bench-faults`): what each replicator lost or copied twice, and in
+    brackets how much of it it reported. Better is fewer records lost or doubled without a report."""
+    names = {"kill -9": "`kill -9` under load", "source down": f"source cluster down {faults['down_seconds']:.0f} s",
+             "unread records deleted": "unread records deleted (as retention would)"}
+    rows = []
+    for fault, tools in faults["drills"].items():
+        a, b = tools["mm2"], tools["mirrorspark"]
+
+        def cell(r: dict) -> str:
+            return (f"lost {r['lost']:,} ({r['reported_lost']:,} reported), twice {r['twice']:,} "
+                    f"({r['reported_twice']:,} reported)" + ("" if r["still_running"] else ", stopped"))
+
+        def silent(r: dict) -> int:
+            return max(0, r["lost"] - r["reported_lost"]) + max(0, r["twice"] - r["reported_twice"]) + \
+                (0 if r["still_running"] else 1)
+        verdict_word = "better" if silent(b) < silent(a) else "worse" if silent(b) > silent(a) else "same"
+        rows.append(f"| **{verdict_word}**: {names.get(fault, fault)} | {cell(a)} | {cell(b)} | - |")
+    return rows
+
+
+def readme_section(mm2: dict, scale: dict | None, faults: dict | None = None) -> list[str]:
+    provenance_line = provenance(mm2, "make bench") + ("; partitions: `make bench-partitions`" if scale else "") + \
+        ("; faults: `make bench-faults`" if faults else "")
+    return [provenance_line, "", *measured_rows(mm2, scale), *(fault_rows(faults) if faults else [])]
 
 
 def sizing_rows(mm2: dict, scale: dict | None) -> list[str]:
@@ -122,8 +144,10 @@ def main() -> None:
         mm2 = json.loads((RESULTS / "mm2_vs_mirrorspark.json").read_text())
         scale = json.loads((RESULTS / "partition_scale.json").read_text()) \
             if (RESULTS / "partition_scale.json").is_file() else None
+        faults = json.loads((RESULTS / "fault_drills.json").read_text()) \
+            if (RESULTS / "fault_drills.json").is_file() else None
         front = ROOT / "README.md"
-        front.write_text(section("readme", readme_section(mm2, scale), front.read_text()))
+        front.write_text(section("readme", readme_section(mm2, scale, faults), front.read_text()))
     sizing = ROOT / "docs" / "sizing.md"
     if sizing.is_file() and (RESULTS / "mm2_vs_mirrorspark.json").is_file():
         mm2 = json.loads((RESULTS / "mm2_vs_mirrorspark.json").read_text())

@@ -45,6 +45,11 @@ class OperationalError(MirrorsparkError):
     """The configuration is usable but the work cannot be done (cluster, state, Spark, setup...)."""
 
 
+class ClusterFailure(OperationalError):
+    """A cluster did not do what was asked (unreachable, a write not acknowledged): its message says all,
+    a traceback would show only the client library's stack."""
+
+
 class NotFound(OperationalError):
     """What was asked for does not exist (a flow, a topic)."""
 

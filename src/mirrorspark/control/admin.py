@@ -9,7 +9,7 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.errors import ConfigError, NotFound, OperationalError
+from mirrorspark.errors import ClusterFailure, ConfigError, NotFound, OperationalError
 from mirrorspark.partition import Partition
 
 _QUIET = logging.getLogger("mirrorspark.librdkafka")
@@ -160,7 +160,7 @@ def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what
     remaining = producer.flush(timeout)
     if remaining or failures:
         reason = failures[0] if failures else f"{remaining} not acknowledged within {timeout:.0f} s"
-        raise OperationalError(f"writing {len(records)} {what} to {topic} failed: {reason}")
+        raise ClusterFailure(f"writing {len(records)} {what} to {topic} failed: {reason}")
 
 
 _LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_LEADER_EPOCH,

@@ -13,10 +13,10 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.config.model import ClusterConfig
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import admin_settings
-from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.errors import ClusterFailure, ConfigError
 
 
-class ClusterUnreachable(OperationalError):
+class ClusterUnreachable(ClusterFailure):
     """A configured cluster did not answer; the message names the alias and the keys to check."""
 
 

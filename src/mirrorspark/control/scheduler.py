@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ClusterFailure
 
 log = logging.getLogger(__name__)
 
 # A cluster's own failures (unreachable, no answer in time, a write not acknowledged) say all in their
 # message; their stack is the client library's or the wait's, so no traceback is logged for them.
-CLUSTER_ERRORS = (KafkaException, OperationalError, TimeoutError)
+CLUSTER_ERRORS = (KafkaException, ClusterFailure, TimeoutError)
 
 CONTROL = "control"
 HEARTBEATS = "heartbeats"

@@ -167,7 +167,7 @@ def test_a_clusters_own_error_is_one_line_without_a_traceback(caplog):
 
     from confluent_kafka import KafkaError, KafkaException
 
-    from mirrorspark.errors import OperationalError
+    from mirrorspark.errors import ClusterFailure
 
     caplog.set_level("INFO", logger="mirrorspark.control.scheduler")
 
@@ -175,7 +175,7 @@ def test_a_clusters_own_error_is_one_line_without_a_traceback(caplog):
         raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
 
     def not_acknowledged() -> None:
-        raise OperationalError("writing 1 heartbeat a->b to heartbeats failed: 1 not acknowledged within 30 s")
+        raise ClusterFailure("writing 1 heartbeat a->b to heartbeats failed: 1 not acknowledged within 30 s")
 
     def no_answer() -> None:
         Future().result(timeout=0.01)

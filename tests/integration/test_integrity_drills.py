@@ -348,10 +348,10 @@ def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_
         tmp_path, unique):
     """A regional outage: the source's only broker stopped for about 75 s, longer than the stall timeout
     (a task waiting for due records fails rather than skip them) and than restart.attempts = 1 could
-    absorb; the instance is restarted in the middle of it; then the target's broker stopped, and the
-    instance restarted in the middle of that outage too. The flow stays up, degraded while retrying (the
-    restarted instances too: they wait for the source, or for the target where their lease lives,
-    instead of exiting), and resumes where it was. Own clusters (their only broker is stopped, so the
+    absorb; the instance is restarted in the middle of it; then the instance stopped, the target's broker
+    stopped, and the instance started while the target is down. The flow stays up, degraded while
+    retrying (the restarted instances too: they wait for the source, or for the target where their
+    lease lives, instead of exiting), and resumes where it was. Own clusters (their only broker is stopped, so the
     session's clusters stay up for others)."""
     from mirrorspark.local import ClusterSpec, LocalClusters
 
@@ -422,13 +422,14 @@ def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_
             watch(mirror, "restarted", 90, until_seen="degraded: retrying since")  # its REST up, the flow waiting
             local.up([ClusterSpec("src")])
             time.sleep(10)
-            local.down(["dst"])
-            watch(mirror, "dst", 20)
             middle_output = mirror.output()
-        # Stopped during the target's outage (a clean exit) and started again while it is still down: the
-        # lease and claims live on the target, so the instance waits for it, degraded, instead of exiting.
+        # Then the target's cluster is lost while the instance is stopped (a pod moved during a regional
+        # outage), and the instance starts while it is still down: the lease and claims live on the
+        # target, so it waits for it, degraded, instead of exiting.
+        local.down(["dst"])
         with running_mirrorspark(config, state) as mirror:
             watch(mirror, "target restart", 90, until_seen="degraded: retrying since")
+            watch(mirror, "dst", 10)
             local.up([ClusterSpec("dst")])
             time.sleep(10)
             stop_feeding.set()

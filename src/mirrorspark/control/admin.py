@@ -62,6 +62,35 @@ def group_coordinator_ready(bootstrap: str, timeout: float = 5.0) -> bool:
     return "__consumer_offsets" in admin.list_topics(timeout=timeout).topics
 
 
+# Codes that mean the cluster (or its group coordinator) is not answering now, not that the request is wrong.
+_NOT_ANSWERING = frozenset({
+    KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.NETWORK_EXCEPTION, KafkaError._WAIT_COORD, KafkaError._RESOLVE,
+})
+
+
+def not_answering(exc: KafkaException) -> bool:
+    """True when ``exc`` says the cluster or its coordinator does not answer (retry later), not that
+    the request itself was refused."""
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() in _NOT_ANSWERING
+
+
+def coordinator_gate(admin: AdminClient, cluster: str, timeout: float = 5.0) -> None:
+    """Raise :class:`ClusterFailure` unless ``cluster`` answers a DescribeCluster request now.
+
+    Called before a round of group-coordinator admin requests (group offsets, group descriptions):
+    librdkafka aborts the whole process when such a request meets a connection that has just dropped
+    (upstream issue 4605, an assertion in its coordinator request path), which is what happens when
+    they are sent into an outage. A cluster that does not answer is asked again at the next round."""
+    try:
+        admin.describe_cluster(request_timeout=timeout).result(timeout + 1)
+    except (KafkaException, TimeoutError) as exc:
+        raise ClusterFailure(f"{cluster} does not answer ({exc}); its group requests wait for the next round") \
+            from None
+
+
 def client_conf(cluster: str | dict[str, Any]) -> dict[str, Any]:
     """librdkafka settings from a bootstrap address or from ready-made settings."""
     return {"bootstrap.servers": cluster} if isinstance(cluster, str) else dict(cluster)

@@ -15,6 +15,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.admin import coordinator_gate
 from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.partition import Partition
 
@@ -83,6 +84,7 @@ def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[P
     has none to read yet: with ``target_conf`` its transactional id is fenced first, as the sink's own
     producer would fence it, which aborts that transaction; still open after that is an
     OperationalError (retried), never taken for "no progress"."""
+    coordinator_gate(target, f"the target of flow {flow.name}")
     wanted = [TopicPartition(t, p) for t, p in partitions]
     fenced: set[Partition] = set()
     deadline = time.monotonic() + TIMEOUT_S

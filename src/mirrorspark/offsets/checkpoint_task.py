@@ -28,7 +28,15 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all, topic_ids
+from mirrorspark.control.admin import (
+    coordinator_gate,
+    ensure_compacted_topic,
+    not_answering,
+    producer,
+    send_all,
+    topic_ids,
+)
+from mirrorspark.errors import ClusterFailure
 from mirrorspark.formats import Checkpoint
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
@@ -191,6 +199,7 @@ class CheckpointTask:
         nothing the check would protect, and skips it: at thousands of partitions it was most of an
         idle flow's control-plane CPU (the topic refresh still checks every topic)."""
         assert self._producer is not None, "start() first"
+        coordinator_gate(self.source, f"source cluster {self.selection.source_alias}")
         groups = self.source_groups()
         self._forget_groups(set(groups))
         self._remote_ids = dict(check() if check is not None and (groups or self.pending_resets()) else {})
@@ -200,6 +209,9 @@ class CheckpointTask:
             try:
                 found = self.checkpoints(group, resets)
             except KafkaException as exc:
+                if not_answering(exc):  # the rest of the round would only send more requests into an outage
+                    raise ClusterFailure(f"flow {self.flow_name}: reading offsets of group {group} failed: {exc}") \
+                        from None
                 log.warning("flow %s: reading offsets of group %s failed: %s", self.flow_name, group, exc)
                 continue
             created = time.time()

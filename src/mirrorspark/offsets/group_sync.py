@@ -11,6 +11,8 @@ import logging
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.control.admin import coordinator_gate, not_answering
+from mirrorspark.errors import ClusterFailure
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.partition import Partition
 
@@ -51,10 +53,16 @@ class GroupOffsetSync:
     def run_once(self) -> dict[str, int]:
         """Returns partitions written per group."""
         written: dict[str, int] = {}
-        for group in sorted(self.store.groups()):
+        groups = sorted(self.store.groups())
+        if groups:
+            coordinator_gate(self.target, f"the target of flow {self.flow_name}")
+        for group in groups:
             try:
                 count = self.sync_group(group)
             except KafkaException as exc:
+                if not_answering(exc):  # the rest of the round would only send more requests into an outage
+                    raise ClusterFailure(f"flow {self.flow_name}: syncing offsets of group {group} failed: {exc}") \
+                        from None
                 log.warning("flow %s: syncing offsets of group %s failed: %s", self.flow_name, group, exc)
                 continue
             if count:

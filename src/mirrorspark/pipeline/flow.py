@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.admin import coordinator_gate
 from mirrorspark.control.clusters import ClusterUnreachable
 from mirrorspark.coordination import stale_writes
 from mirrorspark.coordination.claims import Claim, Claims
@@ -204,6 +205,7 @@ class Flow:
         self.hand_over_checked = time.monotonic()
         try:
             admin = self.context.shared.clusters.admin(self.config.target)[0]
+            coordinator_gate(admin, f"the target of flow {self.name}")
             group = admin.describe_consumer_groups([self.lease.group], request_timeout=10)[self.lease.group].result(15)
         except Exception as exc:  # noqa: BLE001 - the target out of reach: nobody to hand over to now
             log.debug("flow %s: lease group not described: %s", self.name, exc)

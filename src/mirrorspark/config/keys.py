@@ -271,6 +271,14 @@ KEYS: tuple[Key, ...] = (
         "The consumer group on the target cluster whose single member writes the flow. Default "
         "`mirrorspark.<source>-><target>`; give separate deployments that replicate different topics between "
         "the same clusters their own group."),
+    Key("mirrorspark.shutdown.timeout.ms", Type.INT, "75000",
+        "How long a stop (SIGTERM, Ctrl-C) may take: each flow's running batch, its offset syncs and its lease "
+        "group are ended in order, and when a cluster does not answer one of them can wait far longer. Past "
+        "this, the process logs the step it was still in and exits at once (exit code 143), which is as safe as "
+        "`kill -9`: nothing is lost and the next start resumes from the flows' state. A second signal exits at "
+        "once too. The default leaves the batch in flight Spark's 60 s to commit; keep it below the orchestrator's "
+        "grace period (the shipped systemd unit and Kubernetes manifests give 90 s; Kubernetes' own default is "
+        "30 s).", Scope.DRIVER, low=1000),
     Key("mirrorspark.metrics.lag.interval.seconds", Type.DOUBLE, "5",
         "How often lag (offsets and seconds) and record/byte rates are measured; while a flow is caught up (no lag "
         "outside the heartbeat topics) its lag is measured every sixth time.", Scope.DRIVER, low=0.1),

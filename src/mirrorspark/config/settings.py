@@ -192,12 +192,14 @@ class DriverSettings:
     state_location: str | None
     lag_interval: float
     rest_enabled: bool
+    shutdown_timeout: float  # seconds
 
     @classmethod
     def resolve(cls, top_level: Mapping[str, str]) -> DriverSettings:
         read = SettingsReader(top_level)
         return cls(state_location=top_level.get("mirrorspark.state.location"),
                    lag_interval=read.number("mirrorspark.metrics.lag.interval.seconds"),
-                   rest_enabled=read.flag("mirrorspark.rest.enabled"))
+                   rest_enabled=read.flag("mirrorspark.rest.enabled"),
+                   shutdown_timeout=read.integer("mirrorspark.shutdown.timeout.ms") / 1000.0)
 
 

@@ -31,6 +31,7 @@ from mirrorspark.pipeline.realtime import SlotBook
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.retriable import retriable
 from mirrorspark.pipeline.spark_session import SPARK_DEFAULTS, build_session, check_master
+from mirrorspark.pipeline.stop_deadline import StopDeadline
 from mirrorspark.pipeline.transforms import transform_jars
 from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY, check_cycle_policy
@@ -57,6 +58,8 @@ class Replicator:
         self.clusters = Clusters()
         self.spark = None
         self._stop = threading.Event()
+        self._stopping = "the flows' steering loop"  # the stop's current step, named if it overruns
+        self.deadline = StopDeadline(seconds=config.driver.shutdown_timeout, step=lambda: self._stopping)
         self.scheduler = Scheduler()
         self.metrics = MirrorMetrics()
         self.rest: RestServer | None = None
@@ -255,7 +258,13 @@ class Replicator:
                      self.config.spark.get("spark.master"))
 
     def request_stop(self, *_: object) -> None:
+        """A stop signal: the steering loop ends and the stop runs, bounded by the deadline. A second
+        signal exits at once."""
+        if self._stop.is_set():
+            self.deadline.expire_now("a second stop signal came")
+            return
         self._stop.set()
+        self.deadline.arm()
 
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGINT, self.request_stop)
@@ -292,19 +301,28 @@ class Replicator:
         return [flow.progress_line() for flow in self.flows.values()]
 
     def stop(self) -> None:
-        """Every flow's query first, then their offsets and leases, then Spark."""
-        self.scheduler.stop()
-        if self.rest is not None:
-            self.rest.stop()
-            self.rest = None
-        for flow in self.flows.values():
-            flow.stop_writing()
-        for flow in self.flows.values():
-            flow.close()
-        self.metrics.jvm.detach()
-        if self.spark is not None:
-            self.spark.stop()
-            self.spark = None
+        """Every flow's query first, then their offsets and leases, then Spark; within the deadline."""
+        self.deadline.arm()
+        try:
+            self._stopping = "the scheduled tasks (heartbeats, checkpoints, syncs)"
+            self.scheduler.stop()
+            if self.rest is not None:
+                self._stopping = "the REST server"
+                self.rest.stop()
+                self.rest = None
+            for flow in self.flows.values():
+                self._stopping = f"the running batch of flow {flow.name}"
+                flow.stop_writing()
+            for flow in self.flows.values():
+                self._stopping = f"the offset syncs and lease group of flow {flow.name}"
+                flow.close()
+            self.metrics.jvm.detach()
+            if self.spark is not None:
+                self._stopping = "Spark"
+                self.spark.stop()
+                self.spark = None
+        finally:
+            self.deadline.disarm()
 
 
 def _warn_reverse_elsewhere(flows: list[FlowConfig]) -> None:

@@ -197,3 +197,38 @@ def test_a_flow_stopped_by_data_loss_fail_is_not_handed_over(tmp_path):
     replicator.steer()
     flow = replicator.flows["a->b"]
     assert flow.parts is not None and flow.lease.stopped == 0
+
+
+def test_a_stop_that_hangs_ends_the_process_at_the_deadline_naming_the_step(tmp_path):
+    """A batch that cannot end (its target down) must not keep the process: the deadline exits with
+    143 and says which step was still running."""
+    from mirrorspark.pipeline.stop_deadline import StopDeadline
+
+    replicator = bare([Supervisor("a->b", failed=False)], tmp_path)
+    release = threading.Event()
+    exits: list[int] = []
+    query = replicator.flows["a->b"].parts.query  # type: ignore[union-attr]
+    query.stop = lambda commit_timeout=60.0: release.wait(30)  # the running batch never ends on its own
+    replicator.deadline = StopDeadline(seconds=0.5, step=lambda: replicator._stopping,
+                                       exit_now=lambda code: (exits.append(code), release.set()))
+    replicator.request_stop()
+    with pytest.MonkeyPatch.context() as patch:
+        records: list[str] = []
+        patch.setattr("mirrorspark.pipeline.stop_deadline.log.error",
+                      lambda fmt, *args: records.append(fmt % args))
+        replicator.run()
+    assert exits == [143]
+    assert "the running batch of flow a->b" in records[0] and "within 0.5 s" in records[0]
+
+
+def test_a_second_stop_signal_exits_at_once(tmp_path):
+    from mirrorspark.pipeline.stop_deadline import StopDeadline
+
+    replicator = bare([Supervisor("a->b", failed=False)], tmp_path)
+    exits: list[int] = []
+    replicator.deadline = StopDeadline(seconds=60, step=lambda: replicator._stopping, exit_now=exits.append)
+    replicator.request_stop()
+    assert exits == []
+    replicator.request_stop()
+    assert exits == [143]
+    replicator.deadline.disarm()

@@ -38,10 +38,10 @@ from confluent_kafka.admin import NewTopic
 from mirrorspark import paths
 from mirrorspark.client import MirrorClient
 from mirrorspark.control.admin import admin_client
+from mirrorspark.control.groups import RdkafkaGroups
 from mirrorspark.local import ClusterSpec, LocalClusters
 from mirrorspark.local.cluster import java_executable
 from mirrorspark.local.spark_cluster import LocalSpark
-from mirrorspark.offsets.group_sync import commit_offsets
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKER_JVM = ["-Xms256m", "-Xmx768m", "-XX:+UseParallelGC", "-XX:-UsePerfData"]
@@ -346,7 +346,7 @@ def failover_redelivery(clusters: dict[str, str], topic: str, remote: str, group
     ends = end_offsets(clusters["src"], topic)
     committed = {(topic, p): max(1, end // 2 - 7) for p, end in ends.items()}
     admin = admin_client({"bootstrap.servers": clusters["src"]})
-    commit_offsets(admin, group, {k: (v, "") for k, v in committed.items()})
+    RdkafkaGroups(admin=admin, cluster="src").commit(group, {k: (v, "") for k, v in committed.items()})
     client = MirrorClient({"bootstrap.servers": clusters["dst"]})
     deadline, translated = time.monotonic() + 120, {}
     while time.monotonic() < deadline:

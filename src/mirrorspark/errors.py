@@ -56,3 +56,10 @@ class NotFound(OperationalError):
 
 class Conflict(OperationalError):
     """Refused in the current state of things (e.g. resuming a flow that is not paused)."""
+
+
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """The first line of ``error``'s message for a one-line log or status; its class name when the
+    message is empty (``TimeoutError()`` from a future says nothing else)."""
+    text = str(error).strip()
+    return text.splitlines()[0][:limit] if text else type(error).__name__

@@ -11,7 +11,8 @@ The plug-in JVM (``plugins/java_host.py``) is another process with a gateway of 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -131,6 +132,35 @@ class JvmStateFiles:
         return bool(_call("StateFiles.rename", lambda: self._java.rename(uri, to, self._conf)))
 
 
+class JvmGroupAdmin:
+    """One cluster's consumer groups through Kafka's Admin client in the driver JVM
+    (``io.mirrorspark.control.GroupAdmin``); offsets cross as JSON rows ``[topic, partition, offset,
+    metadata]``. Failures are :class:`JvmError` whose ``kind`` is ``NotAnswering`` or ``Refused``."""
+
+    def __init__(self, *, java: Any) -> None:
+        self._java = java
+
+    def group_ids(self, timeout_ms: int) -> list[str]:
+        return [str(g) for g in json.loads(str(_call("GroupAdmin.groupIds", lambda: self._java.groupIds(timeout_ms))))]
+
+    def committed(self, group: str, timeout_ms: int) -> dict[tuple[str, int], tuple[int, str]]:
+        rows = json.loads(str(_call("GroupAdmin.committed", lambda: self._java.committed(group, timeout_ms))))
+        return {(str(topic), int(partition)): (int(offset), str(metadata))
+                for topic, partition, offset, metadata in rows}
+
+    def describe(self, group: str, timeout_ms: int) -> tuple[str, int]:
+        found = json.loads(str(_call("GroupAdmin.describe", lambda: self._java.describe(group, timeout_ms))))
+        return str(found["state"]), int(found["members"])
+
+    def commit(self, group: str, offsets: Mapping[tuple[str, int], tuple[int, str]], timeout_ms: int) -> None:
+        rows = json.dumps([[topic, partition, offset, metadata]
+                           for (topic, partition), (offset, metadata) in sorted(offsets.items())])
+        _call("GroupAdmin.commit", lambda: self._java.commit(group, rows, timeout_ms))
+
+    def close(self) -> None:
+        _call("GroupAdmin.close", lambda: self._java.close())
+
+
 class SparkJvm:
     """mirrorspark's classes in the driver JVM of ``session``. Building one costs no JVM call; a class is
     looked up (a py4j round trip per package level) when first used, then kept."""
@@ -163,6 +193,17 @@ class SparkJvm:
 
     def fences(self) -> JvmFences:
         return JvmFences(java=_call("Fences", lambda: self._sink.Fences))
+
+    def group_admin(self, settings: Mapping[str, str]) -> JvmGroupAdmin:
+        """Kafka's Admin client for one cluster's groups, from its Java client settings (as MM2 gives
+        them to its admin client)."""
+        def make() -> JvmGroupAdmin:
+            java_map = self._view.java.util.HashMap()
+            for key, value in settings.items():
+                java_map.put(key, value)
+            return JvmGroupAdmin(java=self._view.io.mirrorspark.control.GroupAdmin(java_map))
+
+        return _call("GroupAdmin", make)
 
     def state_files(self) -> JvmStateFiles:
         """The state location's files through Hadoop, with a configuration made now from the session's."""

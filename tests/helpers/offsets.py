@@ -53,5 +53,6 @@ def read_from(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -
 
 
 def commit_on(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    from mirrorspark.offsets.group_sync import commit_offsets
-    commit_offsets(admin_client({"bootstrap.servers": bootstrap}), group, {k: (v, "") for k, v in offsets.items()})
+    from mirrorspark.control.groups import RdkafkaGroups
+    RdkafkaGroups(admin=admin_client({"bootstrap.servers": bootstrap}), cluster=bootstrap).commit(
+        group, {k: (v, "") for k, v in offsets.items()})

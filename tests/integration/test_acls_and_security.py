@@ -238,8 +238,8 @@ def test_replication_and_checkpoints_from_an_oauthbearer_source(clusters, secure
     RS256 tokens against its JWKS, both planes (the JVM's login handler, librdkafka's OIDC method) get
     tokens from the token endpoint; records and a group's checkpoint cross. A wrong client secret stops
     the run before any data moves (exit 2), naming the cluster and the key, without echoing the secret."""
+    from mirrorspark.control.groups import RdkafkaGroups
     from mirrorspark.local.security import Secrets
-    from mirrorspark.offsets.group_sync import commit_offsets
 
     source = secure_cluster("oauth", SecurityOptions("SASL_PLAINTEXT", "OAUTHBEARER"))  # its token endpoint too
     folder = next(p.parent for p in (tmp_path / "secure").rglob("oidc"))  # the cluster's folder
@@ -253,7 +253,8 @@ def test_replication_and_checkpoints_from_an_oauthbearer_source(clusters, secure
     create_topic(admin, topic, 2)
     sent = records(40, 2, unique)
     produce(admin, topic, sent)
-    commit_offsets(admin_client(admin), group, {(topic, 0): (10, ""), (topic, 1): (10, "")})
+    RdkafkaGroups(admin=admin_client(admin), cluster="oauth").commit(group, {(topic, 0): (10, ""),
+                                                                             (topic, 1): (10, "")})
     config = tmp_path / "mm2.properties"
     body = (f"backup.bootstrap.servers = {clusters['backup']}\nreplication.factor = 1\n"
             "checkpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"

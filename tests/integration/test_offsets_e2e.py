@@ -84,8 +84,9 @@ def test_failover_and_failback_with_the_cli(clusters, unique, tmp_path):
 
 
 def target_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
-    from mirrorspark.offsets.group_sync import committed_offsets
-    return committed_offsets(admin_client({"bootstrap.servers": bootstrap}), group)
+    from mirrorspark.control.groups import RdkafkaGroups
+    found = RdkafkaGroups(admin=admin_client({"bootstrap.servers": bootstrap}), cluster=bootstrap).committed(group)
+    return {key: offset for key, (offset, _) in found.items()}
 
 
 def test_group_sync_empty_partition_nothing_mirrored_and_translation_behind_replication(clusters, unique, tmp_path):

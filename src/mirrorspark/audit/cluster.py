@@ -8,11 +8,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.audit.plan import Bounds
 from mirrorspark.control.admin import partition_offsets
+from mirrorspark.errors import OperationalError
 from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -37,13 +38,14 @@ def group_commits(admin: AdminClient, groups: Iterable[str], *, topics: Collecti
                   alias: str) -> dict[str, dict[Partition, int] | None]:
     """Each group's committed offsets on the source in ``topics``; None for a group whose offsets
     could not be read (its verdict then says so, rather than the whole audit failing)."""
-    from mirrorspark.offsets.group_sync import committed_offsets
+    from mirrorspark.control.groups import RdkafkaGroups
 
+    source = RdkafkaGroups(admin=admin, cluster=f"cluster {alias}")
     committed: dict[str, dict[Partition, int] | None] = {}
     for group in groups:
         try:
-            committed[group] = {k: v for k, v in committed_offsets(admin, group).items() if k[0] in topics}
-        except KafkaException as exc:
+            committed[group] = {k: offset for k, (offset, _) in source.committed(group).items() if k[0] in topics}
+        except OperationalError as exc:  # not answering, or refused
             log.warning("offsets of group %s on %s could not be read: %s", group, alias, exc)
             committed[group] = None
     return committed

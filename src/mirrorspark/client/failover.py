@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from confluent_kafka import ConsumerGroupState, KafkaException
+from confluent_kafka import KafkaException
 
 from mirrorspark.client import client_for
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.control.admin import admin_client, partition_offsets
 from mirrorspark.control.client_settings import admin_settings
+from mirrorspark.control.groups import RdkafkaGroups
 from mirrorspark.errors import ConfigError, Conflict, OperationalError
 from mirrorspark.integrity.loss import LossReport
-from mirrorspark.offsets.group_sync import commit_offsets, committed_offsets, group_state
 from mirrorspark.partition import Partition
 
 
@@ -113,8 +113,9 @@ def plan_failover(config: MirrorConfig, group: str, source: str, target: str,
     client = client_for(config, target, remote_alias=source)
     checkpoints = client.remote_consumer_checkpoints(group, source)
     target_admin = admin_client(target_conf)
-    state = group_state(target_admin, group)
-    current = committed_offsets(target_admin, group)
+    target_groups = RdkafkaGroups(admin=target_admin, cluster=f"cluster {target}")
+    state = target_groups.describe(group).state
+    current = {key: offset for key, (offset, _) in target_groups.committed(group).items()}
     policy = client.policy
     rows = []
     ends = partition_offsets(target_admin, sorted(checkpoints))  # one request; partitions gone are left out
@@ -128,7 +129,7 @@ def plan_failover(config: MirrorConfig, group: str, source: str, target: str,
         row.lost = _lost_unread(losses, row)
         upstream, twice = (read_twice or {}).get((group, row.topic, row.partition), (None, None))
         row.read_twice = twice if upstream == row.checkpoint_upstream else None
-    return FailoverPlan(group, source, target, state.name, rows, reachable)
+    return FailoverPlan(group, source, target, state, rows, reachable)
 
 
 def _fill_source_side(config: MirrorConfig, group: str, source: str, rows: list[PartitionPlan]) -> bool:
@@ -137,12 +138,13 @@ def _fill_source_side(config: MirrorConfig, group: str, source: str, rows: list[
     try:
         admin = admin_client(conf)
         admin.list_topics(timeout=5)
-        committed = committed_offsets(admin, group)
+        committed = {key: offset for key, (offset, _) in
+                     RdkafkaGroups(admin=admin, cluster=f"cluster {source}").committed(group).items()}
         source_ends = partition_offsets(admin, sorted({(row.source_topic, row.partition) for row in rows}), timeout=5)
         for row in rows:
             row.source_committed = committed.get((row.source_topic, row.partition))
             row.source_end = source_ends.get((row.source_topic, row.partition))
-    except KafkaException:
+    except (KafkaException, OperationalError):  # down, or its group not readable: figures left out
         return False
     return True
 
@@ -166,13 +168,14 @@ def execute_failover(config: MirrorConfig, plan: FailoverPlan, allow_loss: bool 
         raise CheckpointAhead(f"refusing to fail group {plan.group!r} over: {listed}. The checkpoints were written for "
                               "records that are not on the target (a remote topic deleted or re-created?); wait for "
                               f"the flow {plan.source}->{plan.target} to write new checkpoints, then run it again")
-    target_admin = admin_client(_connection(config, plan.target))
-    state = group_state(target_admin, plan.group)
-    if state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN):
-        raise GroupActive(f"group {plan.group!r} has active members on cluster {plan.target!r} (state {state.name}); "
-                          "stop its consumers there first, then run the command again")
+    target_groups = RdkafkaGroups(admin=admin_client(_connection(config, plan.target)),
+                                  cluster=f"cluster {plan.target}")
+    described = target_groups.describe(plan.group)
+    if not described.idle:
+        raise GroupActive(f"group {plan.group!r} has active members on cluster {plan.target!r} (state "
+                          f"{described.state}); stop its consumers there first, then run the command again")
     wanted = {(row.topic, row.partition): (row.translated, "") for row in plan.partitions
               if not row.missing and (row.current is None or row.current < row.translated)}
     if wanted:
-        commit_offsets(target_admin, plan.group, wanted)
+        target_groups.commit(plan.group, wanted)
     return {key: offset for key, (offset, _) in wanted.items()}

@@ -5,6 +5,7 @@ the keys to check, when it does not answer) before anything is created or copied
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 from confluent_kafka import KafkaError, KafkaException
@@ -12,8 +13,10 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import ClusterConfig
 from mirrorspark.control.admin import admin_client
-from mirrorspark.control.client_settings import admin_settings
-from mirrorspark.errors import ClusterFailure, ConfigError
+from mirrorspark.control.client_settings import admin_properties, admin_settings
+from mirrorspark.control.groups import JavaGroups
+from mirrorspark.errors import ClusterFailure, ConfigError, OperationalError
+from mirrorspark.jvm_bridge import JvmGroupAdmin, SparkJvm
 
 
 class ClusterUnreachable(ClusterFailure):
@@ -71,6 +74,31 @@ class Clusters:
     def __init__(self) -> None:
         self._found: dict[str, tuple[AdminClient, dict[str, str]]] = {}
         self._settings: dict[str, dict[str, str]] = {}
+        self._groups: dict[str, JavaGroups] = {}
+        self._driver: SparkJvm | None = None
+
+    def use_jvm(self, jvm: SparkJvm) -> None:
+        """The driver JVM, once Spark runs: group requests go through Kafka's Admin client there."""
+        self._driver = jvm
+
+    def groups(self, cluster: ClusterConfig) -> JavaGroups:
+        """``cluster``'s consumer groups through Kafka's Admin client in the driver JVM, made at the
+        first request (the JVM may still be starting when a flow is assembled)."""
+        if cluster.alias not in self._groups:
+            def make(cluster: ClusterConfig = cluster) -> JvmGroupAdmin:
+                if self._driver is None:
+                    raise OperationalError(f"the consumer groups of {cluster.alias} were asked before Spark started")
+                return self._driver.group_admin(admin_properties(cluster))
+
+            self._groups[cluster.alias] = JavaGroups(admin=make, cluster=f"cluster {cluster.alias}")
+        return self._groups[cluster.alias]
+
+    def close(self) -> None:
+        """Close the group clients (their JVM threads); at process stop, before Spark."""
+        for groups in self._groups.values():
+            with contextlib.suppress(OperationalError):  # the JVM is already gone: so are they
+                groups.close()
+        self._groups.clear()
 
     def settings(self, cluster: ClusterConfig) -> dict[str, str]:
         """The librdkafka settings of ``cluster``, resolved once, whether it answers or not (a client

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import coordinator_gate
-from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.errors import ClusterFailure, ConfigError, OperationalError
 from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,11 @@ def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[P
     while True:
         request = ConsumerGroupTopicPartitions(flow.progress_group, wanted)
         found = next(iter(target.list_consumer_group_offsets([request], require_stable=True).values()))
-        result = found.result(TIMEOUT_S).topic_partitions or []
+        try:
+            result = found.result(TIMEOUT_S).topic_partitions or []
+        except TimeoutError:
+            raise ClusterFailure(f"flow {flow.name}: reading its committed progress (group {flow.progress_group}) "
+                                 f"got no answer from the target in {TIMEOUT_S:g} s") from None
         open_ = sorted((tp.topic, tp.partition) for tp in result
                        if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT)
         failed = [tp for tp in result if tp.error is not None and tp.error.code() != KafkaError.UNSTABLE_OFFSET_COMMIT]

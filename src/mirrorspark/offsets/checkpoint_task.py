@@ -25,18 +25,11 @@ from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import (
-    coordinator_gate,
-    ensure_compacted_topic,
-    not_answering,
-    producer,
-    send_all,
-    topic_ids,
-)
-from mirrorspark.errors import ClusterFailure
+from mirrorspark.control.admin import ensure_compacted_topic, producer, send_all, topic_ids
+from mirrorspark.control.groups import GroupRequestRefused, Groups
 from mirrorspark.formats import Checkpoint
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
@@ -74,14 +67,14 @@ class CheckpointTask:
     """One flow's checkpoint emission (MM2's MirrorCheckpointTask)."""
 
     def __init__(self, *, flow_name: str, target_alias: str, selection: TopicSelection, groups: GroupFilter,
-                 source: AdminClient, target: AdminClient, target_conf: dict[str, Any], translate: Translate,
+                 source: Groups, target: AdminClient, target_conf: dict[str, Any], translate: Translate,
                  replication_factor: int, resets: Resets | None = None, metrics: MirrorMetrics | None = None) -> None:
         self.flow_name = flow_name
         self.target_alias = target_alias
         self.selection = selection
         self.policy = selection.policy
         self.groups = groups
-        self.source = source
+        self.source = source  # the source cluster's consumer groups
         self.target = target
         self.target_conf = target_conf
         self.translate = translate
@@ -117,13 +110,7 @@ class CheckpointTask:
         return self.selection.remote_name(topic)
 
     def source_groups(self) -> list[str]:
-        listed = self.source.list_consumer_groups(request_timeout=30).result()
-        return sorted(g.group_id for g in listed.valid if self.groups(g.group_id))
-
-    def committed(self, group: str) -> list:
-        request = [ConsumerGroupTopicPartitions(group)]
-        result = self.source.list_consumer_group_offsets(request, request_timeout=30)[group].result()
-        return result.topic_partitions or []
+        return [group for group in self.source.ids() if self.groups(group)]
 
     def _bound(self, remote_topic: str) -> str | None:
         """"<name>@<topic id>" of the remote topic as it is now on the target (None: it does not exist)."""
@@ -136,29 +123,27 @@ class CheckpointTask:
         """Translated checkpoints of one group that are newer than the stored ones (or replace one
         written for a previous remote topic: ``resets``)."""
         out = []
-        for tp in self.committed(group):
-            if tp.offset < 0 or tp.error is not None:
-                continue
+        for (topic, partition), (offset, metadata) in sorted(self.source.committed(group).items()):
             reset = False
-            if self.selection.should_replicate(tp.topic):
-                renamed = self.renamed(tp.topic)
+            if self.selection.should_replicate(topic):
+                renamed = self.renamed(topic)
                 bound = self._bound(renamed)
-                downstream = None if bound is None else self.translate(tp.topic, tp.partition, tp.offset, bound)
+                downstream = None if bound is None else self.translate(topic, partition, offset, bound)
                 if downstream is not None and self.other_origin is not None:
-                    downstream = self._both_origins(group, tp.topic, tp.partition, tp.offset, downstream)
-                reset = (tp.topic, tp.partition) in resets
-            elif self.translate_back is not None and self.policy.topic_source(tp.topic) == self.target_alias:
+                    downstream = self._both_origins(group, topic, partition, offset, downstream)
+                reset = (topic, partition) in resets
+            elif self.translate_back is not None and self.policy.topic_source(topic) == self.target_alias:
                 # Failback: a remote topic of the reverse flow maps back onto its original topic,
                 # exactly, through the reverse flow's writer-reported ranges (MM2 has no syncs here).
-                back = self.translate_back(tp.topic, tp.partition, tp.offset)
-                renamed, downstream = back if back is not None else (tp.topic, None)
+                back = self.translate_back(topic, partition, offset)
+                renamed, downstream = back if back is not None else (topic, None)
             else:
                 continue
             if downstream is None or downstream < 0:
                 log.debug("flow %s: group %s %s-%d at %d not translatable yet", self.flow_name, group,
-                          tp.topic, tp.partition, tp.offset)
+                          topic, partition, offset)
                 continue
-            checkpoint = Checkpoint(group, renamed, tp.partition, tp.offset, downstream, tp.metadata or "")
+            checkpoint = Checkpoint(group, renamed, partition, offset, downstream, metadata)
             if reset or self.store.is_newer(checkpoint):
                 out.append(checkpoint)
         return out
@@ -199,7 +184,6 @@ class CheckpointTask:
         nothing the check would protect, and skips it: at thousands of partitions it was most of an
         idle flow's control-plane CPU (the topic refresh still checks every topic)."""
         assert self._producer is not None, "start() first"
-        coordinator_gate(self.source, f"source cluster {self.selection.source_alias}")
         groups = self.source_groups()
         self._forget_groups(set(groups))
         self._remote_ids = dict(check() if check is not None and (groups or self.pending_resets()) else {})
@@ -208,10 +192,7 @@ class CheckpointTask:
         for group in groups:
             try:
                 found = self.checkpoints(group, resets)
-            except KafkaException as exc:
-                if not_answering(exc):  # the rest of the round would only send more requests into an outage
-                    raise ClusterFailure(f"flow {self.flow_name}: reading offsets of group {group} failed: {exc}") \
-                        from None
+            except GroupRequestRefused as exc:  # not answering ends the round: GroupsNotAnswering goes up
                 log.warning("flow %s: reading offsets of group %s failed: %s", self.flow_name, group, exc)
                 continue
             created = time.time()

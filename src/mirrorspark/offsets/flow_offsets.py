@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import check_replication_factor, ensure_compacted_topic
+from mirrorspark.control.groups import Groups
 from mirrorspark.control.scheduler import OFFSETS, flow_lane
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets import read_twice
@@ -40,7 +41,10 @@ class FlowOffsets:
 
     def __init__(self, *, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
                  source_conf: dict[str, Any], target_conf: dict[str, Any], state: StateFiles,
-                 source_of: Callable[[str], str | None], metrics: MirrorMetrics | None = None) -> None:
+                 source_of: Callable[[str], str | None], group_clients: tuple[Groups, Groups],
+                 metrics: MirrorMetrics | None = None) -> None:
+        """``group_clients``: the source's and the target's consumer groups (checkpoints read the first,
+        group offset sync writes the second)."""
         self.flow = flow
         self.source_of = source_of  # remote topic -> source topic, from the flow's topic plan
         self.enabled = flow.options.emit_offset_syncs
@@ -65,11 +69,12 @@ class FlowOffsets:
                                                            flow.where("group.filter.class")))
             self.checkpoints = CheckpointTask(
                 flow_name=flow.name, target_alias=flow.target.alias, selection=selection, groups=groups,
-                source=source, target=target, target_conf=target_conf, translate=self.ranges.translate,
+                source=group_clients[0], target=target, target_conf=target_conf, translate=self.ranges.translate,
                 replication_factor=flow.options.checkpoints_replication_factor,
                 resets=(self.pending_checkpoint_resets, self.checkpoint_resets_done), metrics=metrics)
             if flow.options.sync_group_offsets:
-                self.group_sync = GroupOffsetSync(flow.name, target, self.checkpoints.store)
+                self.group_sync = GroupOffsetSync(flow_name=flow.name, target=group_clients[1],
+                                                  store=self.checkpoints.store)
         self._target = target
 
     def translate_back(self, remote_topic: str, partition: int, committed: int) -> tuple[str, int] | None:

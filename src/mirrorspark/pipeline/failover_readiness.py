@@ -25,12 +25,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaException
-
+from mirrorspark.errors import OperationalError
 from mirrorspark.integrity.failover_verdict import assess as assess_group
 from mirrorspark.integrity.failover_verdict import latest_checkpoints
 from mirrorspark.offsets.checkpoint_store import read_compacted_topic
-from mirrorspark.offsets.group_sync import committed_offsets
 from mirrorspark.partition import Partition
 
 if TYPE_CHECKING:
@@ -64,8 +62,8 @@ def readiness_of(parts: AssembledFlow, *, source_alias: str, interval: float,
         committed: Mapping[Partition, int] | None = None
         if readable:  # after one failure the source is taken as out of reach for this round
             try:
-                committed = committed_offsets(task.source, group)
-            except KafkaException as exc:
+                committed = {key: offset for key, (offset, _) in task.source.committed(group).items()}
+            except OperationalError as exc:  # the groups' client: not answering, or refused
                 readable = False
                 log.info("status page: the commits of group %s on %s could not be read: %s", group, source_alias, exc)
         verdict = assess_group(group, source_alias, [(c, ts) for c, ts in mine if c.group == group], source_of,

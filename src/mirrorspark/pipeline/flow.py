@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.control.admin import coordinator_gate
 from mirrorspark.control.clusters import ClusterUnreachable
 from mirrorspark.coordination import stale_writes
 from mirrorspark.coordination.claims import Claim, Claims
 from mirrorspark.coordination.lease import FlowLease, default_group
-from mirrorspark.errors import ConfigError, Conflict
+from mirrorspark.errors import ConfigError, Conflict, OperationalError, first_line
 from mirrorspark.integrity.topic_identity import FILE as IDENTITY_FILE
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.jvm_bridge import SparkJvm
@@ -160,7 +159,7 @@ class Flow:
 
     def _target_unreached(self, error: BaseException) -> None:
         self.unreached = True
-        self.last_failure = str(error).splitlines()[0][:300]
+        self.last_failure = first_line(error)
         if self.failing_since is None:
             self.failing_since = time.time()
         publish_state(self.context.shared.metrics, self.config.source.alias, self.config.target.alias, "degraded")
@@ -204,13 +203,11 @@ class Flow:
             return False
         self.hand_over_checked = time.monotonic()
         try:
-            admin = self.context.shared.clusters.admin(self.config.target)[0]
-            coordinator_gate(admin, f"the target of flow {self.name}")
-            group = admin.describe_consumer_groups([self.lease.group], request_timeout=10)[self.lease.group].result(15)
-        except Exception as exc:  # noqa: BLE001 - the target out of reach: nobody to hand over to now
+            group = self.context.shared.clusters.groups(self.config.target).describe(self.lease.group)
+        except OperationalError as exc:  # the target out of reach: nobody to hand over to now
             log.debug("flow %s: lease group not described: %s", self.name, exc)
             return False
-        return len(group.members) > 1
+        return group.members > 1
 
     def hand_over(self) -> None:
         """The flow failed here for a reason a retry cannot fix: leave its lease group so a standby
@@ -277,14 +274,14 @@ class Flow:
         """Taking the flow over failed for a reason that may pass (a cluster unreachable): undo, retry later."""
         self.context.shared.scheduler.cancel(self.context.lanes)
         self.failed_takes += 1
-        self.last_failure = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+        self.last_failure = first_line(error)
         if self.failing_since is None:
             self.failing_since = time.time()
         publish_state(self.context.shared.metrics, self.config.source.alias, self.config.target.alias, "degraded")
         delay = min(60.0, 5.0 * 2 ** (self.failed_takes - 1))
         self.retry_at = time.monotonic() + delay
         log.warning("flow %s: taking the flow over failed (attempt %d), retried in %.0f s: %s", self.name,
-                    self.failed_takes, delay, str(error).splitlines()[0][:300])
+                    self.failed_takes, delay, first_line(error))
 
     def take_over(self, spark: Any, *, assembled: Callable[[], None]) -> None:
         """A standby given the flow: assemble and start it (``assembled`` runs in between: the process

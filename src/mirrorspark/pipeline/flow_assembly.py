@@ -126,7 +126,8 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     resume_from_target(flow, selection, remote.plan, Clients(source, source_conf, target, target_conf), folder,
                        shared.fresh_copy, remote.created)
     offsets = FlowOffsets(flow=flow, selection=selection, source=source, target=target, source_conf=source_conf,
-                          target_conf=target_conf, state=folder, source_of=remote.source_of, metrics=shared.metrics)
+                          target_conf=target_conf, state=folder, source_of=remote.source_of, metrics=shared.metrics,
+                          group_clients=(shared.clusters.groups(flow.source), shared.clusters.groups(flow.target)))
     offsets.check_replication_factors()
     checkpoint = folder.child("checkpoint")
     marks = WriteMarks(folder)

@@ -20,7 +20,7 @@ from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.coordination.claims import instance_id
-from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.errors import ConfigError, OperationalError, first_line
 from mirrorspark.jvm_bridge import SparkJvm
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
@@ -165,7 +165,7 @@ class Replicator:
             flow.take_failed(exc)
             log.warning("flow %s: it has copied before, so this process stays up and starts it when the cluster "
                         "answers (a restart during an outage, not a wrong address): %s", flow.name,
-                        str(exc).splitlines()[0][:300])
+                        first_line(exc))
 
     def _writes(self, flow_name: str) -> bool:
         """This process writes the flow of that pair (or runs no flow of it: heartbeats only)."""
@@ -251,6 +251,7 @@ class Replicator:
             spark["spark.jars"] = ",".join([*filter(None, [spark.get("spark.jars", "").strip()]), *map(str, jars)])
         self.spark = session = build_session(spark, self.shipped)
         jvm = SparkJvm(session=session)
+        self.clusters.use_jvm(jvm)
         self.metrics.jvm.attach(jvm.jvm_metrics, self.config.driver.lag_interval)
         if self.ship_files:
             executors = check_executors(self.spark, self.shipped)
@@ -317,6 +318,7 @@ class Replicator:
                 self._stopping = f"the offset syncs and lease group of flow {flow.name}"
                 flow.close()
             self.metrics.jvm.detach()
+            self.clusters.close()
             if self.spark is not None:
                 self._stopping = "Spark"
                 self.spark.stop()

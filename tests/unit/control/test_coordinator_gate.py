@@ -1,5 +1,7 @@
-"""Group-coordinator requests are not sent into an outage: librdkafka aborts the process when one
-meets a connection that just dropped (upstream issue 4605), so each round asks the cluster first."""
+"""Group requests are never sent into an outage, and an outage ends a round at its first group:
+librdkafka aborts the process when a group-coordinator request meets a connection that just dropped
+(upstream issue 4605). The running process asks through Kafka's Java Admin client
+(``GroupAdminTest`` and the integration tests); the short commands through librdkafka, gated."""
 from __future__ import annotations
 
 import time
@@ -10,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 from mirrorspark.config import parse_config
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.control.admin import admin_client, coordinator_gate, not_answering
+from mirrorspark.control.groups import GroupDescription, GroupRequestRefused, GroupsNotAnswering, RdkafkaGroups
 from mirrorspark.errors import ClusterFailure
 from mirrorspark.offsets.checkpoint_store import CheckpointStore
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
@@ -30,37 +33,76 @@ def test_a_cluster_that_does_not_answer_is_refused_by_the_gate_naming_it():
     assert time.monotonic() - started < 10
 
 
-def test_a_checkpoint_round_into_an_outage_sends_no_group_request():
-    selection = TopicSelection(FLOW, policy_for_flow(FLOW.settings, "a"))
-    task = CheckpointTask(flow_name="a->b", target_alias="b", selection=selection,
-                          groups=GroupFilter(FLOW.options, None), source=admin_client({"bootstrap.servers": NOBODY}),
-                          target=None,  # type: ignore[arg-type]
-                          target_conf={}, translate=lambda topic, partition, offset: None, replication_factor=1,
-                          resets=(lambda: set(), lambda done: None))
-    task._producer = object()  # type: ignore[assignment]
-    asked: list[str] = []
-    task.source_groups = lambda: asked.append("groups") or []  # type: ignore[method-assign]
-    with pytest.raises(ClusterFailure, match="source cluster a does not answer"):
-        task.run_once()
-    assert asked == []
+def test_librdkafka_group_requests_ask_the_cluster_first():
+    """The gate's answer (5 s), not the group request's own 30 s timeout: no request was sent."""
+    started = time.monotonic()
+    with pytest.raises(GroupsNotAnswering, match="cluster a does not answer"):
+        RdkafkaGroups(admin=admin_client({"bootstrap.servers": NOBODY}), cluster="cluster a").committed("g")
+    assert time.monotonic() - started < 15
 
 
-def test_a_group_sync_round_stops_at_the_first_group_the_cluster_does_not_answer_for(monkeypatch):
-    import mirrorspark.offsets.group_sync as module
-    monkeypatch.setattr(module, "coordinator_gate", lambda admin, cluster: None)  # answered, then went away
+class Target:
+    """A target's groups as the sync sees them: g1..g3 idle; ``fail`` says how a request ends."""
+
+    def __init__(self, fail: Exception | None) -> None:
+        self.fail, self.asked = fail, []
+
+    def describe(self, group: str) -> GroupDescription:
+        self.asked.append(group)
+        if self.fail is not None:
+            raise self.fail
+        return GroupDescription(state="DEAD", members=0)
+
+    def committed(self, group: str) -> dict:
+        return {}
+
+    def commit(self, group: str, offsets) -> None:
+        pass
+
+    def ids(self) -> list[str]:
+        return []
+
+
+def sync_of(target: Target, monkeypatch) -> GroupOffsetSync:
     store = CheckpointStore()
     monkeypatch.setattr(store, "groups", lambda: {"g1", "g2", "g3"})
-    sync = GroupOffsetSync("a->b", None, store)  # type: ignore[arg-type]
-    tried: list[str] = []
+    return GroupOffsetSync(flow_name="a->b", target=target, store=store)
 
-    def sync_group(group: str) -> int:
-        tried.append(group)
-        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
 
-    monkeypatch.setattr(sync, "sync_group", sync_group)
-    with pytest.raises(ClusterFailure, match="syncing offsets of group g1 failed"):
-        sync.run_once()
-    assert tried == ["g1"]
+def test_a_group_sync_round_stops_at_the_first_group_the_target_does_not_answer_for(monkeypatch):
+    target = Target(GroupsNotAnswering("cluster b: describing group g1: timed out"))
+    with pytest.raises(ClusterFailure, match="describing group g1"):
+        sync_of(target, monkeypatch).run_once()
+    assert target.asked == ["g1"]
+
+
+def test_a_group_the_target_refuses_is_skipped_and_the_round_goes_on(monkeypatch):
+    target = Target(GroupRequestRefused("cluster b: describing group: GroupAuthorizationException"))
+    assert sync_of(target, monkeypatch).run_once() == {}
+    assert target.asked == ["g1", "g2", "g3"]
+
+
+def test_a_checkpoint_round_stops_at_the_first_group_the_source_does_not_answer_for():
+    selection = TopicSelection(FLOW, policy_for_flow(FLOW.settings, "a"))
+
+    class Source(Target):
+        def ids(self) -> list[str]:
+            return ["g1", "g2"]
+
+        def committed(self, group: str) -> dict:
+            self.asked.append(group)
+            raise GroupsNotAnswering(f"cluster a: reading the offsets of group {group}: timed out")
+
+    source = Source(None)
+    task = CheckpointTask(flow_name="a->b", target_alias="b", selection=selection,
+                          groups=GroupFilter(FLOW.options, None), source=source,
+                          target=None,  # type: ignore[arg-type]
+                          target_conf={}, translate=lambda topic, partition, offset, bound: None,
+                          replication_factor=1, resets=(lambda: set(), lambda done: None))
+    task._producer = object()  # type: ignore[assignment]
+    with pytest.raises(ClusterFailure, match="offsets of group g1"):
+        task.run_once()
+    assert source.asked == ["g1"]
 
 
 def test_only_codes_of_a_cluster_that_does_not_answer_count_as_not_answering():

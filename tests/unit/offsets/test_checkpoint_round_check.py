@@ -1,8 +1,6 @@
 """The checkpoint round's topic identity check runs only when the round has something to protect."""
 from __future__ import annotations
 
-import pytest
-
 from mirrorspark.config import parse_config
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
@@ -12,13 +10,6 @@ from mirrorspark.policy.topic_selection import TopicSelection
 
 FLOW = parse_config(parse_properties("clusters = a, b\na.bootstrap.servers = localhost:9\n"
                                      "b.bootstrap.servers = localhost:9\na->b.enabled = true\n")).enabled_flows[0]
-
-
-@pytest.fixture(autouse=True)
-def _answering_source(monkeypatch):
-    """The source answers: the round's gate (tested against a real client in test_coordinator_gate.py) passes."""
-    import mirrorspark.offsets.checkpoint_task as module
-    monkeypatch.setattr(module, "coordinator_gate", lambda admin, cluster: None)
 
 
 def task(groups: list[str], resets: set) -> CheckpointTask:

@@ -15,11 +15,13 @@ from mirrorspark.pipeline import failover_readiness
 from mirrorspark.pipeline.failover_readiness import ReadinessCache, readiness_of
 
 TOPIC = "primary.checkpoints.internal"
+FOUND: list[dict] = []  # the cluster fixture's state: what the source's groups have committed
 
 
 def parts(lags: list[PartitionLag], losses: list[LossReport] | None = None, checkpoints: bool = True):
     """The few parts of an assembled flow the readiness reads (a small fake, not the pipeline)."""
-    task = SimpleNamespace(target_conf={}, topic=TOPIC, source="source-admin") if checkpoints else None
+    source = SimpleNamespace(committed=lambda group: {k: (v, "") for k, v in FOUND[0]["committed"][group].items()})
+    task = SimpleNamespace(target_conf={}, topic=TOPIC, source=source) if checkpoints else None
     return SimpleNamespace(
         offsets=SimpleNamespace(checkpoints=task),
         query=SimpleNamespace(remote_topics=SimpleNamespace(plan=SimpleNamespace(remote={"orders": "primary.orders"}))),
@@ -38,7 +40,7 @@ def cluster(monkeypatch):
         return [(c.key_bytes(), c.value_bytes(), 0, i, int(emitted * 1000)) for i, c in enumerate(found["records"])]
 
     monkeypatch.setattr(failover_readiness, "read_compacted_topic", read)
-    monkeypatch.setattr(failover_readiness, "committed_offsets", lambda admin, group: found["committed"][group])
+    FOUND[:] = [found]
     return found, emitted
 
 

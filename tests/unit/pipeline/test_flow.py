@@ -111,3 +111,12 @@ def test_a_lease_group_the_target_refuses_once_it_answers_stops_the_process_as_a
     flow.lease.decided = lambda settle=2.0: True
     with pytest.raises(ConfigError, match="Group authorization failed"):
         flow.steer(None, assembled=lambda: None)
+
+
+def test_a_takeover_failing_with_an_empty_message_is_retried_naming_the_error_class(tmp_path):
+    """A future's ``TimeoutError()`` says nothing: the soak's standby crashed formatting it (internal
+    error, exit 1) instead of retrying the takeover."""
+    flow, metrics, _ = _leased_flow(tmp_path, ran_before=True)
+    flow.take_failed(TimeoutError())
+    assert flow.last_failure == "TimeoutError"
+    assert flow.failed_takes == 1 and metrics.status.status("a", "b").state == "degraded"

@@ -1,0 +1,173 @@
+package io.mirrorspark.control;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConsumerGroupOffsetsOptions;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ConsumerGroupListing;
+import org.apache.kafka.clients.admin.DescribeConsumerGroupsOptions;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
+import org.apache.kafka.clients.admin.ListConsumerGroupsOptions;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
+
+/**
+ * One cluster's consumer groups through Kafka's own Admin client, for the driver's control plane:
+ * the groups a checkpoint round reads, the target groups the group offset sync writes, the lease
+ * group a writer asks about. The settings are the cluster's client keys as MM2 passes them to its
+ * admin client, unchanged.
+ *
+ * <p>Why Java here: these are group-coordinator requests, and librdkafka aborts the whole process
+ * when one meets a connection that has just dropped (its issue 4605); Kafka's client fails the call
+ * instead. Values cross py4j as JSON text, so Python never holds a Kafka object.
+ *
+ * <p>A cluster that does not answer (a timeout, a retriable error) raises {@link NotAnswering};
+ * anything else (authorization, a request the cluster refuses) raises {@link Refused}.
+ */
+public final class GroupAdmin implements AutoCloseable {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Admin admin;
+
+    public GroupAdmin(Map<String, String> settings) {
+        this.admin = Admin.create(new HashMap<String, Object>(settings));
+    }
+
+    /** The ids of the cluster's consumer groups, as a JSON array (sorted). */
+    public String groupIds(int timeoutMs) {
+        var listed = admin.listConsumerGroups(new ListConsumerGroupsOptions().timeoutMs(timeoutMs)).all();
+        ArrayNode out = JSON.createArrayNode();
+        get(listed, timeoutMs, "listing consumer groups").stream()
+            .map(ConsumerGroupListing::groupId).sorted().forEach(out::add);
+        return out.toString();
+    }
+
+    /**
+     * The group's committed offsets, as a JSON array of {@code [topic, partition, offset, metadata]};
+     * partitions without a committed offset are left out.
+     */
+    public String committed(String group, int timeoutMs) {
+        var found = admin.listConsumerGroupOffsets(group, new ListConsumerGroupOffsetsOptions().timeoutMs(timeoutMs))
+            .partitionsToOffsetAndMetadata();
+        return encode(get(found, timeoutMs, "reading the offsets of group " + group));
+    }
+
+    /** The group's state (Kafka's name, e.g. {@code EMPTY}, {@code STABLE}, {@code DEAD}) and its member count. */
+    public String describe(String group, int timeoutMs) {
+        var described = admin.describeConsumerGroups(java.util.List.of(group),
+            new DescribeConsumerGroupsOptions().timeoutMs(timeoutMs)).describedGroups().get(group);
+        ConsumerGroupDescription description = get(described, timeoutMs, "describing group " + group);
+        ObjectNode out = JSON.createObjectNode();
+        out.put("state", description.state().name());
+        out.put("members", description.members().size());
+        return out.toString();
+    }
+
+    /** Commit {@code offsets} (JSON as {@link #committed} returns it) for {@code group}, which must have no members. */
+    public void commit(String group, String offsets, int timeoutMs) {
+        var altered = admin.alterConsumerGroupOffsets(group, decode(offsets),
+            new AlterConsumerGroupOffsetsOptions().timeoutMs(timeoutMs)).all();
+        get(altered, timeoutMs, "committing offsets of group " + group);
+    }
+
+    @Override
+    public void close() {
+        admin.close(Duration.ofSeconds(5));
+    }
+
+    static String encode(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        Map<String, Map<Integer, OffsetAndMetadata>> sorted = new TreeMap<>();
+        offsets.forEach((tp, om) -> {
+            if (om != null && om.offset() >= 0) {
+                sorted.computeIfAbsent(tp.topic(), t -> new TreeMap<>()).put(tp.partition(), om);
+            }
+        });
+        ArrayNode out = JSON.createArrayNode();
+        sorted.forEach((topic, partitions) -> partitions.forEach((partition, om) -> {
+            ArrayNode row = out.addArray();
+            row.add(topic).add(partition).add(om.offset()).add(om.metadata() == null ? "" : om.metadata());
+        }));
+        return out.toString();
+    }
+
+    static Map<TopicPartition, OffsetAndMetadata> decode(String offsets) {
+        JsonNode rows;
+        try {
+            rows = JSON.readTree(offsets);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("offsets are not JSON: " + e.getMessage(), e);
+        }
+        if (rows == null || !rows.isArray()) {
+            throw new IllegalArgumentException("offsets must be a JSON array of [topic, partition, offset, metadata]");
+        }
+        Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+        for (JsonNode row : rows) {
+            if (!row.isArray() || row.size() != 4 || !row.get(0).isTextual() || !row.get(1).canConvertToInt()
+                || !row.get(2).canConvertToLong() || row.get(2).asLong() < 0 || !row.get(3).isTextual()) {
+                throw new IllegalArgumentException("not [topic, partition, offset >= 0, metadata]: " + row);
+            }
+            out.put(new TopicPartition(row.get(0).asText(), row.get(1).asInt()),
+                new OffsetAndMetadata(row.get(2).asLong(), row.get(3).asText()));
+        }
+        return out;
+    }
+
+    private static <T> T get(KafkaFuture<T> future, int timeoutMs, String what) {
+        try {
+            // The call's own timeout ends it first; this bound only guards against a future never completed.
+            return future.get(timeoutMs + 5_000L, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NotAnswering(what + ": interrupted", e);
+        } catch (TimeoutException e) {
+            throw new NotAnswering(what + ": no answer in " + timeoutMs + " ms", e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (notAnswering(cause)) {
+                throw new NotAnswering(what + ": " + cause, cause);
+            }
+            throw new Refused(what + ": " + cause, cause);
+        }
+    }
+
+    /** A retriable error anywhere in the chain ("Failed to find brokers" wraps a timeout, for one). */
+    static boolean notAnswering(Throwable error) {
+        for (Throwable at = error; at != null; at = at.getCause() == at ? null : at.getCause()) {
+            if (at instanceof RetriableException) {  // Kafka's TimeoutException is one too
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The cluster did not answer (down, a coordinator moving, a timeout): ask again later. */
+    public static final class NotAnswering extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        NotAnswering(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /** The cluster answered and refused (authorization, a group with members, a bad request). */
+    public static final class Refused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+}

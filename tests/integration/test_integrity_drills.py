@@ -348,10 +348,11 @@ def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_
         tmp_path, unique):
     """A regional outage: the source's only broker stopped for about 75 s, longer than the stall timeout
     (a task waiting for due records fails rather than skip them) and than restart.attempts = 1 could
-    absorb; the instance is restarted in the middle of it; then the instance stopped, the target's broker
-    stopped, and the instance started while the target is down. The flow stays up, degraded while
-    retrying (the restarted instances too: they wait for the source, or for the target where their
-    lease lives, instead of exiting), and resumes where it was. Own clusters (their only broker is stopped, so the
+    absorb; the instance is restarted in the middle of it; then the target's broker stopped, the
+    instance stopped (SIGTERM) during that outage, which must end within mirrorspark.shutdown.timeout.ms,
+    and started again while the target is still down. The flow stays up, degraded while retrying (the
+    restarted instances too: they wait for the source, or for the target where their lease lives,
+    instead of exiting), and resumes where it was. Own clusters (their only broker is stopped, so the
     session's clusters stay up for others)."""
     from mirrorspark.local import ClusterSpec, LocalClusters
 
@@ -367,7 +368,8 @@ def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_
                           f"src->dst.topics = {topic}\nreplication.factor = 1\n"
                           "checkpoints.topic.replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
                           "heartbeats.topic.replication.factor = 1\n"
-                          "mirrorspark.flow.restart.attempts = 1\nmirrorspark.source.stall.timeout.ms = 10000\n")
+                          "mirrorspark.flow.restart.attempts = 1\nmirrorspark.source.stall.timeout.ms = 10000\n"
+                          "mirrorspark.shutdown.timeout.ms = 20000\n")
         acked: list[int] = []
         fed: list[int] = []
 
@@ -418,15 +420,20 @@ def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_
             first_output = mirror.output()
         # The instance restarted in the middle of the outage (a pod moved, a host rebooted): it must
         # come up and wait for the source, not exit on it.
-        with running_mirrorspark(config, state) as mirror:
+        # Then the target's cluster is lost, and the instance is stopped during that outage (a pod moved):
+        # its batch, offset syncs and lease group cannot end cleanly, and the stop must not hang on them.
+        with running_mirrorspark(config, state, exit_code=(0, 143)) as mirror:
             watch(mirror, "restarted", 90, until_seen="degraded: retrying since")  # its REST up, the flow waiting
             local.up([ClusterSpec("src")])
             time.sleep(10)
+            local.down(["dst"])
+            time.sleep(15)
+            stopping = time.monotonic()
+            stop_code = mirror.stop(timeout=60)
+            stop_took = time.monotonic() - stopping
             middle_output = mirror.output()
-        # Then the target's cluster is lost while the instance is stopped (a pod moved during a regional
-        # outage), and the instance starts while it is still down: the lease and claims live on the
-        # target, so it waits for it, degraded, instead of exiting.
-        local.down(["dst"])
+        # The instance starts while the target is still down: the lease and claims live on the target,
+        # so it waits for it, degraded, instead of exiting.
         with running_mirrorspark(config, state) as mirror:
             watch(mirror, "target restart", 90, until_seen="degraded: retrying since")
             watch(mirror, "dst", 10)
@@ -456,8 +463,12 @@ def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_
               f"{missing}, flow restarts {flow['restarts']}, state {flow['state']}; during the source "
               f"outage: {degraded[-1:] or seen['src'][-1:]}; restarted during it: "
               f"{waiting[-1:] or seen['restarted'][-1:]}; restarted during the target's: "
-              f"{waiting_target[-1:] or seen['target restart'][-1:]}")
+              f"{waiting_target[-1:] or seen['target restart'][-1:]}; stopped during the target's outage in "
+              f"{stop_took:.1f} s (exit {stop_code})")
         assert not lost and doubled == 0 and missing == 0
+        assert stop_took < 20 + 15, middle_output[-3000:]  # the shutdown timeout, and the JVM's own exit
+        if stop_code == 143:
+            assert "did not finish within 20 s" in middle_output
         assert flow["state"] == "running"
         assert degraded, seen["src"]
         assert waiting, seen["restarted"]

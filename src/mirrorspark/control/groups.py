@@ -13,6 +13,7 @@ cluster or its coordinator does not answer, and :class:`GroupRequestRefused` whe
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -126,12 +127,14 @@ class JavaGroups:
     def __init__(self, *, admin: Callable[[], JvmGroupAdmin], cluster: str) -> None:
         self._make = admin
         self._admin: JvmGroupAdmin | None = None
+        self._lock = threading.Lock()  # the scheduler's lanes and the status page ask from their threads
         self.cluster = cluster
 
     def _java(self) -> JvmGroupAdmin:
-        if self._admin is None:
-            self._admin = self._make()
-        return self._admin
+        with self._lock:
+            if self._admin is None:
+                self._admin = self._make()
+            return self._admin
 
     def ids(self) -> list[str]:
         return self._ask(lambda java: java.group_ids(int(TIMEOUT_S * 1000)))
@@ -147,9 +150,10 @@ class JavaGroups:
         self._ask(lambda java: java.commit(group, offsets, int(TIMEOUT_S * 1000)))
 
     def close(self) -> None:
-        if self._admin is not None:
-            self._admin.close()
-            self._admin = None
+        with self._lock:
+            admin, self._admin = self._admin, None
+        if admin is not None:
+            admin.close()
 
     def _ask(self, call: Callable):
         from mirrorspark.jvm_bridge import JvmError

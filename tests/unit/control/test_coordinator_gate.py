@@ -110,3 +110,33 @@ def test_only_codes_of_a_cluster_that_does_not_answer_count_as_not_answering():
     assert not_answering(KafkaException(KafkaError(KafkaError.COORDINATOR_NOT_AVAILABLE)))
     assert not not_answering(KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)))
     assert not not_answering(KafkaException("text only"))
+
+
+def test_the_java_groups_client_is_made_once_and_its_failures_keep_their_meaning():
+    """What Kafka's Admin client in the driver JVM raises (``GroupAdmin.NotAnswering``/``Refused``, as
+    py4j hands them over) becomes the same two errors the librdkafka side raises."""
+    from mirrorspark.control.groups import JavaGroups
+    from mirrorspark.jvm_bridge import JvmError
+
+    made: list[int] = []
+
+    class Admin:
+        def __init__(self, kind: str) -> None:
+            self.kind = kind
+
+        def committed(self, group: str, timeout_ms: int) -> dict:
+            raise JvmError(call="GroupAdmin.committed", kind=self.kind, detail=f"reading the offsets of group {group}",
+                           text="")
+
+    def client(kind: str) -> JavaGroups:
+        return JavaGroups(admin=lambda: made.append(1) or Admin(kind), cluster="cluster a")  # type: ignore[arg-type]
+
+    answering_not = client("NotAnswering")
+    for _ in range(2):
+        with pytest.raises(GroupsNotAnswering, match="cluster a: reading the offsets of group g"):
+            answering_not.committed("g")
+    assert made == [1]
+    with pytest.raises(GroupRequestRefused, match="cluster a: reading the offsets of group g"):
+        client("Refused").committed("g")
+    with pytest.raises(JvmError, match="Py4JNetworkError"):
+        client("Py4JNetworkError").committed("g")

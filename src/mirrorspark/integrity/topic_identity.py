@@ -62,7 +62,13 @@ class TopicIdentity:
 
     def __init__(self, *, files: StateFiles, flow_name: str, source: AdminClient, target: AdminClient,
                  loss: LossLog, marks: WriteMarks, spark_log: SparkOffsetLog,
-                 mapping: OffsetMapping) -> None:
+                 mapping: OffsetMapping, takeover: Mapping[Partition, int] | None = None,
+                 rewind_takeover: Callable[[str, Mapping[int, int]], object] | None = None) -> None:
+        """``takeover``: where the query's first batch starts (a takeover, or a start without state that
+        resumes after the target's copies), what was copied before any batch is committed;
+        ``rewind_takeover``: moves a re-created topic's takeover positions to its new start."""
+        self.takeover = takeover if takeover is not None else {}
+        self.rewind_takeover = rewind_takeover
         self.files = files
         self.flow_name = flow_name
         self.source = source
@@ -143,7 +149,10 @@ class TopicIdentity:
         return bool(self.rewinds)
 
     def _source_recreated(self, topic: str, old: str, new: str, count: int, remote: str | None) -> None:
-        position = self.spark_log.committed_positions()
+        # Before the query's first committed batch, what was copied ends where the query started (a
+        # takeover, or a start without state resumed after the target's copies), not at offset 0.
+        position = {**{key: offset for key, offset in self.takeover.items() if key[0] == topic},
+                    **self.spark_log.committed_positions()}
         # What the flow wrote of the old topic: a batch that read the new topic before this check
         # (Spark saw its partitions as new, or its ends went back) moved Spark's position below it.
         written = self.marks.source_marks(topic)
@@ -156,6 +165,8 @@ class TopicIdentity:
                                  "these records were copied", span=Span.source(topic, copied, end - 1, old))
         starts = partition_offsets(self.source, [(topic, p) for p in range(count)], earliest=True)
         self.rewinds[topic] = {p: o for (_, p), o in starts.items()}
+        if self.rewind_takeover is not None:  # else the next start reads the old topic's offsets again
+            self.rewind_takeover(topic, self.rewinds[topic])
         if remote is not None:
             self._old_copies_compared_no_more(topic, remote, position, count)
         self.marks.forget_source(topic)

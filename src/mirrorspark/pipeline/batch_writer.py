@@ -47,7 +47,7 @@ class BatchStarts:
 
     def __init__(self, *, spark_log: SparkOffsetLog, takeover: Mapping[Partition, int]) -> None:
         self.spark_log = spark_log
-        self.takeover = dict(takeover)
+        self.takeover = takeover  # shared with the query's start: a re-created topic's positions move
         self._previous: tuple[int, dict[Partition, int]] | None = None
 
     def of(self, batch_id: int) -> dict[Partition, int]:

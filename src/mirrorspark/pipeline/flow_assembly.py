@@ -39,7 +39,7 @@ from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.state import StateFiles
 from mirrorspark.state.identity import check_state_identity
 from mirrorspark.takeover.lost_state import Clients, resume_from_target
-from mirrorspark.takeover.plan import load_positions
+from mirrorspark.takeover.plan import load_positions, rewind_positions
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +134,12 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     # A loss is counted in the log of the source topic's generation (its id as the identity check
     # knows it): the identity is made next, and reports come from batches and checks that follow.
     loss = LossLog(folder, flow.name, source_id=lambda topic: identity.source_ids.get(topic))
+    # Where the query's first batch starts (after a takeover, or a start without state): one dict, read
+    # by the query's start and its batches, moved by the identity check when a topic is re-created.
+    takeover = load_positions(folder)
     identity = TopicIdentity(files=folder, flow_name=flow.name, source=source, target=target, loss=loss, marks=marks,
-                             spark_log=SparkOffsetLog(checkpoint), mapping=offsets)
+                             spark_log=SparkOffsetLog(checkpoint), mapping=offsets, takeover=takeover,
+                             rewind_takeover=lambda topic, starts: rewind_positions(folder, takeover, topic, starts))
     figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias,
                           connectors=("MirrorSourceConnector",) + (("MirrorCheckpointConnector",)
                                                                   if flow.options.emit_checkpoints else ()))
@@ -181,7 +185,7 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
         identity.apply_rewinds()
 
     start = QueryStart(flow=flow, selection=selection, remote_topics=remote,
-                       takeover=load_positions(folder))  # where MM2 stopped, after a takeover
+                       takeover=takeover)  # where MM2 stopped, or the target's copies end
     query = FlowQuery(flow=flow, start=start, checkpoint=checkpoint, guard=guard, slots=shared.slots,
                       on_written=offsets.on_written if offsets.enabled else None, metrics=figures,
                       ship_files=shared.ship_files, before_start=before_start,

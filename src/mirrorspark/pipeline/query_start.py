@@ -26,11 +26,11 @@ class QueryStart:
     (``migrate from-mm2 --execute``), empty otherwise."""
 
     def __init__(self, *, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
-                 takeover: Mapping[Partition, int] | None = None) -> None:
+                 takeover: dict[Partition, int] | None = None) -> None:
         self.flow = flow
         self.selection = selection
         self.remote_topics = remote_topics
-        self.takeover = dict(takeover or {})
+        self.takeover = takeover if takeover is not None else {}  # shared: a re-created topic's move here
         self.subscribed: frozenset[str] | None = None  # the topics a Java topic filter accepted at the last start
 
     def subscribe_pattern(self) -> str:

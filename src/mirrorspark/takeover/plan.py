@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -225,3 +226,23 @@ def load_positions(folder: StateFiles) -> dict[Partition, int]:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise TakeoverRefused(f"{folder.uri()}/{FILE} is damaged ({exc}); run `mirrorspark migrate from-mm2 "
                               "--execute` again or remove the file") from None
+
+
+def rewind_positions(folder: StateFiles, positions: dict[Partition, int], topic: str,
+                     starts: Mapping[int, int]) -> bool:
+    """``topic`` was deleted and re-created before the flow committed its first batch: its takeover
+    positions are the old topic's offsets. Like a committed checkpoint (``SparkOffsetLog.rewind``), they
+    move to the new topic's log start, in ``positions`` (the running query's) and in the file, so that
+    the next start reads the new topic from there and does not take it for the old one gone back.
+    Returns False when the topic has no takeover position."""
+    keys = [key for key in positions if key[0] == topic]
+    if not keys:
+        return False
+    for key in keys:
+        positions[key] = starts.get(key[1], 0)
+    text = folder.read(FILE)
+    body = json.loads(text) if text else {}
+    body["positions"] = starting_offsets(positions)
+    folder.write(FILE, json.dumps(body, indent=1))
+    return True
+

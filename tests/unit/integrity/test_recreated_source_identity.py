@@ -218,3 +218,34 @@ def test_a_source_topic_made_again_is_seen_by_its_id_alone(tmp_path, monkeypatch
     assert ident.source_changed(["t"])
     del ids["t"]  # deleted, not made again yet: nothing to read again
     assert not ident.source_changed(["t"])
+
+
+def test_before_any_batch_is_committed_what_was_copied_ends_where_the_query_started(tmp_path, monkeypatch):
+    """The third hour soak: a standby took the flow over without state (its old state set aside), resumed
+    after the target's copies, and the source topic was re-created before its first batch committed. The
+    whole old topic, from offset 0, was reported lost (54,824 records), and after a restart the takeover
+    positions, still the old topic's, made the new topic look gone back (51,281 more). Only what the old
+    topic held past the resume point is lost, and the next start reads the new topic from its start."""
+    from mirrorspark.takeover.plan import FILE, load_positions, rewind_positions
+
+    files = LocalFiles(tmp_path)
+    files.write("topic-ids.json", json.dumps({"source": {"t": "S1"}, "remote": {"a.t": "R1"},
+                                              "source_ends": {"t": {"0": 6_000, "1": 6_000}}}))
+    files.write(FILE, json.dumps({"positions": {"t": {"0": 5_000, "1": 5_000}}}))
+    takeover = load_positions(files)
+    loss = LossLog(files, "a->b")
+    (tmp_path / "checkpoint").mkdir()
+    ident = TopicIdentity(files=files, flow_name="a->b", source="source", target="target",  # type: ignore[arg-type]
+                          loss=loss, marks=WriteMarks(files),
+                          spark_log=SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")), mapping=Mapping(),
+                          takeover=takeover,
+                          rewind_takeover=lambda topic, starts: rewind_positions(files, takeover, topic, starts))
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S2"})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("R1", {0: 1, 1: 1})})
+    monkeypatch.setattr(topic_identity, "partition_offsets",
+                        lambda admin, parts, earliest=False, **_: {p: 0 if earliest else 300 for p in parts})
+    seen = counted(loss)
+    assert ident.check({"t": "a.t"}, {"t": 2})
+    assert seen == {("t", 0): 1_000, ("t", 1): 1_000}  # 5,000..5,999: the old topic past the resume point
+    assert takeover == {("t", 0): 0, ("t", 1): 0}  # the running query's next start
+    assert load_positions(files) == {("t", 0): 0, ("t", 1): 0}  # and a restart's

@@ -23,6 +23,7 @@ from helpers.waiting import wait_until
 
 from mirrorspark.client.failover import CheckpointAhead, FailoverPlan, PartitionPlan, execute_failover
 from mirrorspark.control.admin import admin_client, ensure_compacted_topic, topic_partitions
+from mirrorspark.control.groups import GroupDescription
 from mirrorspark.formats import Checkpoint
 
 pytestmark = pytest.mark.broker
@@ -117,9 +118,17 @@ def test_failover_leaves_out_checkpoints_of_remote_partitions_that_are_gone(monk
 
     class Config:
         clusters: ClassVar[dict[str, None]] = {"B": None}
+    class Groups:  # the target's groups: g idle, its commits kept here
+        def __init__(self, *, admin, cluster: str) -> None: ...
+
+        def describe(self, group: str) -> GroupDescription:
+            return GroupDescription(state="EMPTY", members=0)
+
+        def commit(self, group: str, offsets: dict) -> None:
+            committed.update(offsets)
+
     monkeypatch.setattr(failover, "_connection", lambda config, alias: {})
     monkeypatch.setattr(failover, "admin_client", lambda conf: None)
-    monkeypatch.setattr(failover, "group_state", lambda admin, group: failover.ConsumerGroupState.EMPTY)
-    monkeypatch.setattr(failover, "commit_offsets", lambda admin, group, offsets: committed.update(offsets))
+    monkeypatch.setattr(failover, "RdkafkaGroups", Groups)
     assert execute_failover(Config(), plan) == {("A.t", 0): 7}
     assert committed == {("A.t", 0): (7, "")} and rows[0].as_dict()["missing"]

@@ -70,7 +70,10 @@ class FlowLease:
         self._valid_until = 0.0  # monotonic
         self._joined_at: float | None = None
         self.refused: str | None = None  # the broker refuses the group or topic (ACLs): said at start
+        # Times the lease was lost, or went unconfirmed for a whole session timeout (the group may have
+        # given it to another member meanwhile): a flow assembled before the last one must be taken again.
         self.losses = 0
+        self._confirmed_at: float | None = None  # monotonic: when the last successful confirmation was sent
         self._fence: JvmFences | None = None  # the driver JVM's write fences, once Spark runs
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"mirrorspark-lease {flow}", daemon=True)
@@ -191,6 +194,7 @@ class FlowLease:
         was = self._held
         self._held = False
         self._valid_until = 0.0
+        self._confirmed_at = None  # counted here, not again at the next confirmation
         if was and stopping:  # a clean stop hands the flow over: news, not a warning
             log.info("flow %s: lease given up: %s", self.flow, why)
         elif was:
@@ -230,6 +234,12 @@ class FlowLease:
             else:  # the coordinator unreachable: the lease runs out unless a later round confirms it
                 log.debug("flow %s: lease confirmation failed: %s", self.flow, error.str())
             return
+        if self._confirmed_at is not None and sent - self._confirmed_at >= self.timeout:
+            self.losses += 1
+            log.warning("flow %s: this process's lease went unconfirmed for %.0f s, a whole session timeout: the "
+                        "group may have given the flow to another member meanwhile", self.flow,
+                        sent - self._confirmed_at)
+        self._confirmed_at = sent
         self._valid_until = sent + valid
         self._renew_fence(until_ms)
 

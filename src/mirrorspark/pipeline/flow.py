@@ -98,6 +98,7 @@ class Flow:
         self.rejoin_at: float | None = None  # monotonic: a flow handed over after failing here joins again then
         self.hand_over_checked = 0.0  # monotonic: when the lease group was last asked for another member
         self.unreached = False  # restarted while the target was out of reach: the lease group not joined yet
+        self._losses_seen = 0  # the lease's losses when the flow was assembled (``_lease_unbroken``)
         self._late: stale_writes.LateWatch | None = None  # the search for copies made twice after leaving
         # Steering (take over, leave) and REST's controls (pause, resume, restart) one at a time: a
         # resume must not start the query of a flow that is being left.
@@ -189,9 +190,24 @@ class Flow:
         return self.parts is None and self.may_write() and time.monotonic() >= self.retry_at
 
     def should_leave(self) -> bool:
-        """Membership is lost (another member owns the flow, or this one was expelled). A lease held
-        but not confirmed (the target unreachable) keeps the flow: its batches wait for confirmation."""
-        return self.parts is not None and self.lease is not None and not self.lease.held()
+        """Membership is lost (another member owns the flow, or this one was expelled), or was lost and
+        given back since the flow was assembled (see ``_lease_unbroken``). A lease held but not
+        confirmed (the target unreachable) keeps the flow: its batches wait for confirmation."""
+        return self.parts is not None and self.lease is not None and \
+            (not self.lease.held() or not self._lease_unbroken())
+
+    def _lease_unbroken(self) -> bool:
+        """The lease has not been lost since this flow was assembled. Lost and held again (its
+        coordinator out of reach, this process stopped, for a session timeout), another instance may
+        have written the flow meanwhile: this state's positions may be older than the target's, and a
+        re-created topic counted from them would report the other writer's copies as lost (the fault
+        soak's third hour: 49,146 records). The flow is left and taken again, where the claims decide
+        whether the state is still this writer's (``set_aside_if_stale``)."""
+        return self.lease is None or self.lease.losses == self._losses_seen
+
+    def _writing_allowed(self) -> bool:
+        """For batches and control tasks: the lease is confirmed and unbroken since the flow was assembled."""
+        return self._lease_unbroken() and self.lease is not None and self.lease.confirmed() and self._lease_unbroken()
 
     def writes(self) -> bool:
         """This process writes the flow now (its heartbeats beat here too)."""
@@ -246,8 +262,9 @@ class Flow:
             set_aside_if_stale(self.folder, self.name, previous, self.context.instance)
             claims.write(Claim.mine(flow=self.name, group=group, instance=self.context.instance,
                                          state=self.folder))
-        writing = self.lease.confirmed if self.lease is not None else None
-        self.parts = assemble_flow(self.context, writing=writing,
+        self._losses_seen = self.lease.losses if self.lease is not None else 0
+        self.parts = assemble_flow(self.context, writing=self._writing_allowed if self.lease is not None else None,
+                                   unbroken=self._lease_unbroken if self.lease is not None else None,
                                    lease=(self.lease.group, self.lease.writer) if self.lease is not None else None)
         self.takeovers += 1
         self.failed_takes = 0
@@ -328,6 +345,12 @@ class Flow:
                         self.lease.group if self.lease else "")
             self.leave()
             self.hand_over()
+        elif self.should_leave() and self.lease is not None and self.lease.held():
+            log.warning("flow %s: the lease was lost and is held again since this process took the flow (stopped, "
+                        "or its coordinator out of reach, for a session timeout): another instance may have written "
+                        "it meanwhile, so the flow is taken again, its state compared with the flow's claims first",
+                        self.name)
+            self.leave()
         elif self.should_leave():
             log.warning("flow %s: fenced: this process no longer holds the flow's lease (another instance took "
                         "it over, or this one was stopped or cut off too long); it stops writing and waits as a "

@@ -20,7 +20,7 @@ from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, GatedScheduler, Scheduler, flow_lane
 from mirrorspark.control.topic_configs import TopicConfigs
 from mirrorspark.control.transactions import check_transactions
-from mirrorspark.integrity.batch_guard import BatchGuard
+from mirrorspark.integrity.batch_guard import BatchGuard, Fenced
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.topic_identity import TopicIdentity
@@ -95,11 +95,14 @@ def flow_lanes(flow: FlowConfig) -> list[str]:
 
 
 def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = None,
+                  unbroken: Callable[[], bool] | None = None,
                   lease: tuple[str, str] | None = None) -> AssembledFlow:
     """Check and wire one enabled flow; raises a family error, before anything is copied, on bad input.
     ``writing``: whether this process still holds the flow's lease (None: no lease); batches and
-    control tasks check it before they write. ``lease``: the lease's group and the writer its
-    confirmations name, by which executors in JVMs of their own read the lease."""
+    control tasks check it before they write. ``unbroken``: the lease has not been lost since now,
+    checked (without waiting for a confirmation) before a query restart reads this state.
+    ``lease``: the lease's group and the writer its confirmations name, by which executors in JVMs
+    of their own read the lease."""
     flow, shared = context.config, context.shared
     options = flow.options
     selection = TopicSelection(flow, context.policy)
@@ -180,6 +183,9 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                        writing=writing, identity=identity)
 
     def before_start() -> None:
+        if unbroken is not None and not unbroken():  # the flow is taken again first (``Flow._lease_unbroken``)
+            raise Fenced(f"flow {flow.name}: the query is not restarted: this process no longer holds the flow's lease "
+                         "it took the flow with (lost and held again since); the flow is taken again first")
         plan = remote.refresh(force_target_check=True)  # a remote topic deleted meanwhile is re-created
         identity.check(plan.remote, plan.partitions)  # ... and its offset mapping bound to the new one
         identity.apply_rewinds()

@@ -38,7 +38,7 @@ def topic(monkeypatch) -> ClaimsTopic:
     monkeypatch.setattr(claims, "send_all", fake.send_all)
     monkeypatch.setattr(claims, "producer", lambda conf: None)
     monkeypatch.setattr(claims.Claims, "ensure_topic", lambda self: None)  # the topic exists
-    monkeypatch.setattr(flow_module, "assemble_flow", lambda context, writing, lease: "assembled")
+    monkeypatch.setattr(flow_module, "assemble_flow", lambda context, writing, unbroken, lease: "assembled")
     return fake
 
 

@@ -160,3 +160,31 @@ def test_a_driver_jvm_that_is_gone_neither_stops_the_lease_nor_reports_late_writ
     assert lease.active() and lease.late_writes() is None
     lease._revoked(None, [TopicPartition(LEASE_TOPIC, 0)])
     assert not lease.held()
+
+
+def test_a_lease_unconfirmed_for_a_whole_session_timeout_counts_as_lost_once_confirmed_again():
+    """The coordinator may give the partition to another member a session timeout after this one last
+    answered; if that member wrote the flow and stopped, this one is assigned again and held all along
+    as far as it knows. The flow must know: its state may be older than the target's."""
+    clock = Clock()
+    lease = _lease(clock, timeout=10.0)
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
+    lease._confirm(Member(assigned=True, refuse=False))
+    clock.now += 9.5
+    lease._confirm(Member(assigned=True, refuse=False))
+    assert lease.losses == 0, "a gap shorter than the session timeout: nobody else can have been given it"
+    clock.now += 10.0
+    lease._confirm(Member(assigned=True, refuse=False))
+    assert lease.losses == 1 and lease.active()
+
+
+def test_a_lease_lost_and_held_again_counts_one_loss():
+    clock = Clock()
+    lease = _lease(clock, timeout=10.0)
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
+    lease._confirm(Member(assigned=True, refuse=False))
+    lease._revoked(None, [TopicPartition(LEASE_TOPIC, 0)])  # on_lost: the session timed out
+    lease._reclaim(Member(assigned=True, refuse=False))  # the rejoin kept the partition here
+    clock.now += 30.0
+    lease._confirm(Member(assigned=True, refuse=False))
+    assert lease.held() and lease.active() and lease.losses == 1

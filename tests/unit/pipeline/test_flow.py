@@ -120,3 +120,48 @@ def test_a_takeover_failing_with_an_empty_message_is_retried_naming_the_error_cl
     flow.take_failed(TimeoutError())
     assert flow.last_failure == "TimeoutError"
     assert flow.failed_takes == 1 and metrics.status.status("a", "b").state == "degraded"
+
+
+def test_a_lease_lost_and_held_again_makes_the_flow_taken_again_and_another_writers_claim_sets_the_state_aside(
+        tmp_path, monkeypatch):
+    """The fault soak's third hour: a writer whose coordinator was out of reach lost the lease, another
+    instance wrote the flow on and was killed, and the first was given the lease back with its query
+    still running. A re-created source topic was then counted from its own, older positions: 49,146
+    records reported lost that the other instance had copied. Lost and held again, the flow is left
+    and taken again, so the claims decide whether its state is still current."""
+    import mirrorspark.pipeline.flow as flow_module
+    from mirrorspark.coordination.claims import Claim
+
+    flow, _, _ = _leased_flow(tmp_path, ran_before=True)
+    flow.context.shared.clusters.up = True
+    claims: list[Claim] = [Claim("a->b", "me", "h", 1, "s", 0.0, flow.lease.group)]
+    monkeypatch.setattr(Claims, "ensure_topic", lambda self: None)
+    monkeypatch.setattr(Claims, "last", lambda self, flow, group: claims[-1])
+    monkeypatch.setattr(Claims, "write", lambda self, claim: claims.append(claim))
+    monkeypatch.setattr(Flow, "bind_fence", lambda self, spark: None)
+    stopped: list[bool] = []
+
+    def assembled(context, **kwargs):
+        query = SimpleNamespace(start=lambda spark: None, stop=lambda commit_timeout=None: stopped.append(True),
+                                metrics=None)
+        return SimpleNamespace(query=query, probe=SimpleNamespace(close=lambda: None),
+                               offsets=SimpleNamespace(close=lambda: None),
+                               supervisor=SimpleNamespace(requests=SimpleNamespace(take=lambda: None), failed=False))
+    monkeypatch.setattr(flow_module, "assemble_flow", assembled)
+    lease = SimpleNamespace(group=flow.lease.group, writer="me-run", losses=0, held=lambda: True, active=lambda: True,
+                            confirmed=lambda: True, decided=lambda settle=2.0: True, refused=None,
+                            late_writes=lambda: None)
+    flow.lease = lease
+    flow.take_over(object(), assembled=lambda: None)
+    assert flow.parts is not None and flow._writing_allowed() and not flow.should_leave()
+    assert flow.folder.read(TAKEOVER_FILE) == "{}", "its own claim: the state is current"
+
+    claims.append(Claim("a->b", "other", "h2", 2, "s2", 1.0, lease.group))  # the other instance took it meanwhile
+    lease.losses = 1  # ... while this one's lease was lost; it is held again now
+    assert not flow._writing_allowed(), "no batch or control task writes from this state now"
+    flow.steer(object(), assembled=lambda: None)
+    assert flow.parts is None and stopped == [True], "left: the running query is stopped"
+    flow.steer(object(), assembled=lambda: None)
+    assert flow.parts is not None and flow._writing_allowed()
+    assert flow.folder.read(TAKEOVER_FILE) is None, "the other writer's claim: this state is set aside"
+    assert any(name.startswith(TAKEOVER_FILE + ".stale-") for name in flow.folder.list())

@@ -54,7 +54,7 @@ class Lease:
     """A flow's lease as the steering sees it: joined, left, and the late writes it had none of."""
 
     def __init__(self, group: str) -> None:
-        self.group, self.started, self.stopped = group, 0, 0
+        self.group, self.started, self.stopped, self.losses = group, 0, 0, 0
 
     def start(self) -> None:
         self.started += 1

@@ -3,7 +3,8 @@ client in the driver JVM over py4j (what the running process uses, ADR 0024) aga
 (what the short commands use), on the same local broker.
 
 Groups with committed offsets on a topic of ``--partitions`` partitions are read ``--rounds`` times
-each way (a checkpoint round reads each group once); listing and describing too. Both clients are
+each way (a checkpoint round reads each group once); listing and describing too, one group a request
+and every group in one request (a group offset sync round). Both clients are
 warm (one request each before timing). The figures are the median and 95th percentile per request,
 in milliseconds.
 
@@ -74,6 +75,8 @@ def main() -> None:
                                       for t in timed(lambda g=group, c=client: c.committed(g), 1)]),
                 "describe": summary([t for _ in range(args.rounds) for group in groups
                                      for t in timed(lambda g=group, c=client: c.describe(g), 1)]),
+                # A group offset sync round: every group in one request (``describe_all``), per round.
+                "describe_all_groups": summary(timed(lambda c=client: c.describe_all(groups), args.rounds)),
                 "ids": summary(timed(client.ids, args.rounds)),
             }
         java.close()

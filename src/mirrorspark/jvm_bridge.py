@@ -12,7 +12,7 @@ The plug-in JVM (``plugins/java_host.py``) is another process with a gateway of 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -151,6 +151,13 @@ class JvmGroupAdmin:
     def describe(self, group: str, timeout_ms: int) -> tuple[str, int]:
         found = json.loads(str(_call("GroupAdmin.describe", lambda: self._java.describe(group, timeout_ms))))
         return str(found["state"]), int(found["members"])
+
+    def describe_all(self, groups: Sequence[str], timeout_ms: int) -> dict[str, tuple[str, int] | str]:
+        """Each group's (state, member count), or the cluster's refusal text, from one call."""
+        found = json.loads(str(_call("GroupAdmin.describeAll",
+                                     lambda: self._java.describeAll(json.dumps(list(groups)), timeout_ms))))
+        return {str(group): str(row["refused"]) if "refused" in row else (str(row["state"]), int(row["members"]))
+                for group, row in found.items()}
 
     def commit(self, group: str, offsets: Mapping[tuple[str, int], tuple[int, str]], timeout_ms: int) -> None:
         rows = json.dumps([[topic, partition, offset, metadata]

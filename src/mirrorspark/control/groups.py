@@ -14,7 +14,7 @@ cluster or its coordinator does not answer, and :class:`GroupRequestRefused` whe
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -68,6 +68,8 @@ class Groups(Protocol):
 
     def describe(self, group: str) -> GroupDescription: ...
 
+    def describe_all(self, groups: Sequence[str]) -> dict[str, GroupDescription | GroupRequestRefused]: ...
+
     def commit(self, group: str, offsets: Offsets) -> None: ...
 
 
@@ -95,6 +97,22 @@ class RdkafkaGroups:
         found = self._ask(f"describing group {group}", lambda: self.admin.describe_consumer_groups(
             [group], request_timeout=TIMEOUT_S)[group].result())
         return GroupDescription(state=_KAFKA_NAMES.get(found.state.name, found.state.name), members=len(found.members))
+
+    def describe_all(self, groups: Sequence[str]) -> dict[str, GroupDescription | GroupRequestRefused]:
+        if not groups:
+            return {}
+        futures = self._ask("describing groups", lambda: self.admin.describe_consumer_groups(
+            list(groups), request_timeout=TIMEOUT_S))
+        out: dict[str, GroupDescription | GroupRequestRefused] = {}
+        for group in sorted(futures):
+            try:
+                found = self._ask(f"describing group {group}", futures[group].result)
+            except GroupRequestRefused as exc:
+                out[group] = exc
+                continue
+            out[group] = GroupDescription(state=_KAFKA_NAMES.get(found.state.name, found.state.name),
+                                          members=len(found.members))
+        return out
 
     def commit(self, group: str, offsets: Offsets) -> None:
         partitions = [TopicPartition(topic, partition, offset, metadata) if metadata else
@@ -145,6 +163,13 @@ class JavaGroups:
     def describe(self, group: str) -> GroupDescription:
         state, members = self._ask(lambda java: java.describe(group, int(TIMEOUT_S * 1000)))
         return GroupDescription(state=state, members=members)
+
+    def describe_all(self, groups: Sequence[str]) -> dict[str, GroupDescription | GroupRequestRefused]:
+        if not groups:
+            return {}
+        found = self._ask(lambda java: java.describe_all(groups, int(TIMEOUT_S * 1000)))
+        return {group: GroupRequestRefused(f"{self.cluster}: {row}") if isinstance(row, str)
+                else GroupDescription(state=row[0], members=row[1]) for group, row in found.items()}
 
     def commit(self, group: str, offsets: Offsets) -> None:
         self._ask(lambda java: java.commit(group, offsets, int(TIMEOUT_S * 1000)))

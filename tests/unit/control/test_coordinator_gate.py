@@ -45,19 +45,24 @@ class Target:
     """A target's groups as the sync sees them: g1..g3 idle; ``fail`` says how a request ends."""
 
     def __init__(self, fail: Exception | None) -> None:
-        self.fail, self.asked = fail, []
+        self.fail, self.asked, self.committed_to = fail, [], []
 
     def describe(self, group: str) -> GroupDescription:
-        self.asked.append(group)
-        if self.fail is not None:
+        raise AssertionError("a round describes its groups in one request")
+
+    def describe_all(self, groups) -> dict:
+        self.asked.append(list(groups))
+        if isinstance(self.fail, GroupsNotAnswering):
             raise self.fail
-        return GroupDescription(state="DEAD", members=0)
+        if self.fail is not None:
+            return {group: self.fail for group in groups}
+        return {group: GroupDescription(state="DEAD", members=0) for group in groups}
 
     def committed(self, group: str) -> dict:
         return {}
 
     def commit(self, group: str, offsets) -> None:
-        pass
+        self.committed_to.append(group)
 
     def ids(self) -> list[str]:
         return []
@@ -69,17 +74,18 @@ def sync_of(target: Target, monkeypatch) -> GroupOffsetSync:
     return GroupOffsetSync(flow_name="a->b", target=target, store=store)
 
 
-def test_a_group_sync_round_stops_at_the_first_group_the_target_does_not_answer_for(monkeypatch):
+def test_a_group_sync_round_describes_its_groups_in_one_request_and_ends_when_the_target_does_not_answer(
+        monkeypatch):
     target = Target(GroupsNotAnswering("cluster b: describing group g1: timed out"))
     with pytest.raises(ClusterFailure, match="describing group g1"):
         sync_of(target, monkeypatch).run_once()
-    assert target.asked == ["g1"]
+    assert target.asked == [["g1", "g2", "g3"]] and target.committed_to == []
 
 
 def test_a_group_the_target_refuses_is_skipped_and_the_round_goes_on(monkeypatch):
     target = Target(GroupRequestRefused("cluster b: describing group: GroupAuthorizationException"))
     assert sync_of(target, monkeypatch).run_once() == {}
-    assert target.asked == ["g1", "g2", "g3"]
+    assert target.asked == [["g1", "g2", "g3"]]
 
 
 def test_a_checkpoint_round_stops_at_the_first_group_the_source_does_not_answer_for():

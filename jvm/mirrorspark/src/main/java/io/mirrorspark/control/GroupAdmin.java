@@ -76,6 +76,44 @@ public final class GroupAdmin implements AutoCloseable {
         return out.toString();
     }
 
+    /**
+     * Many groups in one call, as MM2's checkpoint task describes its groups: one request per
+     * coordinator instead of one per group (the client's first try of the new protocol's request, and
+     * its fallback, then happen once a round, not once a group). {@code groups} is a JSON array of
+     * ids; the answer a JSON object from each id to {@code {"state", "members"}}, or to
+     * {@code {"refused": why}} for a group the cluster refused. A cluster that does not answer for
+     * any of them raises {@link NotAnswering}: the round ends there.
+     */
+    public String describeAll(String groups, int timeoutMs) {
+        java.util.List<String> ids = new java.util.ArrayList<>();
+        try {
+            JsonNode parsed = JSON.readTree(groups);
+            if (parsed == null || !parsed.isArray()) {
+                throw new IllegalArgumentException("groups must be a JSON array of group ids");
+            }
+            parsed.forEach(id -> ids.add(id.asText()));
+        } catch (IOException e) {
+            throw new IllegalArgumentException("groups are not JSON: " + e.getMessage(), e);
+        }
+        ObjectNode out = JSON.createObjectNode();
+        if (ids.isEmpty()) {
+            return out.toString();
+        }
+        var described = admin.describeConsumerGroups(ids, new DescribeConsumerGroupsOptions().timeoutMs(timeoutMs))
+            .describedGroups();
+        for (String id : new java.util.TreeSet<>(ids)) {
+            ObjectNode row = out.putObject(id);
+            try {
+                ConsumerGroupDescription description = get(described.get(id), timeoutMs, "describing group " + id);
+                row.put("state", description.state().name());
+                row.put("members", description.members().size());
+            } catch (Refused refused) {
+                row.put("refused", refused.getMessage());
+            }
+        }
+        return out.toString();
+    }
+
     /** Commit {@code offsets} (JSON as {@link #committed} returns it) for {@code group}, which must have no members. */
     public void commit(String group, String offsets, int timeoutMs) {
         var altered = admin.alterConsumerGroupOffsets(group, decode(offsets),

@@ -48,6 +48,9 @@ class GroupAdminTest {
                 () -> groups.committed("g", 1500));
             assertTrue(offsets.getMessage().startsWith("reading the offsets of group g: "), offsets.getMessage());
             assertThrows(GroupAdmin.NotAnswering.class, () -> groups.describe("g", 1500));
+            assertThrows(GroupAdmin.NotAnswering.class, () -> groups.describeAll("[\"g\",\"h\"]", 1500));
+            assertEquals("{}", groups.describeAll("[]", 1500), "no groups: no request");
+            assertThrows(IllegalArgumentException.class, () -> groups.describeAll("{\"g\":1}", 1500));
             assertThrows(GroupAdmin.NotAnswering.class, () -> groups.commit("g", "[[\"a\",0,1,\"\"]]", 1500));
         }
     }

@@ -9,6 +9,7 @@ unique over the run) into each flow's topics while a seeded random schedule of r
 - SIGSTOP of a writer's JVM for 5-40 s, then SIGCONT (it is fenced, the standby took over);
 - a cluster's only broker stopped for 5-200 s (``make soak``; 5-40 s in the short form);
 - a source topic deleted and re-created, its producer paused first (long form only);
+- a remote topic deleted on the target (long form only): the flow re-creates and refills it;
 - a partition added to a source topic;
 - retention: a source partition's records deleted up to its end (unread ones are lost);
 - the standby killed and started again (a second instance joining).
@@ -17,6 +18,12 @@ At the end, per flow: records lost (acknowledged by the source, not on the targe
 records the source no longer has, and their count equal what the instances reported lost
 (``data-loss.json`` of both state folders, counted once); records doubled must equal what the
 instances said they copied twice (their logs), and be 0 with exactly-once.
+
+Consumer groups on each flow's source (long form): three groups commit positions of their own now and
+then during the faults. At the end each is failed over (``mirrorspark failover``, a dry run) and must
+skip nothing: for every partition, the translated offset is at or before the copy of the record the
+group would have read next on the source. A group whose topic was re-created since its commit is left
+out (its commit names the old topic's offsets), as is a record that was lost (counted above).
 
 ``MIRRORSPARK_SOAK_MINUTES`` (default 2: the short form in ``make drills``; ``make soak``: 60) and
 ``MIRRORSPARK_SOAK_SEED`` (default: a fixed one; ``make soak``: random) are printed with the schedule,
@@ -37,9 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
-from helpers.processes import java_of, start
+from helpers.processes import java_of, run_cli, start
 from helpers.rest import flow_detail, role
 
 from mirrorspark.control.admin import admin_client
@@ -95,6 +102,11 @@ class Feeder:
 
 def read_seqs(bootstrap: str, topic: str) -> list[int]:
     """Every ``seq`` a read_committed consumer reads in ``topic`` (from each partition's start to its end)."""
+    return [seq for seq, _, _ in read_records(bootstrap, topic)]
+
+
+def read_records(bootstrap: str, topic: str) -> list[tuple[int, int, int]]:
+    """``(seq, partition, offset)`` of every record a read_committed consumer reads in ``topic``."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-soak-read",
                          "enable.auto.commit": False, "isolation.level": "read_committed",
                          "auto.offset.reset": "earliest"})
@@ -105,7 +117,7 @@ def read_seqs(bootstrap: str, topic: str) -> list[int]:
         parts = sorted(metadata.partitions)
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in parts}
         consumer.assign([TopicPartition(topic, p, -2) for p in parts])  # OFFSET_BEGINNING
-        out: list[int] = []
+        out: list[tuple[int, int, int]] = []
         done = {p for p in parts if ends[p] == 0}
         deadline = time.monotonic() + 300
         while len(done) < len(parts) and time.monotonic() < deadline:
@@ -117,7 +129,7 @@ def read_seqs(bootstrap: str, topic: str) -> list[int]:
                 continue
             if msg.error():
                 continue
-            out.append(int(dict(msg.headers() or ())["seq"]))
+            out.append((int(dict(msg.headers() or ())["seq"]), msg.partition(), msg.offset()))
             if msg.offset() + 1 >= ends[msg.partition()]:
                 done.add(msg.partition())
         assert len(done) == len(parts), f"could not read all of {topic}"
@@ -193,7 +205,13 @@ class Soak:
             "mirrorspark.realtime.batch.seconds = 5\nrefresh.topics.interval.seconds = 5\nspark.master = local[12]\n"
             "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
             "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
-            f"mirrorspark.flow.lease.group = soak-{SEED}\nmirrorspark.source.stall.timeout.ms = 20000\n")
+            f"mirrorspark.flow.lease.group = soak-{SEED}\nmirrorspark.source.stall.timeout.ms = 20000\n"
+            "emit.checkpoints.interval.seconds = 10\n")
+        # The groups' own draws: the fault schedule of a seed stays what it was without them.
+        self.group_rng = random.Random(SEED + 1)
+        # (flow, group, topic, partition) -> (committed offset, the seq of the record there, when)
+        self.commits: dict[tuple[str, str, str, int], tuple[int, int, float]] = {}
+        self.recreated: dict[tuple[str, str], float] = {}  # (cluster, topic) -> when it was last re-created
 
     def say(self, what: str) -> None:
         line = f"{time.strftime('%H:%M:%S')} {what}"
@@ -273,6 +291,7 @@ class Soak:
             admin = admin_client({"bootstrap.servers": self.boot[name]})
             self.say(f"delete and re-create {topic} on {name} (its producer paused)")
             admin.delete_topics([topic])[topic].result(60)
+            self.recreated[(name, topic)] = time.time()
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 try:
@@ -283,6 +302,104 @@ class Soak:
             raise AssertionError(f"{topic} could not be re-created on {name}")
         finally:
             feeder.paused.discard(topic)
+
+    def delete_remote_topic(self) -> None:
+        """A remote topic deleted on the target (a clean-up script, an operator's mistake) while its flow
+        writes: the flow re-creates it and refills it from the source's log start; what it held that the
+        source no longer has is reported lost."""
+        flow = self.rng.choice(sorted(FLOWS))
+        source, target, topics = FLOWS[flow]
+        topic = self.rng.choice(sorted(topics))
+        remote = f"{source}.{topic}"
+        admin = admin_client({"bootstrap.servers": self.boot[target]})
+        self.say(f"delete {remote} on {target}, the remote topic of {flow}")
+        try:
+            admin.delete_topics([remote])[remote].result(60)
+        except KafkaException as exc:  # not created yet, or deleted by the flow's own refill already
+            self.say(f"{remote} not deleted: {exc}")
+
+    def commit_group(self) -> None:
+        """One of three consumer groups on a flow's source commits a position of its own in every
+        partition of the flow's topics (the record there is the one it would read next)."""
+        rng = self.group_rng
+        flow = rng.choice(sorted(FLOWS))
+        source = FLOWS[flow][0]
+        group = f"soak-group-{rng.randrange(3)}"
+        feeder = self.feeders[source]
+        consumer = Consumer({"bootstrap.servers": self.boot[source], "group.id": "mirrorspark-soak-peek",
+                             "enable.auto.commit": False})
+        chosen: dict[tuple[str, int], tuple[int, int]] = {}
+        try:
+            for topic in sorted(feeder.topics):
+                for partition in range(feeder.topics[topic]):
+                    start, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                    if end - start < 2:
+                        continue
+                    offset = rng.randrange(start, end - 1)
+                    consumer.assign([TopicPartition(topic, partition, offset)])
+                    msg = consumer.poll(10)
+                    if msg is None or msg.error() or msg.offset() != offset:
+                        continue
+                    chosen[(topic, partition)] = (offset, int(dict(msg.headers() or ())["seq"]))
+        except KafkaException:
+            return  # a cluster restarting: the group commits next time
+        finally:
+            consumer.close()
+        if not chosen:
+            return
+        admin = admin_client({"bootstrap.servers": self.boot[source]})
+        wanted = [TopicPartition(t, p, offset) for (t, p), (offset, _) in sorted(chosen.items())]
+        try:
+            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, wanted)],
+                                               request_timeout=30)[group].result(30)
+        except KafkaException:
+            return
+        now = time.time()
+        for (topic, partition), (offset, seq) in chosen.items():
+            self.commits[(flow, group, topic, partition)] = (offset, seq, now)
+
+    def failovers(self) -> list[str]:
+        """Each group failed over (a dry run of ``mirrorspark failover``): records it would skip on the target."""
+        failures = []
+        for flow, (source, target, _topics) in FLOWS.items():
+            landed: dict[str, dict[int, tuple[int, int]]] = {}  # remote topic -> seq -> (partition, offset)
+            groups = sorted({g for f, g, _, _ in self.commits if f == flow})
+            for group in groups:
+                plan = self._failover_plan(group, source, target)
+                translated = {(r["topic"], r["partition"]): r["translated"] for r in plan.get("partitions", [])}
+                checked = skipped = reread = left_out = 0
+                for (f, g, topic, _partition), (_offset, seq, when) in sorted(self.commits.items()):
+                    if f != flow or g != group:
+                        continue
+                    if self.recreated.get((source, topic), 0) > when:
+                        left_out += 1
+                        continue
+                    remote = f"{source}.{topic}"
+                    if remote not in landed:
+                        landed[remote] = {s: (p, o) for s, p, o in read_records(self.boot[target], remote)}
+                    copy = landed[remote].get(seq)
+                    if copy is None:  # lost, and counted as lost above
+                        left_out += 1
+                        continue
+                    checked += 1
+                    at = translated.get((remote, copy[0]))
+                    if at is None or at > copy[1]:
+                        skipped += 1
+                        failures.append(f"{flow} group {group}: {remote}[{copy[0]}] translates to {at}, past the "
+                                        f"copy at offset {copy[1]} of the record it reads next (seq {seq})")
+                    else:
+                        reread += copy[1] - at
+                self.say(f"{flow} failover of {group}: {checked} partition(s) checked, {skipped} skipping records, "
+                         f"{reread} record(s) read again, {left_out} left out (topic re-created since, or record lost)")
+        return failures
+
+    def _failover_plan(self, group: str, source: str, target: str) -> dict:
+        done = run_cli("failover", "--config", str(self.config), "--group", group, "--from", source, "--to", target,
+                       "--json")
+        if done.returncode != 0 or "Traceback" in done.stderr:
+            self.say(f"failover of {group} {source}->{target} failed: {done.stderr.strip()[-500:]}")
+            return {}
+        return json.loads(done.stdout)
 
     def running_writer(self, flow: str, seconds: float) -> None:
         """Until an instance writes ``flow`` and its query runs (at most ``seconds``)."""
@@ -334,7 +451,7 @@ class Soak:
     def faults(self) -> list:
         chosen = [self.kill9_writer, self.stop_writer, self.broker_down, self.add_partition, self.retention,
                   self.restart_standby]
-        return chosen + ([self.recreate_source_topic] if LONG else [])
+        return chosen + ([self.recreate_source_topic, self.delete_remote_topic] if LONG else [])
 
     def run(self) -> None:
         self.say(f"seed {SEED}, {MINUTES:g} minutes, faults: {', '.join(f.__name__ for f in self.faults())}")
@@ -352,6 +469,8 @@ class Soak:
             fault = self.rng.choice(self.faults())
             fault()
             counts[fault.__name__] = counts.get(fault.__name__, 0) + 1
+            if LONG:
+                self.commit_group()
             time.sleep(self.rng.uniform(10, 40))
         self.say(f"faults done: {counts}; instances that exited by themselves: {self.crashes}")
         for feeder in self.feeders.values():
@@ -453,7 +572,7 @@ def test_randomized_faults_lose_and_double_nothing_without_a_count(tmp_path):
     soak = Soak(tmp_path)
     try:
         soak.run()
-        failures = soak.account()
+        failures = soak.account() + soak.failovers()
     finally:
         soak.close()
     summary = "\n".join(soak.events)

@@ -211,6 +211,16 @@ class OffsetRanges:
             ranges.binding = Binding(remote, floor, reset_checkpoints=old is not None)
             return old is not None
 
+    def floor_unknown_history(self, topic: str, partition: int, floor: int) -> None:
+        """A partition with no runs whose remote partition already holds another writer's copies (a
+        takeover): source offsets before its first run translate to ``floor``, the remote partition's
+        log start, which re-reads those copies and skips none (with no floor: no checkpoint, and a
+        group failed over there would start wherever its reset policy says)."""
+        with self._lock:
+            ranges = self._get(topic, partition)
+            if not ranges.rows and ranges.binding.floor is None:
+                ranges.binding.floor = floor
+
     def truncate(self, topic: str, partition: int, end: int) -> None:
         """The remote partition now ends at ``end`` (records after it are gone): runs past it are cut,
         and later source offsets translate to ``end`` until new runs arrive."""

@@ -199,20 +199,26 @@ def execute(flow: FlowConfig, plan: FlowTakeover, folder: StateFiles) -> None:
                          admin_client(admin_settings(flow.source)), target)
     ids = topic_ids(target, sorted({p.remote for p in plan.partitions}))
     if flow.options.emit_offset_syncs:
-        seed_ranges(folder, plan, ids)
+        starts = partition_offsets(target, [(p.remote, p.partition) for p in plan.partitions if p.remote in ids],
+                                   earliest=True)
+        seed_ranges(folder, plan, ids, starts)
     positions = {(p.topic, p.partition): p.resume for p in plan.partitions}
     folder.write(FILE, json.dumps({
         "flow": flow.name, "from": plan.offsets_topic, "created": datetime.now(UTC).isoformat(),
         "positions": starting_offsets(positions)}, indent=1))
 
 
-def seed_ranges(folder: StateFiles, plan: FlowTakeover, ids: Mapping[str, str]) -> None:
+def seed_ranges(folder: StateFiles, plan: FlowTakeover, ids: Mapping[str, str],
+                starts: Mapping[Partition, int]) -> None:
     """The offset mapping a takeover starts from: the runs it found on the target (MM2's syncs, the records
     compared) after whatever the state folder's range log held. That log may be this instance's own from
     before another writer (MM2, or another instance while this one was fenced) copied on: the gap after
     each of its partitions' last run holds that writer's copies, not "no records", so it is marked
     unknown; a group committed inside it translates to one past the last known copy, never to the first
-    record this start writes (the fault soak: a group 2,485 records ahead after an exactly-once takeover)."""
+    record this start writes (the fault soak: a group 2,485 records ahead after an exactly-once takeover).
+    A partition the log knows nothing of translates offsets before the takeover's first run to the
+    remote partition's log start (``starts``, by remote topic and partition): the copies there are
+    another writer's, and a group among them re-reads them rather than getting no checkpoint."""
     log_ = RangeLog(folder.child("offset-ranges"))
     ranges = log_.load()
     touched = set(ranges.partitions())
@@ -221,6 +227,8 @@ def seed_ranges(folder: StateFiles, plan: FlowTakeover, ids: Mapping[str, str]) 
     for row in plan.partitions:
         if row.remote in ids:
             ranges.bind(row.topic, row.partition, f"{row.remote}@{ids[row.remote]}", 0)
+            if (row.remote, row.partition) in starts:
+                ranges.floor_unknown_history(row.topic, row.partition, starts[(row.remote, row.partition)])
         for run, continues in row.runs:
             ranges.add(row.topic, row.partition, [run], contiguous_with_previous=continues)
         touched.add((row.topic, row.partition))

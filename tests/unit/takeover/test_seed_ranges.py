@@ -21,7 +21,7 @@ def test_a_group_inside_another_writers_copies_translates_behind_them_not_to_thi
     # killed; this instance takes over from the committed progress: it resumes at 200, target end 260.
     plan = FlowTakeover("src->dst", "the target's committed progress")
     plan.partitions.append(PartitionTakeover("t", 0, "src.t", None, 260, 200, "exactly-once progress"))
-    seed_ranges(folder, plan, {"src.t": "id1"})
+    seed_ranges(folder, plan, {"src.t": "id1"}, {("src.t", 0): 0})
     ranges = RangeLog(folder.child("offset-ranges")).load()
     ranges.add("t", 0, [OffsetRun(200, 261, 50)], contiguous_with_previous=True)  # its first batch
     assert ranges.translate("t", 0, 50) == 50, "its own copies: exact"
@@ -29,3 +29,20 @@ def test_a_group_inside_another_writers_copies_translates_behind_them_not_to_thi
     # copy (100) re-reads some, never skips; before, it translated to 261, past all of them.
     assert ranges.translate("t", 0, 150) == 100
     assert ranges.translate("t", 0, 210) == 271
+
+
+def test_a_partition_the_log_knows_nothing_of_translates_before_the_takeover_to_the_remote_log_start(tmp_path):
+    """No range log (another instance wrote everything so far): a group committed among its copies gets a
+    checkpoint at the remote partition's log start (re-read, none skipped), not none at all (the soak:
+    ``translates to None``; a consumer failed over there starts at its reset policy, latest by default)."""
+    folder = LocalFiles(tmp_path)
+    plan = FlowTakeover("src->dst", "the target's committed progress")
+    plan.partitions.append(PartitionTakeover("t", 0, "src.t", None, 260, 200, "exactly-once progress"))
+    plan.partitions.append(PartitionTakeover("t", 1, "src.t", None, 0, 0, "exactly-once progress"))
+    seed_ranges(folder, plan, {"src.t": "id1"}, {("src.t", 0): 40, ("src.t", 1): 0})
+    ranges = RangeLog(folder.child("offset-ranges")).load()
+    ranges.add("t", 0, [OffsetRun(200, 261, 50)], contiguous_with_previous=True)
+    assert ranges.translate("t", 0, 150) == 40 and ranges.translate("t", 0, 210) == 271
+    # A floor is kept across saves and loads, and a takeover never moves one already set.
+    seed_ranges(folder, plan, {"src.t": "id1"}, {("src.t", 0): 90, ("src.t", 1): 0})
+    assert RangeLog(folder.child("offset-ranges")).load().translate("t", 0, 150) == 40

@@ -99,7 +99,6 @@ class Flow:
         self.hand_over_checked = 0.0  # monotonic: when the lease group was last asked for another member
         self.unreached = False  # restarted while the target was out of reach: the lease group not joined yet
         self._losses_seen = 0  # the lease's losses when the flow was assembled (``_lease_unbroken``)
-        self.written_elsewhere = False  # the flow's last claim, when assembled, was another instance's
         self._late: stale_writes.LateWatch | None = None  # the search for copies made twice after leaving
         # Steering (take over, leave) and REST's controls (pause, resume, restart) one at a time: a
         # resume must not start the query of a flow that is being left.
@@ -260,7 +259,6 @@ class Flow:
             claims = self._claims()
             group = self.lease.group  # the deployment: its members' claims, not another group's, date this state
             previous = claims.last(flow=self.name, group=group)
-            self.written_elsewhere = previous is not None and previous.instance != self.context.instance
             set_aside_if_stale(self.folder, self.name, previous, self.context.instance)
             claims.write(Claim.mine(flow=self.name, group=group, instance=self.context.instance,
                                          state=self.folder))
@@ -313,7 +311,12 @@ class Flow:
             assembled()
             self.start(spark)
         except StateLost as exc:  # this flow cannot resume here; the process's other flows go on
-            self.cannot_resume_here(exc)
+            self.leave()
+            self.take_failed(exc)
+            if self.another_member():  # another instance may hold the state this one lacks
+                log.warning("flow %s: cannot resume here without state; handed to another instance of lease group "
+                            "%s", self.name, self.lease.group if self.lease else "")
+                self.hand_over()
             return
         except ConfigError:
             raise
@@ -322,16 +325,6 @@ class Flow:
             self.take_failed(exc)
             return
         log.warning("flow %s: took over after %.1f s as a standby: this process writes it now", self.name, waited)
-
-    def cannot_resume_here(self, error: StateLost) -> None:
-        """Another instance wrote the flow last and this one cannot resume from the target without state:
-        left, retried with backoff, and handed to another instance of the group, which may hold the state."""
-        self.leave()
-        self.take_failed(error)
-        if self.another_member():
-            log.warning("flow %s: cannot resume here without state; handed to another instance of lease group "
-                        "%s", self.name, self.lease.group if self.lease else "")
-            self.hand_over()
 
     def steer(self, spark: Any, *, assembled: Callable[[], None]) -> None:
         """Follow the lease: stop writing when it is lost, take the flow when given it, hand it to a

@@ -37,7 +37,7 @@ from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY, check_cycle_policy
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
-from mirrorspark.takeover.lost_state import StateLost, has_no_state
+from mirrorspark.takeover.lost_state import has_no_state
 
 log = logging.getLogger(__name__)
 
@@ -157,13 +157,6 @@ class Replicator:
         try:
             flow.assemble()
             self._link_reverse()
-        except StateLost as exc:
-            # A restart after another instance of the group wrote the flow (the soak's fourth hour: a
-            # restarted instance exited with code 2 at each start): not bad input, as it is for a
-            # first start by hand; the process and its other flows run, as after a takeover.
-            if not flow.written_elsewhere:
-                raise
-            flow.cannot_resume_here(exc)
         except ConfigError:
             raise
         except Exception as exc:

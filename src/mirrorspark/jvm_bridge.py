@@ -159,6 +159,20 @@ class JvmGroupAdmin:
         return {str(group): str(row["refused"]) if "refused" in row else (str(row["state"]), int(row["members"]))
                 for group, row in found.items()}
 
+    def committed_stable(self, group: str, partitions: Sequence[tuple[str, int]],
+                         timeout_ms: int) -> tuple[dict[tuple[str, int], tuple[int, str]], list[tuple[str, int]]]:
+        """The group's offsets as a read_committed consumer sees them, and the partitions whose offset
+        sits in a transaction still open."""
+        asked = json.dumps([[topic, partition] for topic, partition in partitions])
+        found = json.loads(str(_call("GroupAdmin.committedStable",
+                                     lambda: self._java.committedStable(group, asked, timeout_ms))))
+        return ({(str(topic), int(partition)): (int(offset), str(metadata))
+                 for topic, partition, offset, metadata in found["offsets"]},
+                [(str(topic), int(partition)) for topic, partition in found["open"]])
+
+    def fence(self, transactional_ids: Sequence[str], timeout_ms: int) -> None:
+        _call("GroupAdmin.fence", lambda: self._java.fence(json.dumps(list(transactional_ids)), timeout_ms))
+
     def commit(self, group: str, offsets: Mapping[tuple[str, int], tuple[int, str]], timeout_ms: int) -> None:
         rows = json.dumps([[topic, partition, offset, metadata]
                            for (topic, partition), (offset, metadata) in sorted(offsets.items())])

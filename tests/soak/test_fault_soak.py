@@ -286,7 +286,9 @@ class Soak:
         feeder = self.feeders[name]
         feeder.paused.add(topic)
         try:
-            self.running_writer(flow, 120)
+            if not self.running_writer(flow, 300):
+                self.say(f"{topic} on {name} not re-created: no instance has written {flow} for 300 s")
+                return
             time.sleep(12)
             admin = admin_client({"bootstrap.servers": self.boot[name]})
             self.say(f"delete and re-create {topic} on {name} (its producer paused)")
@@ -401,17 +403,18 @@ class Soak:
             return {}
         return json.loads(done.stdout)
 
-    def running_writer(self, flow: str, seconds: float) -> None:
-        """Until an instance writes ``flow`` and its query runs (at most ``seconds``)."""
+    def running_writer(self, flow: str, seconds: float) -> bool:
+        """Whether an instance writes ``flow`` and its query runs, waiting at most ``seconds``."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             writer = self.writer_of(flow)
             try:
                 if writer is not None and flow_detail(writer, flow).get("state") == "running":
-                    return
+                    return True
             except (OSError, ValueError):  # starting or stopping
                 pass
             time.sleep(2)
+        return False
 
     def add_partition(self) -> None:
         name = "src"  # the real-time flow re-plans by restarting: its partitions stay as they are

@@ -6,6 +6,7 @@ the keys to check, when it does not answer) before anything is created or copied
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 
 from confluent_kafka import KafkaError, KafkaException
@@ -17,6 +18,8 @@ from mirrorspark.control.client_settings import admin_properties, admin_settings
 from mirrorspark.control.groups import JavaGroups
 from mirrorspark.errors import ClusterFailure, ConfigError, OperationalError
 from mirrorspark.jvm_bridge import JvmGroupAdmin, SparkJvm
+
+DRIVER_WAIT_S = 300.0  # a group request made while Spark starts waits this long for its driver
 
 
 class ClusterUnreachable(ClusterFailure):
@@ -76,18 +79,25 @@ class Clusters:
         self._settings: dict[str, dict[str, str]] = {}
         self._groups: dict[str, JavaGroups] = {}
         self._driver: SparkJvm | None = None
+        self._driver_known = threading.Event()  # set once Spark runs, or failed to start
 
-    def use_jvm(self, jvm: SparkJvm) -> None:
-        """The driver JVM, once Spark runs: group requests go through Kafka's Admin client there."""
+    def use_jvm(self, jvm: SparkJvm | None) -> None:
+        """The driver JVM, once Spark runs: group requests go through Kafka's Admin client there.
+        None: Spark failed to start, and a request waiting for it fails now."""
         self._driver = jvm
+        self._driver_known.set()
 
     def groups(self, cluster: ClusterConfig) -> JavaGroups:
         """``cluster``'s consumer groups through Kafka's Admin client in the driver JVM, made at the
         first request (the JVM may still be starting when a flow is assembled)."""
         if cluster.alias not in self._groups:
             def make(cluster: ClusterConfig = cluster) -> JvmGroupAdmin:
+                # A flow without state is assembled while Spark starts, and may ask (a takeover's
+                # committed progress) before it runs.
+                self._driver_known.wait(DRIVER_WAIT_S)
                 if self._driver is None:
-                    raise OperationalError(f"the consumer groups of {cluster.alias} were asked before Spark started")
+                    raise OperationalError(f"the consumer groups of {cluster.alias} were asked, and Spark's driver "
+                                           f"did not run within {DRIVER_WAIT_S:g} s")
                 return self._driver.group_admin(admin_properties(cluster))
 
             self._groups[cluster.alias] = JavaGroups(admin=make, cluster=f"cluster {cluster.alias}")

@@ -174,6 +174,16 @@ class JavaGroups:
     def commit(self, group: str, offsets: Offsets) -> None:
         self._ask(lambda java: java.commit(group, offsets, int(TIMEOUT_S * 1000)))
 
+    def committed_stable(self, group: str, partitions: Sequence[Partition]) -> tuple[dict[Partition, tuple[int, str]],
+                                                                                      list[Partition]]:
+        """The offsets a read_committed consumer sees, and the partitions whose offset sits in an open
+        transaction (no answer for them yet)."""
+        return self._ask(lambda java: java.committed_stable(group, partitions, int(TIMEOUT_S * 1000)))
+
+    def fence(self, transactional_ids: Sequence[str]) -> None:
+        """Abort what previous holders of these transactional ids left open, and refuse those holders."""
+        self._ask(lambda java: java.fence(transactional_ids, int(TIMEOUT_S * 1000)))
+
     def close(self) -> None:
         with self._lock:
             admin, self._admin = self._admin, None

@@ -11,12 +11,12 @@ import re
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.control.admin import coordinator_gate
-from mirrorspark.errors import ClusterFailure, ConfigError, OperationalError
+from mirrorspark.control.groups import JavaGroups
+from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -72,75 +72,39 @@ def _int(entry) -> int | None:
         return None
 
 
-def committed_progress(target: AdminClient, flow: FlowConfig, partitions: list[Partition],
-                       ids: Mapping[str, tuple[str, str]] | None = None,
-                       target_conf: Mapping[str, str] | None = None) -> dict[Partition, int]:
+def committed_progress(groups: JavaGroups, flow: FlowConfig, partitions: list[Partition],
+                       ids: Mapping[str, tuple[str, str]] | None = None, fence: bool = True) -> dict[Partition, int]:
     """The flow's committed progress (next source offset) per remote partition that has one: what a
     read_committed consumer of the target holds of the flow, whatever was left open or aborted.
     With ``ids`` (remote topic -> the source and remote topic ids now), progress the sink committed
     for other ids (a topic deleted and re-created since: its offsets are another topic's) is left out.
 
     A partition whose progress sits in a transaction still open (the previous writer stopped mid-batch)
-    has none to read yet: with ``target_conf`` its transactional id is fenced first, as the sink's own
+    has none to read yet: with ``fence`` its transactional id is fenced first, as the sink's own
     producer would fence it, which aborts that transaction; still open after that is an
-    OperationalError (retried), never taken for "no progress"."""
-    coordinator_gate(target, f"the target of flow {flow.name}")
-    wanted = [TopicPartition(t, p) for t, p in partitions]
+    OperationalError (retried), never taken for "no progress". Through Kafka's Java clients
+    (``groups``): librdkafka's answer to this request once hung for minutes after the target's outage,
+    then aborted the process (ADR 0024)."""
     fenced: set[Partition] = set()
     deadline = time.monotonic() + TIMEOUT_S
     while True:
-        request = ConsumerGroupTopicPartitions(flow.progress_group, wanted)
-        found = next(iter(target.list_consumer_group_offsets([request], require_stable=True).values()))
-        try:
-            result = found.result(TIMEOUT_S).topic_partitions or []
-        except TimeoutError:
-            raise ClusterFailure(f"flow {flow.name}: reading its committed progress (group {flow.progress_group}) "
-                                 f"got no answer from the target in {TIMEOUT_S:g} s") from None
-        open_ = sorted((tp.topic, tp.partition) for tp in result
-                       if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT)
-        failed = [tp for tp in result if tp.error is not None and tp.error.code() != KafkaError.UNSTABLE_OFFSET_COMMIT]
-        if failed:
-            raise OperationalError(f"flow {flow.name}: reading its committed progress (group {flow.progress_group}) "
-                                   f"failed for {failed[0].topic}[{failed[0].partition}]: {failed[0].error.str()}")
+        found, open_ = groups.committed_stable(flow.progress_group, partitions)
         if not open_:
             break
-        if target_conf is not None and set(open_) - fenced:
-            _fence(flow, target_conf, [key for key in open_ if key not in fenced])
-            fenced.update(open_)
+        if fence and set(open_) - fenced:
+            fresh = [key for key in open_ if key not in fenced]
+            groups.fence([f"{flow.transactional_id_prefix}{topic}-{partition}" for topic, partition in fresh])
+            log.info("flow %s: %d partition(s) had a transaction of the previous writer open on the target; their "
+                     "transactional ids are fenced (the broker aborted those transactions)", flow.name, len(fresh))
+            fenced.update(fresh)
             continue
         if time.monotonic() >= deadline:
             shown = ", ".join(f"{t}[{p}]" for t, p in open_[:5])
             raise OperationalError(f"flow {flow.name}: a transaction of the flow is still open on the target for "
                                    f"{shown} (the previous writer's): its progress is read once it ends")
         time.sleep(1.0)
-    return {(tp.topic, tp.partition): tp.offset for tp in result
-            if tp.offset >= 0 and (ids is None or progress_holds(_metadata(tp), ids.get(tp.topic)))}
-
-
-def _fence(flow: FlowConfig, target_conf: Mapping[str, str], partitions: list[Partition]) -> None:
-    """Start a producer with each partition's transactional id (the sink's ``<prefix><topic>-<partition>``):
-    the broker aborts what the previous holder of the id left open, and refuses that holder from now on."""
-    for topic, partition in partitions:
-        producer = Producer({**target_conf, "transactional.id": f"{flow.transactional_id_prefix}{topic}-{partition}"})
-        try:
-            producer.init_transactions(TIMEOUT_S)
-        except KafkaException as exc:
-            raise OperationalError(f"flow {flow.name}: fencing the previous writer of {topic}[{partition}] failed: "
-                                   f"{exc.args[0].str()}") from None
-        finally:
-            producer.flush(0)
-    log.info("flow %s: %d partition(s) had a transaction of the previous writer open on the target; their "
-             "transactional ids are fenced (the broker aborted those transactions)", flow.name, len(partitions))
-
-
-def _metadata(tp: TopicPartition) -> str:
-    """The offset's metadata, or the part of it read before bytes that are not text. confluent-kafka's
-    copy of a fetched offset's metadata may lack its terminating NUL, so what it returns can run on past
-    the real end; only the part up to the ids' closing ';' (inside the real bytes) is used."""
-    try:
-        return tp.metadata or ""
-    except UnicodeDecodeError as exc:
-        return bytes(exc.object[:exc.start]).decode("utf-8", errors="replace")
+    return {key: offset for key, (offset, metadata) in found.items()
+            if offset >= 0 and (ids is None or progress_holds(metadata, ids.get(key[0])))}
 
 
 _TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}|")
@@ -149,7 +113,7 @@ _TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}|")
 def progress_holds(metadata: str | None, now: tuple[str, str] | None) -> bool:
     """The progress metadata (``ms2[p];<source id>|<remote id>;...``, the sink's ``Progress``) was
     committed for the topics that exist now; older formats, unknown ids and ids not closed by ';'
-    (damaged, or not all read: see ``_metadata``) say nothing against it."""
+    (damaged) say nothing against it."""
     if not metadata or not metadata.startswith("ms2") or now is None:
         return True
     parts = metadata.split(";", 2)

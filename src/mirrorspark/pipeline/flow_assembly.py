@@ -126,8 +126,9 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     else:
         remote.freeze_topics()
     # Before the offset state is loaded: a flow without state resumes from what the target holds.
-    resume_from_target(flow, selection, remote.plan, Clients(source, source_conf, target, target_conf), folder,
-                       shared.fresh_copy, remote.created)
+    clients = Clients(source=source, source_conf=source_conf, target=target, target_conf=target_conf,
+                      groups=shared.clusters.groups(flow.target))
+    resume_from_target(flow, selection, remote.plan, clients, folder, shared.fresh_copy, remote.created)
     offsets = FlowOffsets(flow=flow, selection=selection, source=source, target=target, source_conf=source_conf,
                           target_conf=target_conf, state=folder, source_of=remote.source_of, metrics=shared.metrics,
                           group_clients=(shared.clusters.groups(flow.source), shared.clusters.groups(flow.target)))

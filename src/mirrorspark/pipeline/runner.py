@@ -37,7 +37,7 @@ from mirrorspark.policy import ReplicationPolicy, policy_for_flow
 from mirrorspark.policy.loading import POLICY_KEY, check_cycle_policy
 from mirrorspark.rest.server import RestServer, RestSettings
 from mirrorspark.state import StateFiles, StateLocation
-from mirrorspark.takeover.lost_state import has_no_state
+from mirrorspark.takeover.lost_state import StateLost, has_no_state
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +157,16 @@ class Replicator:
         try:
             flow.assemble()
             self._link_reverse()
+        except StateLost as exc:
+            # Restarted holding the lease of a flow another instance wrote last: that one may resume it.
+            # Alone in the lease group, nobody can: bad input, the process exits (restore the state).
+            if not flow.another_member():
+                raise
+            flow.leave()
+            flow.take_failed(exc)
+            flow.hand_over()
+            log.warning("flow %s: cannot resume here without state; handed to another instance of lease group %s",
+                        flow.name, flow.lease.group if flow.lease else "")
         except ConfigError:
             raise
         except Exception as exc:
@@ -228,6 +238,9 @@ class Replicator:
         opening.start()
         try:
             self._start_spark()
+        except BaseException:
+            self.clusters.use_jvm(None)  # a group request of the opening thread fails now, not after a wait
+            raise
         finally:
             opening.join()
         if failed:

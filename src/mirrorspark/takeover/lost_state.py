@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import partition_offsets, topic_ids
+from mirrorspark.control.groups import JavaGroups
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.control.transactions import committed_progress
 from mirrorspark.errors import ConfigError
@@ -56,6 +57,7 @@ class Clients:
     source_conf: dict[str, Any]
     target: AdminClient
     target_conf: dict[str, Any]
+    groups: JavaGroups  # the target's, through Kafka's Java clients
 
 
 def has_no_state(folder: StateFiles) -> bool:
@@ -158,7 +160,11 @@ def _exactly_once_start(flow: FlowConfig, held: dict[Partition, tuple[int, int]]
     source_ids = topic_ids(clients.source, sources)
     remote_ids = topic_ids(clients.target, sorted({plan.remote[t] for t in sources}))
     ids = {plan.remote[t]: (source_ids.get(t, ""), remote_ids.get(plan.remote[t], "")) for t in sources}
-    committed = committed_progress(clients.target, flow, sorted(remote), ids, clients.target_conf)
+    committed = committed_progress(clients.groups, flow, sorted(remote), ids)
+    # Progress past the source partition's end is another topic's (re-created since, its ids not in the
+    # progress's metadata): the offset syncs and a comparison of the records decide for it.
+    ends = partition_offsets(clients.source, sorted({remote[key] for key in committed}))
+    committed = {key: position for key, position in committed.items() if position <= ends.get(remote[key], position)}
     missing = sorted(set(remote) - set(committed))
     if missing:  # no progress: only records of transactions never committed, or copies made before exactly-once
         stable = partition_offsets(clients.target, missing, read_committed=True)

@@ -278,8 +278,8 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
                                  f"{how}: its last {len(offsets)} record(s) found from source offset "
                                  f"{source_start}", copied_twice=0,
                                  runs=[(run, i > 0) for i, run in enumerate(runs_of(offsets, tail_from + at))])
-    if recreated and written > 1:
-        return None  # copies after the newest sync that are not the new topic's first records: unknown ones
+    if recreated and written > 1 and not _older_than(copied, first):
+        return None  # copies after the newest sync that are neither the new topic's first records nor older
     if recreated:  # none of the new topic's records was copied: all of them are, from its first
         return PartitionTakeover(topic, partition, remote, None, target_end, source_start,
                                  f"{how}: none of the new topic's records is on the target yet", lost=source_start,
@@ -290,6 +290,15 @@ def _past_log_start(source_conf: dict[str, Any], target_conf: dict[str, Any], to
     return PartitionTakeover(topic, partition, remote, None, target_end, source_start,
                              f"{PAST_LOG_START}: none of its records is on the source any more",
                              lost=max(0, source_start - floor), copied_twice=0)
+
+
+def _older_than(copies: list[Record], first: Record | None) -> bool:
+    """Every copy was written before the new topic's first record (CreateTime): they are the old topic's
+    last records, copied after its newest sync and before its deletion (the writer between two syncs).
+    A new topic with no record yet has had none copied. Timestamps not kept (LogAppendTime): not known."""
+    if first is None:
+        return True
+    return first[4] is not None and all(copy[4] is not None and copy[4] < first[4] for copy in copies)
 
 
 def starting_offsets(positions: Mapping[Partition, int]) -> dict[str, dict[str, int]]:

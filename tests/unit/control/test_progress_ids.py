@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirrorspark.control.transactions import _metadata, progress_holds
+from mirrorspark.control.transactions import progress_holds
 
 # Kafka topic ids as Kafka prints them (22 characters of url-safe base64).
 S0, S1, R0, R1 = "S0" + "a" * 20, "S1" + "a" * 20, "R0" + "b" * 20, "R1" + "b" * 20
@@ -24,18 +24,3 @@ S0, S1, R0, R1 = "S0" + "a" * 20, "S1" + "a" * 20, "R0" + "b" * 20, "R1" + "b" *
 ])
 def test_progress_holds_only_for_the_topics_it_was_committed_for(metadata, now, holds):
     assert progress_holds(metadata, now) is holds
-
-
-class _Fetched:
-    """A fetched offset whose metadata reads past its end into bytes that are not text (confluent-kafka)."""
-
-    @property
-    def metadata(self) -> str:
-        raw = b"ms2;" + b"A" * 22 + b"|" + b"B" * 22 + b";0:0:5\xd9\x01"
-        return raw.decode("utf-8")
-
-
-def test_metadata_read_past_its_end_keeps_what_was_read_before():
-    kept = _metadata(_Fetched())  # type: ignore[arg-type]
-    assert kept == "ms2;" + "A" * 22 + "|" + "B" * 22 + ";0:0:5"
-    assert progress_holds(kept, ("A" * 22, "B" * 22)) and not progress_holds(kept, ("A" * 22, "C" * 22))

@@ -14,6 +14,7 @@ from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.flow import Flow
 from mirrorspark.pipeline.flow_assembly import FlowContext
 from mirrorspark.pipeline.runner import FlowsFailed, Replicator
+from mirrorspark.takeover.lost_state import StateLost
 
 
 class Supervisor:
@@ -232,3 +233,26 @@ def test_a_second_stop_signal_exits_at_once(tmp_path):
     replicator.request_stop()
     assert exits == [143]
     replicator.deadline.disarm()
+
+
+@pytest.mark.parametrize("others", [True, False])
+def test_a_state_lost_at_start_is_handed_to_another_member_and_refused_alone(others, tmp_path):
+    """Restarted holding the lease of a flow another instance wrote last, without state to resume it: that
+    instance may resume it, so the flow is handed over and the process stays up; alone in the lease group,
+    nobody can, and the refusal (exit 2) stands."""
+    replicator = bare([Supervisor("a->b", failed=False)], tmp_path, others=others)
+    flow = replicator.flows["a->b"]
+    first = flow.lease
+    flow.parts = None
+
+    def assemble() -> None:
+        raise StateLost("flow a->b: no state, and its remote topics hold records")
+
+    flow.assemble = assemble  # type: ignore[method-assign]
+    if not others:
+        with pytest.raises(StateLost):
+            replicator._take_at_start(flow)
+        return
+    replicator._take_at_start(flow)
+    assert (first.stopped, flow.parts is None, flow.rejoin_at is not None) == (1, True, True)
+    assert flow.lease is not first and flow.state() == "degraded", "as a takeover that failed: why is shown"

@@ -218,6 +218,25 @@ def test_unknown_copies_after_the_newest_sync_of_a_recreated_topic_give_no_resum
 
 
 
+def test_the_old_topics_copies_after_its_newest_sync_do_not_hold_a_recreated_topic_back(monkeypatch):
+    """The fault soak: the writer copied the old topic's 28..29 after its last sync 27->12, then the topic was
+    deleted and made again, and grew past that sync. Those copies are older than the new topic's first
+    record: the old topic's, so the new one is copied from its first record. Before, both instances
+    refused the start, forever, and the flow copied nothing."""
+    source = {o: b"new%d" % o for o in range(0, 40)}
+    target = {**{5 + i: b"v%d" % (20 + i) for i in range(8)}, 13: b"v28", 14: b"v29"}
+    _logs(monkeypatch, source, target, source_times=dict.fromkeys(source, 5000))
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5), (27, 12)], 5, 15,
+                             0, source_end=40)
+    assert (found.resume, found.lost) == (0, 0) and found.method.startswith(positions.NEW_GENERATION)
+    # its end not yet past the sync: the same
+    small = {o: v for o, v in source.items() if o < 10}
+    _logs(monkeypatch, small, target, source_times=dict.fromkeys(small, 5000))
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, [(20, 5), (27, 12)], 5, 15,
+                             0, source_end=10)
+    assert (found.resume, found.lost) == (0, 0) and found.method.startswith(positions.NEW_GENERATION)
+
+
 def test_a_log_cut_short_then_written_past_the_newest_sync_is_not_taken_for_a_new_topic(monkeypatch):
     # the copy of 0..27 at 0..27, synced at 20->20 and 27->27; the source's log was cut to 0..14 (an unclean
     # leader election) and written again up to 39: the records at both syncs differ and are newer, but its

@@ -18,11 +18,15 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.DescribeConsumerGroupsOptions;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ListConsumerGroupsOptions;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * One cluster's consumer groups through Kafka's own Admin client, for the driver's control plane:
@@ -41,8 +45,10 @@ public final class GroupAdmin implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Admin admin;
+    private final Map<String, String> settings;
 
     public GroupAdmin(Map<String, String> settings) {
+        this.settings = Map.copyOf(settings);
         this.admin = Admin.create(new HashMap<String, Object>(settings));
     }
 
@@ -112,6 +118,76 @@ public final class GroupAdmin implements AutoCloseable {
             }
         }
         return out.toString();
+    }
+
+    /**
+     * The group's offsets for {@code partitions} (a JSON array of {@code [topic, partition]}) as a
+     * read_committed consumer sees them (require_stable): a JSON object with {@code "offsets"} (rows as
+     * {@link #committed} returns them) and {@code "open"}, the partitions whose offset sits in a
+     * transaction still open. Kafka's Admin client leaves such a partition out of its answer (it
+     * drops partition-level errors, UNSTABLE_OFFSET_COMMIT among them) while one without a committed
+     * offset comes back empty, so a requested partition missing from the answer is an open one.
+     */
+    public String committedStable(String group, String partitions, int timeoutMs) {
+        java.util.List<TopicPartition> wanted = new java.util.ArrayList<>();
+        for (JsonNode row : array(partitions, "partitions")) {
+            if (!row.isArray() || row.size() != 2 || !row.get(0).isTextual() || !row.get(1).canConvertToInt()) {
+                throw new IllegalArgumentException("not [topic, partition]: " + row);
+            }
+            wanted.add(new TopicPartition(row.get(0).asText(), row.get(1).asInt()));
+        }
+        ObjectNode out = JSON.createObjectNode();
+        Map<TopicPartition, OffsetAndMetadata> found = wanted.isEmpty() ? Map.of() : get(
+            admin.listConsumerGroupOffsets(Map.of(group, new ListConsumerGroupOffsetsSpec().topicPartitions(wanted)),
+                new ListConsumerGroupOffsetsOptions().requireStable(true).timeoutMs(timeoutMs))
+                .partitionsToOffsetAndMetadata(group),
+            timeoutMs, "reading the stable offsets of group " + group);
+        try {
+            out.set("offsets", JSON.readTree(encode(found)));
+        } catch (IOException e) {
+            throw new IllegalStateException("encoded offsets did not parse", e);
+        }
+        ArrayNode open = out.putArray("open");
+        wanted.stream().filter(tp -> !found.containsKey(tp))
+            .sorted(java.util.Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition))
+            .forEach(tp -> open.addArray().add(tp.topic()).add(tp.partition()));
+        return out.toString();
+    }
+
+    /**
+     * Start a transactional producer with each id of {@code transactionalIds} (a JSON array): the broker
+     * aborts a transaction the previous holder of the id left open and refuses that holder from now on,
+     * as the sink's own producer would at its first batch.
+     */
+    public void fence(String transactionalIds, int timeoutMs) {
+        for (JsonNode id : array(transactionalIds, "transactional ids")) {
+            Map<String, Object> conf = new HashMap<>(settings);
+            conf.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id.asText());
+            conf.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, timeoutMs);
+            conf.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            conf.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(conf)) {
+                producer.initTransactions();
+            } catch (org.apache.kafka.common.KafkaException e) {
+                if (notAnswering(e)) {
+                    throw new NotAnswering("fencing transactional id " + id.asText() + ": " + e, e);
+                }
+                throw new Refused("fencing transactional id " + id.asText() + ": " + e, e);
+            }
+        }
+    }
+
+    private static JsonNode array(String text, String what) {
+        JsonNode parsed;
+        try {
+            parsed = JSON.readTree(text);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(what + " are not JSON: " + e.getMessage(), e);
+        }
+        if (parsed == null || !parsed.isArray()) {
+            throw new IllegalArgumentException(what + " must be a JSON array");
+        }
+        return parsed;
     }
 
     /** Commit {@code offsets} (JSON as {@link #committed} returns it) for {@code group}, which must have no members. */

@@ -52,6 +52,16 @@ class GroupAdminTest {
             assertEquals("{}", groups.describeAll("[]", 1500), "no groups: no request");
             assertThrows(IllegalArgumentException.class, () -> groups.describeAll("{\"g\":1}", 1500));
             assertThrows(GroupAdmin.NotAnswering.class, () -> groups.commit("g", "[[\"a\",0,1,\"\"]]", 1500));
+            GroupAdmin.NotAnswering stable = assertThrows(GroupAdmin.NotAnswering.class,
+                () -> groups.committedStable("g", "[[\"a\",0]]", 1500));
+            assertTrue(stable.getMessage().startsWith("reading the stable offsets of group g: "), stable.getMessage());
+            assertEquals("{\"offsets\":[],\"open\":[]}", groups.committedStable("g", "[]", 1500),
+                "no partitions: no request");
+            assertThrows(IllegalArgumentException.class, () -> groups.committedStable("g", "[[\"a\"]]", 1500));
+            GroupAdmin.NotAnswering fence = assertThrows(GroupAdmin.NotAnswering.class,
+                () -> groups.fence("[\"p-a-0\"]", 1500));
+            assertTrue(fence.getMessage().startsWith("fencing transactional id p-a-0: "), fence.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> groups.fence("{}", 1500));
         }
     }
 }

@@ -404,12 +404,15 @@ class Soak:
         return json.loads(done.stdout)
 
     def running_writer(self, flow: str, seconds: float) -> bool:
-        """Whether an instance writes ``flow`` and its query runs, waiting at most ``seconds``."""
+        """Whether an instance writes ``flow`` and its query runs (``running``, or ``degraded`` by a loss it
+        reported while its batches go on), waiting at most ``seconds``."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             writer = self.writer_of(flow)
             try:
-                if writer is not None and flow_detail(writer, flow).get("state") == "running":
+                detail = flow_detail(writer, flow) if writer is not None else {}
+                recent = time.time() - (detail.get("last_batch_time") or 0) < 20
+                if detail.get("state") == "running" or (detail.get("state") == "degraded" and recent):
                     return True
             except (OSError, ValueError):  # starting or stopping
                 pass

@@ -251,6 +251,10 @@ class TopicIdentity:
                                  span=Span.source(source, first, log_start - 1, self.source_ids.get(source)))
         if starts:
             self.rewinds[source] = starts
+            # Before the query's first committed batch it starts at the takeover positions: left there, the
+            # refill's rewound end lies below its start and the topic looks gone back (its copies reported lost).
+            if self.rewind_takeover is not None:
+                self.rewind_takeover(source, starts)
         self.marks.forget_source(source)  # the refill is no re-copy: the old records are gone from the target
         ends = partition_offsets(self.target, [(name, p) for p in written]) if new else {}
         self.marks.reset_target(name, {p: ends.get((name, p), 0) for p in written})

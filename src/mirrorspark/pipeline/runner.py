@@ -42,6 +42,9 @@ from mirrorspark.takeover.lost_state import StateLost, has_no_state
 log = logging.getLogger(__name__)
 
 
+STEER_WAIT_S = 2.0  # how long a steering round waits for the flows' rounds before it checks the rest
+
+
 class FlowsFailed(OperationalError):
     """Flows failed for good (all of them, or some before a stop was asked): the process exits non-zero."""
 
@@ -70,6 +73,8 @@ class Replicator:
         self._policies: dict[str, ReplicationPolicy] = {}
         # Every enabled flow by name, written here or by another instance; each owns its parts.
         self.flows: dict[str, Flow] = {}
+        self._steering: dict[str, threading.Thread] = {}  # each flow's steering round (see ``steer``)
+        self._steering_errors: dict[str, BaseException] = {}
 
     def writing(self) -> list[Flow]:
         """The flows this process writes now, in the configuration's order."""
@@ -184,17 +189,51 @@ class Replicator:
 
     def _link_reverse(self) -> None:
         """A flow's offsets learn the reverse flow's, when this process writes both."""
-        by_pair = {(f.config.source.alias, f.config.target.alias): f.parts.offsets
-                   for f in self.flows.values() if f.parts is not None}
+        by_pair = {}
+        for flow in list(self.flows.values()):  # another flow's steering may change its parts meanwhile
+            parts = flow.parts
+            if parts is not None:
+                by_pair[(flow.config.source.alias, flow.config.target.alias)] = parts.offsets
         for (source, target), offsets in by_pair.items():
             if (target, source) in by_pair:
                 offsets.link_reverse(by_pair[(target, source)])
 
     def steer(self) -> None:
-        """Each flow follows its lease: stops writing when lost, is taken when given, is handed to a
-        standby when it failed here."""
+        """Each flow follows its lease (stops writing when lost, is taken when given, is handed to a
+        standby when it failed here) and its query is supervised, each flow in a thread of its own: a
+        takeover that waits minutes on its clusters (a record-by-record comparison, a cluster that does
+        not answer) held every other flow's supervision with it, a failed query unrestarted for 7.5
+        minutes in the fifth soak hour. A round still running is not started again; what a round raised
+        (bad input) is raised here, once it ends."""
+        started = []
         for flow in self.flows.values():
+            previous = self._steering.get(flow.name)
+            if previous is not None and previous.is_alive():
+                continue
+            self._raise_steering_error(flow.name)
+            thread = threading.Thread(target=self._steer_one, args=(flow,), name=f"mirrorspark-steer-{flow.name}",
+                                      daemon=True)  # a takeover under way never holds the process's exit
+            self._steering[flow.name] = thread
+            thread.start()
+            started.append(thread)
+        until = time.monotonic() + STEER_WAIT_S
+        for thread in started:
+            thread.join(max(0.0, until - time.monotonic()))
+        for name, thread in self._steering.items():
+            if not thread.is_alive():
+                self._raise_steering_error(name)
+
+    def _steer_one(self, flow: Flow) -> None:
+        try:
             flow.steer(self.spark, assembled=self._link_reverse)
+            flow.poll(self.spark)
+        except BaseException as exc:  # noqa: BLE001 - raised in the steering loop's thread
+            self._steering_errors[flow.name] = exc
+
+    def _raise_steering_error(self, name: str) -> None:
+        error = self._steering_errors.pop(name, None)
+        if error is not None:
+            raise error
 
     def _start_rest(self) -> None:
         settings = RestSettings.from_config(self.config.top_level)
@@ -291,8 +330,6 @@ class Replicator:
         try:
             while not self._stop.is_set():
                 self.steer()
-                for flow in self.flows.values():
-                    flow.poll(self.spark)
                 every_failed = bool(self.flows) and all(flow.failed for flow in self.flows.values())  # not a standby
                 if every_failed or (until is not None and until()):
                     break

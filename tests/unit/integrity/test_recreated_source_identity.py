@@ -249,3 +249,33 @@ def test_before_any_batch_is_committed_what_was_copied_ends_where_the_query_star
     assert seen == {("t", 0): 1_000, ("t", 1): 1_000}  # 5,000..5,999: the old topic past the resume point
     assert takeover == {("t", 0): 0, ("t", 1): 0}  # the running query's next start
     assert load_positions(files) == {("t", 0): 0, ("t", 1): 0}  # and a restart's
+
+
+def test_a_remote_topic_refilled_before_any_batch_is_committed_starts_at_the_source_start(tmp_path, monkeypatch):
+    """The fifth hour soak: a standby took the flow over without state (resuming at 9,978), its first batch
+    failed, and the remote topic was deleted meanwhile. The refill moved Spark's planned batch back to the
+    source's start but not the takeover positions the query starts from, so the restarted query saw the
+    topic go back from 9,978 to 0 and reported 29,934 copied records lost."""
+    from mirrorspark.takeover.plan import FILE, load_positions, rewind_positions
+
+    files = LocalFiles(tmp_path)
+    files.write("topic-ids.json", json.dumps({"source": {"t": "S1"}, "remote": {"a.t": "R1"}}))
+    files.write(FILE, json.dumps({"positions": {"t": {"0": 9_978, "1": 9_978}}}))
+    takeover = load_positions(files)
+    marks = WriteMarks(files)
+    marks.batch_written(0, "p", [WrittenRun.of("a.t", p, 9_978, 9_978, 5) for p in (0, 1)], {"a.t": "t"})
+    loss = LossLog(files, "a->b")
+    (tmp_path / "checkpoint").mkdir()
+    ident = TopicIdentity(files=files, flow_name="a->b", source="source", target="target",  # type: ignore[arg-type]
+                          loss=loss, marks=marks, spark_log=SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")),
+                          mapping=Mapping(), takeover=takeover,
+                          rewind_takeover=lambda topic, starts: rewind_positions(files, takeover, topic, starts))
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S1"})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("R2", {0: 1, 1: 1})})
+    monkeypatch.setattr(topic_identity, "partition_offsets",
+                        lambda admin, parts, earliest=False, **_: {p: 0 if earliest else 10_000 for p in parts})
+    seen = counted(loss)
+    ident.check({"t": "a.t"}, {"t": 2})
+    assert not seen, "the source still has every record: nothing is lost"
+    assert ident.rewinds_pending() == {"t"}
+    assert takeover == {("t", 0): 0, ("t", 1): 0} and load_positions(files) == {("t", 0): 0, ("t", 1): 0}

@@ -256,3 +256,33 @@ def test_a_state_lost_at_start_is_handed_to_another_member_and_refused_alone(oth
     replicator._take_at_start(flow)
     assert (first.stopped, flow.parts is None, flow.rejoin_at is not None) == (1, True, True)
     assert flow.lease is not first and flow.state() == "degraded", "as a takeover that failed: why is shown"
+
+
+def test_a_flow_whose_takeover_waits_holds_no_other_flows_supervision(tmp_path):
+    """The fifth soak hour: one flow's stateless takeover compared records for 7.5 minutes while the other
+    flow's failed query waited, unrestarted, behind it in the same loop."""
+    slow, quick = Supervisor("a->b", failed=False), Supervisor("b->a", failed=False)
+    replicator = bare([slow, quick], tmp_path)
+    released = threading.Event()
+    replicator.flows["a->b"].steer = lambda spark, assembled: released.wait(30)  # type: ignore[method-assign]
+    try:
+        for _ in range(3):
+            replicator.steer()
+        assert quick.polled == 3, "the other flow is supervised every round"
+        assert slow.polled == 0 and replicator._steering["a->b"].is_alive(), "the slow round is not started again"
+    finally:
+        released.set()
+    replicator._steering["a->b"].join(5)
+    replicator.steer()
+    assert slow.polled == 2  # its first round ended with a poll, and a new round began
+
+
+def test_what_a_flows_steering_raised_stops_the_loop(tmp_path):
+    replicator = bare([Supervisor("a->b", failed=False)], tmp_path)
+
+    def bad_input(spark, assembled) -> None:
+        raise OperationalError("flow a->b: a key the cluster refuses")
+
+    replicator.flows["a->b"].steer = bad_input  # type: ignore[method-assign]
+    with pytest.raises(OperationalError, match="refuses"):
+        replicator.steer()

@@ -195,29 +195,39 @@ class BatchWriter:
                          "the target holds")
         starts, ends = positions(report)
         self.guard.after_write(starts, ends, plan.remote, report.first_written())
+        # A remote topic re-created while this batch wrote (its refill planned meanwhile): its runs belong
+        # to a topic being refilled, not to the mapping or the marks the refill starts again from. Recorded,
+        # their old-topic offsets made the new topic look truncated and the refill look copied twice.
+        late = self.guard.rewinds_pending() & {plan.source_of.get(run.topic, run.topic) for run in report.runs}
+        runs = [run for run in report.runs if plan.source_of.get(run.topic, run.topic) not in late]
+        late_runs = [run for run in report.runs if run.written and plan.source_of.get(run.topic, run.topic) in late]
         if self.on_written is not None:
-            self.on_written(report.runs, plan.source_of)
+            self.on_written(runs, plan.source_of)
         handed = time.perf_counter()
-        self._account(jvm, batch_id, planned, report.runs, plan.source_of)
+        self._account(jvm, batch_id, planned, runs, plan.source_of, late_runs)
         self.last_written = batch_id
         self.batches_written += 1
         return handed
 
     def _account(self, jvm: SparkJvm, batch_id: int, planned: str, runs: Sequence[WrittenRun],
-                 source_of: Mapping[str, str]) -> None:
-        """Records copied again (marks and resumed partitions) and the batch's figures, into the metrics."""
+                 source_of: Mapping[str, str], late_runs: Sequence[WrittenRun] = ()) -> None:
+        """Records copied again (marks and resumed partitions) and the batch's figures, into the metrics.
+        ``late_runs``: written while their remote topic was re-created (see ``_record``)."""
         recopied = self.guard.marks.batch_written(batch_id, planned, runs, source_of)
-        # A remote topic re-created while this batch wrote (the refill was planned meanwhile): what it
-        # wrote into the new topic comes before the refill, which copies it again. Counted, never silent.
-        late = self.guard.rewinds_pending() & {source_of.get(run.topic, run.topic) for run in runs}
-        late_runs = [run for run in runs if run.written and source_of.get(run.topic, run.topic) in late]
-        for reported in late_runs:
-            where = (reported.topic, reported.partition)
-            recopied[where] = recopied.get(where, 0) + reported.run.count
-        if late:
-            log.warning("flow %s: batch %d wrote %d record(s) of %s while its remote topic was being re-created; the "
-                        "refill copies them again (counted in mirrorspark_records_recopied_total)", self.flow.name,
-                        batch_id, sum(reported.run.count for reported in late_runs), ", ".join(sorted(late)))
+        if late_runs:
+            # What landed in the new topic comes before the refill, which copies it again: counted, never
+            # silent. What went to the old topic went with it (its offsets lie past the new topic's end).
+            ends = self.guard.target_ends(sorted({(run.topic, run.partition) for run in late_runs}))
+            landed = [run for run in late_runs if run.run.downstream_end <= ends.get((run.topic, run.partition), 0)]
+            for reported in landed:
+                where = (reported.topic, reported.partition)
+                recopied[where] = recopied.get(where, 0) + reported.run.count
+            log.warning("flow %s: batch %d wrote %d record(s) of %s while its remote topic was being re-created; %d "
+                        "of them into the new topic, which the refill copies again (counted in "
+                        "mirrorspark_records_recopied_total), the others into the deleted one", self.flow.name,
+                        batch_id, sum(run.run.count for run in late_runs),
+                        ", ".join(sorted({source_of.get(run.topic, run.topic) for run in late_runs})),
+                        sum(run.run.count for run in landed))
         figures = jvm.drain_figures(self.flow.name)
         for row in figures.resumed:
             recopied[(row.topic, row.partition)] = recopied.get((row.topic, row.partition), 0) + row.recopied

@@ -86,11 +86,14 @@ class TopicIdentity:
         self.source_ids: dict[str, str] = saved.get("source", {})
         self.remote_ids: dict[str, str] = saved.get("remote", {})
         self.source_ends: dict[str, dict[str, int]] = saved.get("source_ends", {})
+        # Remote topic -> its id, and per partition the offsets holding copies of an earlier generation of
+        # its source topic (re-created since): a deletion of that remote topic loses them for good.
+        self.older_copies: dict[str, dict] = saved.get("older_copies", {})
         self.remote_leaders: dict[str, dict[int, int]] = {}  # as seen by the last check (this run only)
 
     def _save(self) -> None:
         self.files.write(FILE, json.dumps({"source": self.source_ids, "remote": self.remote_ids,
-                                           "source_ends": self.source_ends}))
+                                           "source_ends": self.source_ends, "older_copies": self.older_copies}))
 
     def check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool = True) -> bool:
         """Compare the planned topics (source -> remote name, source -> partition count) with the
@@ -163,6 +166,8 @@ class TopicIdentity:
                 self.loss.report(topic, partition, copied, end - 1,
                                  f"the source topic was deleted and re-created (topic id {old} -> {new}) before "
                                  "these records were copied", span=Span.source(topic, copied, end - 1, old))
+        if remote is not None:
+            self._note_older_copies(remote)
         starts = partition_offsets(self.source, [(topic, p) for p in range(count)], earliest=True)
         self.rewinds[topic] = {p: o for (_, p), o in starts.items()}
         if self.rewind_takeover is not None:  # else the next start reads the old topic's offsets again
@@ -173,6 +178,21 @@ class TopicIdentity:
         self.mapping.forget_topic(topic)
         log.warning("flow %s: source topic %s was re-created (topic id %s -> %s); it is replicated again from "
                     "its beginning", self.flow_name, topic, old, new)
+
+    def _note_older_copies(self, remote: str) -> None:
+        """The remote topic now holds copies of an earlier generation of its source topic, up to what this
+        flow wrote there: the refill after a deletion of the remote topic cannot restore them."""
+        remote_id = self.remote_ids.get(remote)
+        ends = self.marks.written_to([remote])[remote]
+        if not remote_id or not ends:
+            return
+        entry = self.older_copies.get(remote)
+        if entry is None or entry.get("id") != remote_id:
+            entry = self.older_copies[remote] = {"id": remote_id, "starts": {}, "ends": {}}
+        starts = partition_offsets(self.target, [(remote, p) for p in sorted(ends)], earliest=True)
+        for partition, end in ends.items():
+            entry["starts"].setdefault(str(partition), starts.get((remote, partition), 0))
+            entry["ends"][str(partition)] = max(end, entry["ends"].get(str(partition), 0))
 
     def _old_copies_compared_no_more(self, topic: str, remote: str, position: Mapping[Partition, int],
                                      count: int) -> None:
@@ -233,6 +253,17 @@ class TopicIdentity:
         found = partition_offsets(self.source, [(source, p) for p in range(partition_count)], earliest=True)
         starts = {p: o for (_, p), o in found.items()}
         refilled, lost = 0, 0
+        older = self.older_copies.pop(name, None)
+        if older is not None and older.get("id") == old:
+            for key, end in sorted(older["ends"].items()):
+                start = older["starts"].get(key, 0)
+                if end > start:
+                    lost += end - start
+                    self.loss.report(source, int(key), -1, -1,
+                                     f"remote topic {name} was deleted on the target (topic id {old} -> "
+                                     f"{new or 'none'}) holding copies of an earlier generation of {source} (deleted "
+                                     "and re-created since), which neither cluster has any more", records=end - start,
+                                     span=Span.target(name, old, start, end))
         for partition, count in sorted(written.items()):
             if count <= 0:
                 continue

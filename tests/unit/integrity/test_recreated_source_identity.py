@@ -279,3 +279,20 @@ def test_a_remote_topic_refilled_before_any_batch_is_committed_starts_at_the_sou
     assert not seen, "the source still has every record: nothing is lost"
     assert ident.rewinds_pending() == {"t"}
     assert takeover == {("t", 0): 0, ("t", 1): 0} and load_positions(files) == {("t", 0): 0, ("t", 1): 0}
+
+
+def test_a_remote_topic_deleted_after_its_source_was_recreated_reports_the_earlier_copies_lost(tmp_path, monkeypatch):
+    """The sixth soak hour: src.soak-t1 deleted after three re-creations of soak-t1; the refill restores the
+    current topic only, and the earlier generations' copies (75,787) were lost without a report."""
+    source_id, remote_layout = ["S1"], [("R1", {0: 1, 1: 1})]
+    ident, loss = identity(tmp_path, monkeypatch, source_id, 100)
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": remote_layout[0]})
+    seen = counted(loss)
+    ident.check({"t": "a.t"}, {"t": 2})
+    source_id[0] = "S2"  # the source topic made again: a.t holds 100 copies of the old one per partition
+    ident.check({"t": "a.t"}, {"t": 2})
+    before = sum(seen.values())
+    remote_layout[0] = ("R2", {0: 1, 1: 1})  # then the remote topic deleted (and re-created by the refresh)
+    ident.check({"t": "a.t"}, {"t": 2})
+    assert sum(seen.values()) - before == 200
+    assert "older_copies" in json.loads((tmp_path / "topic-ids.json").read_text())

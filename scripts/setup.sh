@@ -65,58 +65,59 @@ jvm_jar() {
   cp "$BUILD/mirrorspark-maven/mirrorspark.jar" "$BUILD/mirrorspark-jvm/mirrorspark.jar"
 }
 
-browser() {
-  # Headless Chromium for tests/unit/rest/test_api_docs.py, which renders /docs with no network. Optional: a
-  # machine without apt-get (or without root / passwordless sudo) gets a hint and the test skips.
-  local b
-  # A browser that answers --version (a snap stub in a container does not) counts as installed.
-  for b in chromium chromium-browser google-chrome; do command -v "$b" >/dev/null 2>&1 && "$b" --version >/dev/null 2>&1 && return 0; done
+apt_optional() {
+  # apt_optional NAME WHAT PACKAGE...: install Debian packages a few tests need, when apt-get runs as root
+  # (or through passwordless sudo); otherwise say which tests (WHAT) will be skipped, and go on.
+  local name=$1 what=$2
+  shift 2
   local sudo=()
   if [[ $(id -u) -ne 0 ]]; then
     if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(false); fi
   fi
   if ! command -v apt-get >/dev/null 2>&1 || [[ ${sudo[0]:-} == false ]]; then
-    echo "setup: no chromium and no way to install it (apt-get as root); the browser check of /docs will be skipped"
+    echo "setup: no $name and no way to install it (apt-get as root); $what will be skipped"
     return 0
   fi
-  echo "setup: chromium (apt-get) ..."
-  local log=$BUILD/chromium-apt.log
-  local install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-liberation)
+  echo "setup: $name (apt-get) ..."
+  local log=$BUILD/$name-apt.log
+  local install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@")
   if ! "${install[@]}" >"$log" 2>&1; then
     # An empty or stale package list: refresh it once and try again.
     "${sudo[@]}" apt-get update -q >>"$log" 2>&1 && "${install[@]}" >>"$log" 2>&1 ||
-      { echo "setup: could not install chromium (see $log); the browser check of /docs will be skipped"; return 0; }
+      { echo "setup: could not install $name (see $log); $what will be skipped"; return 0; }
   fi
-  echo "setup: chromium done"
+  echo "setup: $name done"
+}
+
+browser() {
+  # Headless Chromium for tests/unit/rest/test_api_docs.py, which renders /docs with no network.
+  local b
+  # A browser that answers --version (a snap stub in a container does not) counts as installed.
+  for b in chromium chromium-browser google-chrome; do command -v "$b" >/dev/null 2>&1 && "$b" --version >/dev/null 2>&1 && return 0; done
+  apt_optional chromium "the browser check of /docs" chromium fonts-liberation
 }
 
 prometheus_server() {
   # Prometheus and promtool (Debian's `prometheus` package) for the alert-rule and dashboard tests
   # (tests/unit/metrics/test_alert_rules.py, tests/integration/test_alerts_prometheus.py). The tests start
   # their own `prometheus` process (own config, data folder and free port), never the package's service.
-  # Optional, as chromium is: without apt-get as root those tests skip.
   command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return 0
-  local sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else sudo=(false); fi
-  fi
-  if ! command -v apt-get >/dev/null 2>&1 || [[ ${sudo[0]:-} == false ]]; then
-    echo "setup: no prometheus and no way to install it (apt-get as root); the alert-rule tests will be skipped"
-    return 0
-  fi
-  echo "setup: prometheus (apt-get) ..."
-  local log=$BUILD/prometheus-apt.log
-  local install=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus)
-  if ! "${install[@]}" >"$log" 2>&1; then
-    "${sudo[@]}" apt-get update -q >>"$log" 2>&1 && "${install[@]}" >>"$log" 2>&1 ||
-      { echo "setup: could not install prometheus (see $log); the alert-rule tests will be skipped"; return 0; }
-  fi
-  echo "setup: prometheus done"
+  apt_optional prometheus "the alert-rule tests" prometheus
+}
+
+kerberos_kdc() {
+  # An MIT KDC (Debian's krb5-kdc and krb5-admin-server: krb5kdc, kdb5_util, kadmin.local) for the local
+  # GSSAPI clusters of the Kerberos drill (tests/integration/test_java_client_security.py). `mirrorspark
+  # local up --sasl-mechanism GSSAPI` runs its own KDC process in the cluster's folder, never the
+  # package's service.
+  { command -v krb5kdc >/dev/null 2>&1 || [[ -x /usr/sbin/krb5kdc ]]; } && [[ -x /usr/sbin/kadmin.local ]] && return 0
+  apt_optional krb5-kdc "the Kerberos drill" krb5-kdc krb5-admin-server
 }
 
 step venv pyproject.toml -- venv
 browser
 prometheus_server
+kerberos_kdc
 step kafka-libs jvm/kafka-libs.pom.xml -- kafka_libs
 step spark-kafka-jars jvm/spark-kafka.pom.xml -- spark_kafka_jars
 step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml jvm/mirrorspark/pom.xml jvm/mirrorspark/.mvn/maven.config \

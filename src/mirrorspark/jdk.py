@@ -43,3 +43,19 @@ def run_keytool(keytool: str, args: list[str], passwords: Mapping[str, str],
     captured, the exit code left to the caller."""
     argv, env = keytool_command(keytool, args, passwords)
     return subprocess.run(argv, input=stdin, capture_output=True, env=env, check=False)
+
+
+KRB5_PROPERTY = "java.security.krb5.conf"
+
+
+def kerberos_options(existing: str = "") -> list[str]:
+    """``-Djava.security.krb5.conf`` from ``KRB5_CONFIG``, as MIT's tools read it, for the JVMs mirrorspark
+    starts (the client JVM, Spark's driver and executors): Java itself only reads the property (or
+    /etc/krb5.conf), and an MM2 user puts it in KAFKA_OPTS. Nothing when unset, or when ``existing``
+    JVM options already set the property."""
+    import os
+
+    location = os.environ.get("KRB5_CONFIG", "").strip()
+    if not location or f"-D{KRB5_PROPERTY}=" in existing:
+        return []
+    return [f"-D{KRB5_PROPERTY}={location}"]

@@ -6,10 +6,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from mirrorspark.control.admin import admin_client, client_conf, end_offsets
+from mirrorspark.control.admin import consumer as make_consumer
+from mirrorspark.control.admin import producer as make_producer
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ def create_topic(bootstrap: str | dict, name: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str | dict, topic: str, records: list[dict]) -> None:
-    producer = Producer({**client_conf(bootstrap), "linger.ms": 5})
+    producer = make_producer({**client_conf(bootstrap), "linger.ms": 5})  # Kafka's Java one for a Kerberos cluster
     for rec in records:
         producer.produce(topic, **rec)
     assert producer.flush(30) == 0
@@ -63,8 +65,8 @@ def wait_for_count(bootstrap: str | dict, topic: str, expected: int, timeout: fl
 def read_all(bootstrap: str | dict, topic: str) -> list[Rec]:
     """Every record of every partition, in offset order per partition."""
     ends = end_offsets(bootstrap, topic)
-    consumer = Consumer({**client_conf(bootstrap), "group.id": "mirrorspark-tests-read",
-                         "enable.auto.commit": False})
+    consumer = make_consumer({**client_conf(bootstrap), "group.id": "mirrorspark-tests-read",
+                              "enable.auto.commit": False})
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in ends])
         out: list[Rec] = []

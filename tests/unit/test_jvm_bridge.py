@@ -20,7 +20,9 @@ SESSION_INTERNALS = {"_jvm", "_jsc", "_jsparkSession"}  # pyspark's handles on t
 # restructured by issue 43's other half, which moves it to SparkJvm.fences(); drop them from here then.
 MAY_REACH_THE_SESSION_JVM = {"jvm_bridge.py", "pipeline/spark_session.py"}
 # The plug-in JVM (plugins/java_host.py) is another process with its own gateway: its own bridge.
-MAY_IMPORT_PY4J = {"jvm_bridge.py", "plugins/java_host.py", "plugins/java_filters.py", "policy/java_policy.py"}
+# control/java_clients.py turns py4j's failures into the KafkaException librdkafka raises, once.
+MAY_IMPORT_PY4J = {"jvm_bridge.py", "plugins/java_host.py", "plugins/java_filters.py", "policy/java_policy.py",
+                   "control/java_clients.py"}
 
 
 class Throwable:

@@ -43,7 +43,8 @@ def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cl
        timeout: Annotated[float, typer.Option(help="Seconds to wait for each broker.")] = 90.0,
        security: Annotated[str, typer.Option(
            "--security", help=f"Client listener protocol: {', '.join(PROTOCOLS)}. TLS material is made with "
-                              "keytool; SASL uses a generated user 'mirrorspark'.")] = "PLAINTEXT",
+                              "keytool; SASL uses a generated user 'mirrorspark' (GSSAPI: a principal of a "
+                              "local MIT KDC, with keytabs).")] = "PLAINTEXT",
        sasl_mechanism: Annotated[str, typer.Option(
            "--sasl-mechanism", help=f"With SASL_*: {', '.join(MECHANISMS)}.")] = "SCRAM-SHA-512",
        authorizer: Annotated[bool, typer.Option(
@@ -61,6 +62,11 @@ def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cl
         typer.echo(f"{cluster.name}={cluster.bootstrap}")
         if cluster.security.secured:
             typer.echo(f"# {cluster.name} client settings: {local.folder(cluster.name) / 'client.properties'}")
+        if cluster.security.uses_sasl and cluster.security.sasl_mechanism == "GSSAPI":
+            from mirrorspark.local.kerberos import REALM, krb5_conf
+
+            conf = krb5_conf(local.folder(cluster.name))
+            typer.echo(f"# {cluster.name} Kerberos realm {REALM}: export KRB5_CONFIG={conf}")
 
 
 @app.command()

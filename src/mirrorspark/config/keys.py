@@ -112,6 +112,12 @@ KEYS: tuple[Key, ...] = (
     Key("config.property.filter.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
         "Which topic configs are copied: MM2's default (`config.properties.exclude`) or a Java "
         "ConfigPropertyFilter of the plug-in jars."),
+    Key("mirrorspark.control.clients", Type.STRING, "auto",
+        "Which Kafka clients the control plane (admin, heartbeats, offset syncs, checkpoints, group sync, the "
+        "lease) uses: `java` (Kafka's Java clients, MM2's own, with every client key as MM2 reads it), "
+        "`librdkafka`, or `auto`: Kafka's Java clients for a cluster whose settings only they honour (GSSAPI, "
+        "a login or client callback handler, `ssl.engine.factory.class`, Java cipher suites or store types), "
+        "librdkafka for the others.", Scope.DRIVER, choices=("auto", "java", "librdkafka")),
     Key("plugin.path", Type.LIST, "", "Where Java plug-ins are found, as for MM2: directories holding jars, "
         "directories of jars or class folders, or jars.", Scope.DRIVER),
     Key("replication.policy.separator", Type.STRING, ".", "Separator of the default policy. Empty (MM2's \"no "

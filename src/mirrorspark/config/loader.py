@@ -108,7 +108,8 @@ def parse_config(
 
     warnings = [*ignored, *check_all(top, cluster_keys, flow_keys, unresolved=frozenset(pending or {}))]
     top_connection = {k: v for k, v in top.items() if is_connection_key(k)}
-    cluster_configs = {a: ClusterConfig(a, cluster_keys[a], top_connection) for a in aliases}
+    client_options = {k: v for k, v in top.items() if k in ("plugin.path", "spark.jars", "mirrorspark.control.clients")}
+    cluster_configs = {a: ClusterConfig(a, cluster_keys[a], top_connection, client_options) for a in aliases}
 
     if clusters:
         unknown = [c for c in clusters if c not in cluster_configs]

@@ -17,6 +17,9 @@ class ClusterConfig:
     alias: str
     settings: Mapping[str, str]
     top_level_connection: Mapping[str, str] = field(default_factory=dict)
+    # Top-level keys that decide how its clients are made: plugin.path and spark.jars (where a callback
+    # handler's class is found) and mirrorspark.control.clients.
+    client_options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:

@@ -108,11 +108,8 @@ EOS_WORKER_KEY = "exactly.once.source.support"  # a Connect worker setting: MM2 
 
 
 def _java_client_only(name: str, where: str, warnings: list[str]) -> None:
-    """Java client keys the control plane's clients (librdkafka) have no equivalent for: said, never dropped."""
-    if name.endswith("ssl.engine.factory.class"):
-        raise ConfigError(f"{where} is not supported: it names a Java class that makes the TLS connections, which "
-                          "the control plane's clients cannot load, so the two planes would connect differently",
-                          where)
+    """Java client keys the control plane's clients do not take: said, never dropped. (A cluster's
+    ``ssl.engine.factory.class`` makes its control plane use Kafka's Java clients: ``java_only``.)"""
     if name.endswith("metric.reporters"):
         warnings.append(f"{where}: Spark's Java clients load these reporters (their classes on plugin.path or "
                         "spark.jars); the control plane's clients do not report to them (mirrorspark's own metrics "

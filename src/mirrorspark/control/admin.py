@@ -9,6 +9,7 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.control.java_clients import uses_java
 from mirrorspark.errors import ClusterFailure, ConfigError, NotFound, OperationalError
 from mirrorspark.partition import Partition
 
@@ -18,21 +19,34 @@ _QUIET.propagate = False
 
 
 def admin_client(conf: dict[str, Any]) -> AdminClient:
-    """An AdminClient whose librdkafka chatter goes to a silent logger, not stderr."""
+    """An admin client: Kafka's Java one when ``conf`` asks for it (``java_clients``), else librdkafka's,
+    whose chatter goes to a silent logger, not stderr."""
+    if uses_java(conf):
+        from mirrorspark.control.java_clients import JavaAdminClient
+
+        return cast(AdminClient, JavaAdminClient(conf))
     # AdminClient's stub types config values as str/int/float/bool, leaving out the documented "logger".
     settings: dict[str, Any] = {**conf, "logger": _QUIET}
     return AdminClient(settings)
 
 
 def producer(conf: dict[str, Any]):
-    """A confluent-kafka Producer whose librdkafka chatter goes to a silent logger."""
+    """A producer: Kafka's Java one when ``conf`` asks for it, else librdkafka's (quiet)."""
+    if uses_java(conf):
+        from mirrorspark.control.java_clients import JavaProducer
+
+        return JavaProducer(conf)
     from confluent_kafka import Producer
 
     return Producer({**conf, "logger": _QUIET})
 
 
 def consumer(conf: dict[str, Any]) -> Consumer:
-    """A confluent-kafka Consumer whose librdkafka chatter goes to a silent logger."""
+    """A consumer: Kafka's Java one when ``conf`` asks for it, else librdkafka's (quiet)."""
+    if uses_java(conf):
+        from mirrorspark.control.java_clients import JavaConsumer
+
+        return cast(Consumer, JavaConsumer(conf))
     return Consumer({**conf, "logger": _QUIET})
 
 
@@ -98,16 +112,16 @@ def client_conf(cluster: str | dict[str, Any]) -> dict[str, Any]:
 
 def end_offsets(cluster: str | dict[str, Any], topic: str, timeout: float = 10.0) -> dict[int, int]:
     """Log-end offset per partition of ``topic`` (empty if the topic does not exist)."""
-    consumer = Consumer({**client_conf(cluster), "group.id": "mirrorspark-offsets", "logger": _QUIET})
+    reader = consumer({**client_conf(cluster), "group.id": "mirrorspark-offsets"})
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+        metadata = reader.list_topics(topic, timeout=timeout).topics[topic]
         if metadata.error is not None:
             return {}
         deadline = time.monotonic() + timeout
-        return {p: _watermark_end(consumer, TopicPartition(topic, p), timeout, deadline)
+        return {p: _watermark_end(reader, TopicPartition(topic, p), timeout, deadline)
                 for p in sorted(metadata.partitions)}
     finally:
-        consumer.close()
+        reader.close()
 
 
 _SETTLING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)

@@ -16,6 +16,7 @@ naming the key and saying what to provide instead.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import shutil
@@ -55,8 +56,114 @@ def admin_properties(cluster: ClusterConfig) -> dict[str, str]:
 
 
 def admin_settings(cluster: ClusterConfig) -> dict[str, str]:
-    """librdkafka settings of ``cluster``'s admin client; error messages name keys ``<alias>.<key>``."""
-    return librdkafka_admin(admin_properties(cluster), f"{cluster.alias}.")
+    """The control plane's client settings of ``cluster``: Kafka's Java client's (its keys unchanged,
+    see ``java_clients``) when ``mirrorspark.control.clients`` says so, or, under ``auto``, when only
+    the Java client honours them; else librdkafka's. Error messages name keys ``<alias>.<key>``."""
+    props = admin_properties(cluster)
+    choice = cluster.client_options.get("mirrorspark.control.clients", "auto").strip().lower()
+    if choice == "java" or (choice == "auto" and java_only(props)):
+        from mirrorspark.plugins.jars import plugin_classpath
+
+        classpath = plugin_classpath(cluster.client_options)
+        _check_kerberos(props, cluster.alias)
+        _check_classes(props, classpath, cluster)
+        return java_conf(props, classpath)
+    return librdkafka_admin(props, f"{cluster.alias}.")
+
+
+_CLASS_KEYS = ("sasl.login.callback.handler.class", "sasl.client.callback.handler.class", "sasl.login.class",
+               "ssl.engine.factory.class")
+
+
+def client_class_jars(clusters: list[ClusterConfig]) -> list[Path]:
+    """The jars of ``plugin.path``/``spark.jars`` holding the classes the clusters' client keys name,
+    for Spark's classpath: its clients load them too."""
+    from mirrorspark.plugins.jars import class_location, plugin_classpath
+
+    jars: list[Path] = []
+    for cluster in clusters:
+        props = admin_properties(cluster)
+        for key in _CLASS_KEYS:
+            name = props.get(key, "").strip()
+            if name and not name.startswith("org.apache.kafka."):
+                place = class_location(name, plugin_classpath(cluster.client_options))
+                if place is not None and place.is_file() and place not in jars:
+                    jars.append(place)
+    return jars
+
+
+def _check_kerberos(props: Mapping[str, str], alias: str) -> None:
+    """GSSAPI needs its JAAS entry in the file (mirrorspark's JVMs read no JAAS file), and a Kerberos
+    login module in it: a PLAIN or SCRAM entry under the default mechanism is a forgotten
+    ``sasl.mechanism``, which Kafka's client would only report when it connects."""
+    if not props.get("security.protocol", "").strip().upper().startswith("SASL_") or \
+            props.get("sasl.mechanism", "GSSAPI").strip().upper() != "GSSAPI":
+        return
+    jaas = props.get("sasl.jaas.config", "").strip()
+    if not jaas:
+        raise ConfigError(f"{alias}.sasl.jaas.config is required with GSSAPI (Kafka's default {alias}.sasl.mechanism): "
+                          'e.g. com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="..." '
+                          'principal="...";', f"{alias}.sasl.jaas.config")
+    module = jaas.split(None, 1)[0]
+    if not module.endswith("Krb5LoginModule"):
+        unset = "" if "sasl.mechanism" in props else " (unset: GSSAPI, Kafka's default)"
+        raise ConfigError(f"{alias}.sasl.mechanism is GSSAPI{unset} but {alias}.sasl.jaas.config uses "
+                          f"{module.rsplit('.', 1)[-1]}: set {alias}.sasl.mechanism to the mechanism of that login "
+                          "module, or use Krb5LoginModule", f"{alias}.sasl.mechanism")
+
+
+def _check_classes(props: Mapping[str, str], classpath: list[Path], cluster: ClusterConfig) -> None:
+    """Each class a client key names is Kafka's own or in a jar of ``plugin.path``/``spark.jars``, as
+    MM2 needs it on its plugin path: refused naming the key, before a client is made."""
+    from mirrorspark.plugins.jars import class_location, where_looked
+
+    for key in _CLASS_KEYS:
+        name = props.get(key, "").strip()
+        if not name or name.startswith("org.apache.kafka."):
+            continue
+        if class_location(name, classpath) is None:
+            where = f"{cluster.alias}.{key}"
+            missing = [p for p in cluster.client_options.get("plugin.path", "").split(",")
+                       if p.strip() and not Path(p.strip()).expanduser().exists()]
+            error = NeededAtRunTime if missing else ConfigError
+            raise error(f"{where} = {name!r}: no jar of plugin.path or spark.jars holds this class "
+                        f"({where_looked(cluster.client_options)})", where)
+
+
+def java_only(props: Mapping[str, str]) -> bool:
+    """True when librdkafka cannot honour ``props`` as Kafka's Java client does: Kerberos (GSSAPI, the
+    Java default mechanism), a SASL login or client callback handler of the user's (MSK IAM), a login
+    class, an SSL engine factory, Java cipher suite names, a store type beyond JKS, PKCS12 and PEM."""
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol.startswith("SASL_"):
+        mechanism = props.get("sasl.mechanism", "GSSAPI").strip().upper()
+        handler = props.get("sasl.login.callback.handler.class", "").strip()
+        if mechanism not in _SUPPORTED_MECHANISMS or props.get("sasl.client.callback.handler.class", "").strip() \
+                or props.get("sasl.login.class", "").strip():
+            return True
+        if handler and handler not in _OIDC_HANDLERS:
+            return True
+        if mechanism == "OAUTHBEARER" and not props.get("sasl.oauthbearer.token.endpoint.url", "").strip().lower() \
+                .startswith(("http://", "https://")):
+            return True
+    if protocol in ("SSL", "SASL_SSL"):
+        if props.get("ssl.engine.factory.class", "").strip() or props.get("ssl.cipher.suites", "").strip():
+            return True
+        for key in ("ssl.truststore.type", "ssl.keystore.type"):
+            if props.get(key, "JKS").strip().upper() not in ("JKS", "PKCS12", "PEM"):
+                return True
+    return False
+
+
+def java_conf(props: Mapping[str, str], classpath: list[Path]) -> dict[str, str]:
+    """Settings that make ``control/admin.py``'s factories build Kafka's Java clients from ``props``
+    (unchanged) with ``classpath`` for the classes they name; ``bootstrap.servers`` and
+    ``security.protocol`` stay readable for messages."""
+    from mirrorspark.control.java_clients import JAVA_CLASSPATH, JAVA_PROPERTIES
+
+    return {"bootstrap.servers": props.get("bootstrap.servers", ""),
+            "security.protocol": props.get("security.protocol", "PLAINTEXT"),
+            JAVA_PROPERTIES: json.dumps(dict(props)), JAVA_CLASSPATH: os.pathsep.join(str(p) for p in classpath)}
 
 
 def librdkafka_admin(java_props: Mapping[str, str], where: str = "") -> dict[str, str]:

@@ -16,6 +16,7 @@ from mirrorspark.config.model import ClusterConfig
 from mirrorspark.control.admin import admin_client
 from mirrorspark.control.client_settings import admin_properties, admin_settings
 from mirrorspark.control.groups import JavaGroups
+from mirrorspark.control.java_clients import uses_java
 from mirrorspark.errors import ClusterFailure, ConfigError, OperationalError
 from mirrorspark.jvm_bridge import JvmGroupAdmin, SparkJvm
 
@@ -36,8 +37,8 @@ def _refusal(conf: dict[str, str], first: KafkaError) -> str | None:
     token that cannot be had shows only on the error callback, so a short probe listens for it."""
     if first.code() == KafkaError._AUTHENTICATION:
         return first.str()
-    if not str(conf.get("security.protocol", "")).upper().startswith("SASL_"):
-        return None
+    if uses_java(conf) or not str(conf.get("security.protocol", "")).upper().startswith("SASL_"):
+        return None  # Kafka's Java client says _AUTHENTICATION itself
     seen: list[KafkaError] = []
     settings: dict[str, object] = {**conf, "error_cb": seen.append}
     probe = AdminClient(settings)  # type: ignore[arg-type]  # the stubs omit callables
@@ -53,8 +54,8 @@ def _refusal(conf: dict[str, str], first: KafkaError) -> str | None:
 
 def reach(cluster: ClusterConfig, conf: dict[str, str], timeout: float = 15.0) -> AdminClient:
     """An admin client for ``cluster`` (librdkafka settings ``conf``) that has answered a metadata request."""
-    admin = admin_client(conf)
     try:
+        admin = admin_client(conf)  # Kafka's Java client logs in here (a keytab, a login handler)
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
         refused = _refusal(conf, exc.args[0])

@@ -11,10 +11,11 @@ import re
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirrorspark.config.model import FlowConfig
+from mirrorspark.control.admin import producer as make_producer
 from mirrorspark.control.groups import JavaGroups
 from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.partition import Partition
@@ -39,8 +40,8 @@ def check_transactions(flow: FlowConfig, target: AdminClient, target_conf: dict[
         if problem:
             raise ConfigError(f"{key} = enabled, but cluster {alias!r} cannot keep transactions: {problem}; lower "
                               f"them on its brokers, or add brokers, or leave {key} unset (at least once)", key)
-    producer = Producer({**target_conf, "transactional.id": f"{flow.transactional_id_prefix}check",
-                         "transaction.timeout.ms": "60000"})
+    producer = make_producer({**target_conf, "transactional.id": f"{flow.transactional_id_prefix}check",
+                              "transaction.timeout.ms": "60000"})
     try:
         producer.init_transactions(TIMEOUT_S)
     except KafkaException as exc:

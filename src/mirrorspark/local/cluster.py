@@ -355,6 +355,13 @@ class LocalClusters:
 
     def _launch(self, cluster: RunningCluster, java: str) -> subprocess.Popen[bytes]:
         folder = self.folder(cluster.name)
+        if cluster.security.uses_sasl and cluster.security.sasl_mechanism == "GSSAPI":
+            from mirrorspark.local import kerberos
+
+            try:
+                kerberos.start_kdc(folder)  # the broker logs in to it as it starts
+            except kerberos.KerberosError as exc:
+                raise LocalClusterError(f"cluster {cluster.name!r}: {exc}") from None
         log = self._log_file(cluster.name).open("ab")
         proc = subprocess.Popen(
             [java, *self.jvm_opts, *broker_jvm_options(cluster.security, folder), *self._classpath_args(cluster.name),
@@ -405,6 +412,9 @@ class LocalClusters:
                 self._stop_pid(name, cluster.pid, timeout)
                 lines.append(f"{name}: stopped (pid {cluster.pid})")
             self._stop_tokens(name)
+            from mirrorspark.local import kerberos
+
+            kerberos.stop_kdc(self.folder(name))
             if purge:
                 shutil.rmtree(self.folder(name), ignore_errors=True)
         return lines

@@ -20,7 +20,7 @@ from mirrorspark.errors import OperationalError
 from mirrorspark.private_files import private_dir, write_private
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 OAUTH_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -171,6 +171,15 @@ def broker_properties(options: SecurityOptions, folder: Path, client_port: int, 
             "sasl.oauthbearer.jwks.endpoint.url": jwks_url(folder),
             "sasl.oauthbearer.expected.audience": AUDIENCE,
         })
+    elif options.uses_sasl and options.sasl_mechanism == "GSSAPI":
+        from mirrorspark.local import kerberos
+
+        kerberos.ensure_realm(folder)
+        props.update({
+            f"listener.name.{lname}.sasl.enabled.mechanisms": "GSSAPI",
+            "sasl.kerberos.service.name": kerberos.SERVICE,
+            f"listener.name.{lname}.gssapi.sasl.jaas.config": kerberos.jaas(folder, "broker"),
+        })
     elif options.uses_sasl:
         mech = options.sasl_mechanism
         module = _LOGIN_MODULES[mech]
@@ -241,7 +250,12 @@ def token_endpoint_port(folder: Path) -> int:
 
 
 def broker_jvm_options(options: SecurityOptions, folder: Path) -> list[str]:
-    """JVM system properties the broker needs: the JWKS file allowed (Kafka refuses unlisted URLs)."""
+    """JVM system properties the broker needs: the JWKS file allowed (Kafka refuses unlisted URLs), the
+    realm's krb5.conf."""
+    if options.uses_sasl and options.sasl_mechanism == "GSSAPI":
+        from mirrorspark.local import kerberos
+
+        return [f"-Djava.security.krb5.conf={kerberos.krb5_conf(folder)}"]
     if options.uses_sasl and options.sasl_mechanism == "OAUTHBEARER":
         from mirrorspark.local.oidc import jwks_url
 
@@ -266,6 +280,11 @@ def client_properties(options: SecurityOptions, folder: Path, secret: Secrets) -
             "sasl.jaas.config": f'{OAUTH_LOGIN} required clientId="{CLIENT_USER}" '
                                 f'clientSecret="{secret.client_password}" scope="kafka";',
         })
+    elif options.uses_sasl and options.sasl_mechanism == "GSSAPI":
+        from mirrorspark.local import kerberos
+
+        props.update({"sasl.mechanism": "GSSAPI", "sasl.kerberos.service.name": kerberos.SERVICE,
+                      "sasl.jaas.config": kerberos.jaas(folder, "client")})
     elif options.uses_sasl:
         module = _LOGIN_MODULES[options.sasl_mechanism]
         props.update({

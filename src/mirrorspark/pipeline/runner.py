@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.config.topology import custom_policy_cycles, policy_kind
-from mirrorspark.control.client_settings import use_state_dir
+from mirrorspark.control.client_settings import client_class_jars, use_state_dir
 from mirrorspark.control.clusters import Clusters
 from mirrorspark.control.heartbeats import HeartbeatEmitter
 from mirrorspark.control.remote_topics import RemoteNames
@@ -26,7 +26,7 @@ from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
 from mirrorspark.pipeline.flow import Flow
 from mirrorspark.pipeline.flow_assembly import FlowContext, Shared, assemble_heartbeats
-from mirrorspark.pipeline.preflight import heartbeat_flows, preflight
+from mirrorspark.pipeline.preflight import clusters_used, heartbeat_flows, preflight
 from mirrorspark.pipeline.realtime import SlotBook
 from mirrorspark.pipeline.rest_controller import ReplicatorController
 from mirrorspark.pipeline.retriable import retriable
@@ -298,7 +298,10 @@ class Replicator:
     def _start_spark(self) -> None:
         """The SparkSession; on a cluster, executors are checked before anything is written."""
         spark = dict(self.config.spark)
-        jars = transform_jars(self.config.enabled_flows)  # custom transformations run in Spark's JVMs
+        # Custom transformations and the client classes the clusters' keys name (a SASL callback
+        # handler such as MSK IAM's) run in Spark's JVMs too.
+        jars = [*transform_jars(self.config.enabled_flows)]
+        jars += [jar for jar in client_class_jars(clusters_used(self.config)) if jar not in jars]
         if jars:
             spark["spark.jars"] = ",".join([*filter(None, [spark.get("spark.jars", "").strip()]), *map(str, jars)])
         self.spark = session = build_session(spark, self.shipped)

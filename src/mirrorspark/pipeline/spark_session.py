@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mirrorspark import paths
+from mirrorspark import jdk, paths
 from mirrorspark.config import redaction
 from mirrorspark.errors import OperationalError
 from mirrorspark.local.spark_cluster import driver_auth
@@ -82,6 +82,8 @@ def spark_conf(user: Mapping[str, str], files: Sequence[Path] = ()) -> dict[str,
     master = user.get("spark.master", SPARK_DEFAULTS["spark.master"])
     conf = {**SPARK_DEFAULTS, "spark.driver.extraJavaOptions": java_opts,
             "spark.executor.extraJavaOptions": java_opts, **driver_auth(master), **user}
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        conf[key] = " ".join([conf[key], *jdk.kerberos_options(conf[key])])  # KRB5_CONFIG's realm for GSSAPI
     deps = paths.spark_dependencies()
     if deps.packages and IVY_ENV in os.environ and "spark.jars.ivy" not in conf:
         conf["spark.jars.ivy"] = os.environ[IVY_ENV]  # an image's resolved jars (no download at start)

@@ -46,7 +46,8 @@ class JavaHost:
         self.classpath = classpath
         entries = [str(paths.kafka_libs() / "*"), *(str(p) for p in classpath)]
         try:
-            port, token = launch_gateway(classpath=os.pathsep.join(entries), javaopts=["-Xmx128m", "-Xss1m"],
+            port, token = launch_gateway(classpath=os.pathsep.join(entries),
+                                         javaopts=["-Xmx256m", "-Xss1m", *jdk.kerberos_options()],
                                          die_on_exit=True, java_path=java, enable_auth=True)
         except Exception as exc:  # noqa: BLE001 - py4j raises bare exceptions when the JVM does not come up
             raise PluginHostUnavailable(f"the JVM for Java plug-ins did not start ({java}): {exc}") from None

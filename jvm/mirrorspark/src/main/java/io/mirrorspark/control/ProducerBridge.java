@@ -1,0 +1,108 @@
+package io.mirrorspark.control;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Kafka's producer for the control plane's writes (heartbeats, offset syncs, checkpoints, the
+ * lease's and range logs' records), with the cluster's settings as MM2 gives them. Sends are
+ * asynchronous; their outcomes queue here until Python collects them ({@link #outcomes}) and calls the
+ * delivery callbacks on its own thread, as librdkafka's poll does.
+ */
+public final class ProducerBridge implements AutoCloseable {
+    private final KafkaProducer<byte[], byte[]> producer;
+    private final ConcurrentLinkedQueue<Object[]> done = new ConcurrentLinkedQueue<>();
+    private final AtomicLong inFlight = new AtomicLong();
+    private final Object drained = new Object();
+
+    public ProducerBridge(Map<String, String> settings) {
+        Map<String, Object> conf = new HashMap<>(settings);
+        conf.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        conf.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        try {
+            this.producer = new KafkaProducer<>(conf);
+        } catch (RuntimeException e) {
+            throw ClientError.of("creating a producer", e);
+        }
+    }
+
+    /**
+     * Send a record; {@code id} comes back with its outcome. {@code partition} -1: the partitioner's
+     * choice; {@code timestamp} -1: now; {@code headers}: packed as {@link RecordCodec#headers} reads them.
+     */
+    public void send(long id, String topic, int partition, byte[] key, byte[] value, byte[] headers, long timestamp) {
+        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, partition < 0 ? null : partition,
+            timestamp < 0 ? null : timestamp, key, value, RecordCodec.headers(headers));
+        inFlight.incrementAndGet();
+        try {
+            producer.send(record, (metadata, error) -> {
+                if (error == null) {
+                    done.add(new Object[] {id, 0, false, "", metadata.partition(), metadata.offset()});
+                } else {
+                    ClientError e = ClientError.of("sending to " + topic, error);
+                    done.add(new Object[] {id, e.code(), e.retriable(), e.getMessage(), partition, -1L});
+                }
+                if (inFlight.decrementAndGet() == 0) {
+                    synchronized (drained) {
+                        drained.notifyAll();
+                    }
+                }
+            });
+        } catch (RuntimeException e) {
+            inFlight.decrementAndGet();
+            throw ClientError.of("sending to " + topic, e);
+        }
+    }
+
+    /** The outcomes since the last call: {@code [[id, code, retriable, text, partition, offset]]}, code 0 for a record written. */
+    public String outcomes() {
+        ArrayNode out = AdminBridge.JSON.createArrayNode();
+        for (Object[] row = done.poll(); row != null; row = done.poll()) {
+            out.addArray().add((Long) row[0]).add((Integer) row[1]).add((Boolean) row[2]).add((String) row[3])
+                .add((Integer) row[4]).add((Long) row[5]);
+        }
+        return out.toString();
+    }
+
+    /** Wait up to {@code timeoutMs} for every record sent to be answered; the number still waiting. */
+    public long flush(int timeoutMs) {
+        long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+        synchronized (drained) {
+            while (inFlight.get() > 0) {
+                long left = (deadline - System.nanoTime()) / 1_000_000L;
+                if (left <= 0) {
+                    break;
+                }
+                try {
+                    drained.wait(left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        return inFlight.get();
+    }
+
+    /** Start the producer's transactions: fences an earlier holder of its transactional id, aborting what it left open. */
+    public void initTransactions() {
+        try {
+            producer.initTransactions();
+        } catch (RuntimeException e) {
+            throw ClientError.of("initialising transactions", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        producer.close(Duration.ofSeconds(5));
+    }
+}

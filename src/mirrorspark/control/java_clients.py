@@ -1,0 +1,586 @@
+"""Kafka's Java clients for the control plane, behind the small part of confluent-kafka's API the
+control plane uses, so a cluster whose client settings only Kafka's Java clients honour (Kerberos,
+a login or client callback handler such as MSK IAM's, ``ssl.engine.factory.class``) is asked by the
+same client MM2 uses, with its settings unchanged.
+
+The clients live in the process's plug-in JVM (``plugins/java_host.py``: Kafka's jars, mirrorspark's
+jar and the jars of ``plugin.path``/``spark.jars``, where a callback handler's class is found) and are
+reached over py4j (``io.mirrorspark.control.AdminBridge``, ``ConsumerBridge``, ``ProducerBridge``).
+Answers come back as confluent-kafka's own value types (metadata, futures, ``Message``), and failures
+as ``KafkaException`` carrying Kafka's error code (librdkafka uses the same numbers; a timeout is
+``_TIMED_OUT``, a failed login ``_AUTHENTICATION``), so the code reading them is the same whichever
+client asked. ADR 0024 says why and what it costs.
+
+A client is chosen by its settings: ``control/admin.py``'s factories make these when the settings
+carry :data:`JAVA_PROPERTIES` (``client_settings.java_conf``).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Message,
+    Node,
+    TopicPartition,
+    TopicPartitionInfo,
+)
+from confluent_kafka.admin import (
+    AclBinding,
+    BrokerMetadata,
+    ClusterMetadata,
+    ConfigEntry,
+    ConfigSource,
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    DescribeClusterResult,
+    ListConsumerGroupsResult,
+    ListOffsetsResultInfo,
+    MemberAssignment,
+    MemberDescription,
+    PartitionMetadata,
+    TopicDescription,
+    TopicMetadata,
+)
+
+T = TypeVar("T")
+
+# The settings key that carries the Java client's own settings (JSON), and the one that carries the
+# classpath its classes are loaded from (os.pathsep-joined). Neither is a Kafka key.
+JAVA_PROPERTIES = "mirrorspark.java.properties"
+JAVA_CLASSPATH = "mirrorspark.java.classpath"
+
+# Settings mirrorspark's own code adds to a client's (librdkafka's names) and their Java meaning;
+# anything else it adds is librdkafka's alone and left out.
+_CONSUMER_KEYS = {"group.id": "group.id", "enable.auto.commit": "enable.auto.commit",
+                  "isolation.level": "isolation.level", "auto.offset.reset": "auto.offset.reset",
+                  "session.timeout.ms": "session.timeout.ms", "max.poll.interval.ms": "max.poll.interval.ms",
+                  "heartbeat.interval.ms": "heartbeat.interval.ms", "client.id": "client.id",
+                  "fetch.max.bytes": "fetch.max.bytes", "max.partition.fetch.bytes": "max.partition.fetch.bytes",
+                  "partition.assignment.strategy": "partition.assignment.strategy"}
+_ASSIGNORS = {"cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+              "range": "org.apache.kafka.clients.consumer.RangeAssignor",
+              "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor"}
+_PRODUCER_KEYS = {"linger.ms": "linger.ms", "transactional.id": "transactional.id",
+                  "transaction.timeout.ms": "transaction.timeout.ms", "acks": "acks",
+                  "enable.idempotence": "enable.idempotence", "message.max.bytes": "max.request.size"}
+_RESETS = {"smallest": "earliest", "beginning": "earliest", "largest": "latest", "end": "latest", "error": "none"}
+_TIMESTAMP_TYPES = {0: TIMESTAMP_NOT_AVAILABLE, 1: TIMESTAMP_CREATE_TIME, 2: TIMESTAMP_LOG_APPEND_TIME}
+_OFFSET_SPECS = {"EarliestSpec": -2, "LatestSpec": -1, "MaxTimestampSpec": -3}
+# Kafka's group states by confluent-kafka's names (it has none for the new protocol's ASSIGNING and
+# RECONCILING: a group in either has members, as in a rebalance).
+_GROUP_STATES = {"PREPARING_REBALANCE": "PREPARING_REBALANCING", "COMPLETING_REBALANCE": "COMPLETING_REBALANCING",
+                 "ASSIGNING": "PREPARING_REBALANCING", "RECONCILING": "PREPARING_REBALANCING"}
+
+
+def uses_java(conf: Mapping[str, Any]) -> bool:
+    """True when ``conf`` asks for Kafka's Java clients."""
+    return JAVA_PROPERTIES in conf
+
+
+def _split(conf: Mapping[str, Any], extra: Mapping[str, str]) -> tuple[dict[str, str], list[Path]]:
+    """The Java settings and classpath of ``conf``, with the keys mirrorspark added in librdkafka's
+    names (``extra`` maps them) translated."""
+    props = dict(json.loads(str(conf[JAVA_PROPERTIES])))
+    for key, java_key in extra.items():
+        if key in conf and not callable(conf[key]):
+            value = str(conf[key]).lower() if isinstance(conf[key], bool) else str(conf[key])
+            if key == "auto.offset.reset":
+                value = _RESETS.get(value, value)
+            elif key == "partition.assignment.strategy":
+                value = ",".join(_ASSIGNORS.get(v.strip(), v.strip()) for v in value.split(","))
+            props[java_key] = value
+    classpath = [Path(p) for p in str(conf.get(JAVA_CLASSPATH, "")).split(os.pathsep) if p]
+    return props, classpath
+
+
+def _jvm(classpath: list[Path]) -> Any:
+    """The plug-in JVM with mirrorspark's jar and ``classpath``: its py4j view."""
+    from mirrorspark import paths
+    from mirrorspark.plugins.java_host import host_for
+
+    return host_for([paths.mirrorspark_jar(), *classpath]).gateway.jvm
+
+
+def _error(code: int, text: str, retriable: bool = False) -> KafkaException:
+    return KafkaException(KafkaError(int(code), str(text), retriable=bool(retriable)))
+
+
+def _call(what: str, thunk: Callable[[], T]) -> T:
+    """``thunk()``, a call into the JVM; its failure as the ``KafkaException`` librdkafka would raise."""
+    from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
+
+    try:
+        return thunk()
+    except Py4JJavaError as exc:
+        java = exc.java_exception
+        try:
+            if str(java.getClass().getSimpleName()) == "ClientError":
+                raise _error(java.code(), str(java.getMessage()), java.retriable()) from None
+            raise _error(KafkaError._INVALID_ARG, f"{what}: {java.toString()}") from None
+        except Py4JError:
+            raise _error(KafkaError._TRANSPORT, f"{what}: the client JVM did not answer") from None
+    except Py4JNetworkError:
+        raise _error(KafkaError._TRANSPORT, f"{what}: the client JVM is gone") from None
+    except Py4JError as exc:
+        raise _error(KafkaError._FAIL, f"{what}: {exc}") from None
+
+
+def _done(value: Any) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _failed(error: KafkaException) -> Future:
+    future: Future = Future()
+    future.set_exception(error)
+    return future
+
+
+def _each(answer: Mapping[str, Any], make: Callable[[str, Any], Any]) -> dict[str, Future]:
+    """Futures from a bridge's per-item answer (``{"ok": ...}`` or ``{"error": [code, retriable, text]}``);
+    ``make(key, ok)`` makes a result."""
+    out: dict[str, Future] = {}
+    for key, row in answer.items():
+        if "error" in row:
+            code, retriable, text = row["error"]
+            out[key] = _failed(_error(code, text, retriable))
+        else:
+            out[key] = _done(make(key, row["ok"]))
+    return out
+
+
+def _ms(timeout: float | None, default: float = 30.0) -> int:
+    return int(1000 * (default if timeout is None or timeout < 0 else timeout))
+
+
+def _state(java_name: str) -> str:
+    return _GROUP_STATES.get(java_name, java_name)
+
+
+def _node(row: list | None) -> Any:  # a Node, or None where Kafka has none (no leader)
+    return None if row is None else Node(int(row[0]), str(row[1]), int(row[2]), row[3])
+
+
+class JavaAdminClient:
+    """confluent-kafka's ``AdminClient`` calls the control plane makes, answered by Kafka's Admin client."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        props, classpath = _split(conf, {})
+        jvm = _jvm(classpath)
+        self._java = _call("creating an admin client", lambda: jvm.io.mirrorspark.control.AdminBridge(props))
+        self._lock = threading.Lock()  # one request at a time, as py4j's calls are answered in order anyway
+
+    def _ask(self, what: str, thunk: Callable[[Any], str]) -> Any:
+        with self._lock:
+            return json.loads(str(_call(what, lambda: thunk(self._java))))
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Nothing to serve: the Java client calls back on its own threads."""
+        return 0
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        found = self._ask("reading metadata", lambda java: java.metadata(topic, _ms(timeout)))
+        metadata = ClusterMetadata()
+        metadata.cluster_id = found["cluster_id"]
+        metadata.controller_id = found["controller_id"]
+        for broker_id, host, port in found["brokers"]:
+            broker = BrokerMetadata()
+            broker.id, broker.host, broker.port = broker_id, host, port
+            metadata.brokers[broker_id] = broker
+        for name, row in found["topics"].items():
+            topic_metadata = TopicMetadata()
+            topic_metadata.topic = name
+            if row["error"] is not None:
+                topic_metadata.error = KafkaError(row["error"][0], row["error"][2])
+            for partition, leader, replicas, isr in row["partitions"]:
+                p = PartitionMetadata()
+                p.id, p.leader, p.replicas, p.isrs = partition, leader, replicas, isr
+                topic_metadata.partitions[partition] = p
+            metadata.topics[name] = topic_metadata
+        return metadata
+
+    def describe_cluster(self, request_timeout: float = 30, **_: Any) -> Future:
+        try:
+            found = self._ask("describing the cluster", lambda java: java.describeCluster(_ms(request_timeout)))
+        except KafkaException as exc:
+            return _failed(exc)
+        return _done(DescribeClusterResult(_node(found["controller"]), [_node(n) for n in found["nodes"]],
+                                           found["cluster_id"]))
+
+    def describe_topics(self, topics: Any, request_timeout: float = 30, **_: Any) -> dict[str, Future]:
+        names = list(topics.topic_names)
+        found = self._ask("describing topics",
+                          lambda java: java.describeTopics(json.dumps(names), _ms(request_timeout)))
+        return _each(found, lambda name, ok: TopicDescription(
+            name, ok["id"], ok["internal"],
+            [TopicPartitionInfo(p[0], _node(p[1]), [_node(n) for n in p[2]], [_node(n) for n in p[3]])
+             for p in ok["partitions"]]))
+
+    def describe_configs(self, resources: list, request_timeout: float = 30, **_: Any) -> dict[Any, Future]:
+        wanted = [[r.restype.name, r.name] for r in resources]
+        found = self._ask("describing configs", lambda java: java.describeConfigs(json.dumps(wanted),
+                                                                                    _ms(request_timeout)))
+        futures = _each(found, lambda _, rows: {
+            name: ConfigEntry(name, value, source=ConfigSource[source] if source in ConfigSource.__members__
+                              else ConfigSource.UNKNOWN_CONFIG, is_read_only=ro, is_default=default,
+                              is_sensitive=sensitive)
+            for name, value, source, ro, default, sensitive in rows})
+        return {r: futures[f"{r.restype.name}:{r.name}"] for r in resources}
+
+    def incremental_alter_configs(self, resources: list, request_timeout: float = 30, **_: Any) -> dict[Any, Future]:
+        wanted = [[r.restype.name, r.name, [[e.name, e.value, e.incremental_operation.name]
+                                            for e in r.incremental_configs]] for r in resources]
+        found = self._ask("altering configs", lambda java: java.incrementalAlterConfigs(json.dumps(wanted),
+                                                                                          _ms(request_timeout)))
+        futures = _each(found, lambda *_: None)
+        return {r: futures[f"{r.restype.name}:{r.name}"] for r in resources}
+
+    def create_topics(self, topics: list, request_timeout: float = 30, **_: Any) -> dict[str, Future]:
+        wanted = [[t.topic, t.num_partitions, t.replication_factor, dict(t.config or {})] for t in topics]
+        found = self._ask("creating topics", lambda java: java.createTopics(json.dumps(wanted), _ms(request_timeout)))
+        return _each(found, lambda *_: None)
+
+    def create_partitions(self, partitions: list, request_timeout: float = 30, **_: Any) -> dict[str, Future]:
+        wanted = [[p.topic, p.new_total_count] for p in partitions]
+        return _each(self._ask("adding partitions", lambda java: java.createPartitions(json.dumps(wanted),
+                                                                                       _ms(request_timeout))),
+                     lambda *_: None)
+
+    def list_offsets(self, specs: Mapping[TopicPartition, Any], isolation_level: Any = None,
+                     request_timeout: float = 30, **_: Any) -> dict[TopicPartition, Future]:
+        wanted = [[tp.topic, tp.partition, _OFFSET_SPECS.get(type(spec).__name__, getattr(spec, "timestamp", -1))]
+                  for tp, spec in specs.items()]
+        committed = isolation_level is not None and isolation_level.name == "READ_COMMITTED"
+        found = _each(self._ask("listing offsets", lambda java: java.listOffsets(json.dumps(wanted), committed,
+                                                                                 _ms(request_timeout))),
+                      lambda _, row: ListOffsetsResultInfo(row[0], row[1], row[2]))
+        return {tp: found[f"{tp.topic}:{tp.partition}"] for tp in specs}
+
+    def describe_acls(self, acl_filter: Any, request_timeout: float = 30, **_: Any) -> Future:
+        try:
+            rows = self._ask("describing ACLs", lambda java: java.describeAcls(json.dumps(_binding(acl_filter)),
+                                                                                 _ms(request_timeout)))
+        except KafkaException as exc:
+            return _failed(exc)
+        return _done([AclBinding(*row) for row in rows])
+
+    def create_acls(self, bindings: list, request_timeout: float = 30, **_: Any) -> dict[Any, Future]:
+        found = _each(self._ask("creating ACLs", lambda java: java.createAcls(
+            json.dumps([_binding(b) for b in bindings]), _ms(request_timeout))), lambda *_: None)
+        return {b: found[str(i)] for i, b in enumerate(bindings)}
+
+    def delete_acls(self, filters: list, request_timeout: float = 30, **_: Any) -> dict[Any, Future]:
+        found = _each(self._ask("deleting ACLs", lambda java: java.deleteAcls(
+            json.dumps([_binding(f) for f in filters]), _ms(request_timeout))),
+            lambda _, rows: [AclBinding(*row) for row in rows])
+        return {f: found[str(i)] for i, f in enumerate(filters)}
+
+    def list_consumer_groups(self, request_timeout: float = 30, **_: Any) -> Future:
+        try:
+            rows = self._ask("listing consumer groups", lambda java: java.listGroups(_ms(request_timeout)))
+        except KafkaException as exc:
+            return _failed(exc)
+        return _done(ListConsumerGroupsResult(valid=[ConsumerGroupListing(g, simple, _state(state))
+                                                     for g, simple, state in rows]))
+
+    def describe_consumer_groups(self, groups: list[str], request_timeout: float = 30, **_: Any
+                                 ) -> dict[str, Future]:
+        return _each(self._ask("describing groups", lambda java: java.describeGroups(json.dumps(list(groups)),
+                                                                                     _ms(request_timeout))),
+                     lambda group, ok: ConsumerGroupDescription(
+                         group, ok["simple"], [MemberDescription(m[0], m[1], m[2], MemberAssignment(
+                             [TopicPartition(t, p) for t, p in m[4]]), m[3]) for m in ok["members"]],
+                         ok["assignor"], _state(ok["state"]), _node(ok["coordinator"])))
+
+    def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions], request_timeout: float = 30,
+                                    **_: Any) -> dict[str, Future]:
+        out: dict[str, Future] = {}
+        for request in requests:
+            group = request.group_id
+            try:
+                rows = self._group_offsets(group, _ms(request_timeout))
+            except KafkaException as exc:
+                out[group] = _failed(exc)
+                continue
+            partitions = [TopicPartition(t, p, o, metadata=m) for t, p, o, m in rows]
+            if request.topic_partitions:
+                asked = {(tp.topic, tp.partition) for tp in request.topic_partitions}
+                partitions = [tp for tp in partitions if (tp.topic, tp.partition) in asked]
+            out[group] = _done(ConsumerGroupTopicPartitions(group, partitions))
+        return out
+
+    def alter_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions], request_timeout: float = 30,
+                                     **_: Any) -> dict[str, Future]:
+        out: dict[str, Future] = {}
+        for request in requests:
+            group = request.group_id
+            rows = [[tp.topic, tp.partition, tp.offset, tp.metadata or ""] for tp in request.topic_partitions or []]
+            try:
+                self._commit(group, json.dumps(rows), _ms(request_timeout))
+            except KafkaException as exc:
+                out[group] = _failed(exc)
+                continue
+            out[group] = _done(ConsumerGroupTopicPartitions(group, list(request.topic_partitions or [])))
+        return out
+
+    def _group_offsets(self, group: str, timeout_ms: int) -> list:
+        return self._ask(f"reading the offsets of group {group}", lambda java: java.listGroupOffsets(group, timeout_ms))
+
+    def _commit(self, group: str, rows: str, timeout_ms: int) -> None:
+        with self._lock:
+            _call(f"committing offsets of group {group}", lambda: self._java.alterGroupOffsets(group, rows, timeout_ms))
+
+    def close(self) -> None:
+        with self._lock:
+            _call("closing an admin client", self._java.close)
+
+    def __del__(self) -> None:  # the client's threads are the JVM's: close them with the Python object
+        _close_quietly(self)
+
+
+def _close_quietly(client: Any) -> None:
+    """Close the Java client of a Python one being collected, as librdkafka's is freed with it."""
+    java = getattr(client, "_java", None)
+    if java is not None:
+        with contextlib.suppress(Exception):  # the JVM may be gone at exit
+            java.close()
+
+
+def _binding(b: Any) -> list:
+    return [b.restype.name, b.name, b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
+            b.permission_type.name]
+
+
+def decode_records(data: bytes) -> list[Message]:
+    """Messages from a batch in ``RecordCodec``'s form (big-endian, -1 lengths for null); a partition
+    read to its end comes last, as librdkafka's ``_PARTITION_EOF`` event."""
+    view = memoryview(data)
+    (count,), at = struct.unpack_from(">i", view, 0), 4
+    out: list[Message] = []
+
+    def blob() -> bytes | None:
+        nonlocal at
+        (length,) = struct.unpack_from(">i", view, at)
+        at += 4
+        if length < 0:
+            return None
+        value = bytes(view[at:at + length])
+        at += length
+        return value
+
+    for _ in range(count):
+        topic = (blob() or b"").decode()
+        partition, offset, ts_type, timestamp = struct.unpack_from(">iqbq", view, at)
+        at += 21
+        key, value = blob(), blob()
+        (headers_count,) = struct.unpack_from(">i", view, at)
+        at += 4
+        headers = [((blob() or b"").decode(), blob()) for _ in range(headers_count)]
+        out.append(Message(topic=topic, partition=partition, offset=offset, key=key, value=value,
+                           headers=cast(Any, headers or None), timestamp=(_TIMESTAMP_TYPES.get(ts_type, 0), timestamp)))
+    (ends,) = struct.unpack_from(">i", view, at)
+    at += 4
+    for _ in range(ends):
+        topic = (blob() or b"").decode()
+        partition, offset = struct.unpack_from(">iq", view, at)
+        at += 12
+        eof = KafkaError(KafkaError._PARTITION_EOF, f"{topic} [{partition}] reached end at {offset}")
+        out.append(Message(topic=topic, partition=partition, offset=offset, error=eof))
+    return out
+
+
+def encode_headers(headers: Iterable[tuple[str, bytes | str | None]] | Mapping[str, Any] | None) -> bytes:
+    """Headers packed as ``RecordCodec.headers`` reads them."""
+    items = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
+    parts = [struct.pack(">i", len(items))]
+    for key, value in items:
+        raw_key = key.encode()
+        parts.append(struct.pack(">i", len(raw_key)) + raw_key)
+        if value is None:
+            parts.append(struct.pack(">i", -1))
+        else:
+            raw = value.encode() if isinstance(value, str) else bytes(value)
+            parts.append(struct.pack(">i", len(raw)) + raw)
+    return b"".join(parts)
+
+
+class JavaConsumer:
+    """confluent-kafka's ``Consumer`` calls the control plane makes, answered by Kafka's consumer: an
+    assigned reader (with ``enable.partition.eof``'s events), or a group member (the lease) whose
+    rebalance callbacks run in ``poll`` on the caller's thread, as librdkafka runs them. A failed poll
+    comes back as a message carrying the error, as librdkafka's does. One thread uses one consumer."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        props, classpath = _split(conf, _CONSUMER_KEYS)
+        jvm = _jvm(classpath)
+        ends = str(conf.get("enable.partition.eof", "false")).lower() == "true"
+        self._java = _call("creating a consumer", lambda: jvm.io.mirrorspark.control.ConsumerBridge(props, ends))
+        self._closed = False
+        self._callbacks: dict[str, Callable | None] = {}
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        rows = [[tp.topic, tp.partition, tp.offset] for tp in partitions]
+        _call("assigning partitions", lambda: self._java.assign(json.dumps(rows)))
+
+    def unassign(self) -> None:
+        _call("unassigning partitions", self._java.unassign)
+
+    def subscribe(self, topics: list[str], on_assign: Callable | None = None, on_revoke: Callable | None = None,
+                  on_lost: Callable | None = None) -> None:
+        self._callbacks = {"assigned": on_assign, "revoked": on_revoke, "lost": on_lost or on_revoke}
+        _call("subscribing", lambda: self._java.subscribe(json.dumps(list(topics))))
+
+    def memberid(self) -> str | None:
+        return str(_call("reading the member id", self._java.memberId)) or None
+
+    def assignment(self) -> list[TopicPartition]:
+        rows = json.loads(str(_call("reading the assignment", self._java.assignment)))
+        return [TopicPartition(t, p) for t, p in rows]
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        try:
+            found = decode_records(bytes(_call("polling", lambda: self._java.poll(int(num_messages),
+                                                                                  _ms(timeout, 3600)))))
+        except KafkaException as exc:
+            found = [Message(error=exc.args[0])]
+        self._rebalanced()
+        return found
+
+    def poll(self, timeout: float = -1) -> Message | None:
+        found = self.consume(1, timeout)
+        return found[0] if found else None
+
+    def _rebalanced(self) -> None:
+        if not self._callbacks:
+            return
+        for kind, rows in json.loads(str(_call("reading rebalances", self._java.rebalances))):
+            callback = self._callbacks.get(kind)
+            if callback is not None:
+                callback(self, [TopicPartition(t, p) for t, p in rows])
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
+                              cached: bool = False) -> tuple[int, int]:
+        low, high = _call("reading watermarks", lambda: self._java.watermarks(partition.topic, partition.partition,
+                                                                               _ms(timeout)))
+        return int(low), int(high)
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        rows = [[tp.topic, tp.partition, tp.offset] for tp in partitions]
+        found = json.loads(str(_call("looking up offsets by time",
+                                     lambda: self._java.offsetsForTimes(json.dumps(rows), _ms(timeout)))))
+        return [TopicPartition(t, p, o) for t, p, o in found]
+
+    def committed(self, partitions: list[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        rows = [[tp.topic, tp.partition] for tp in partitions]
+        found = json.loads(str(_call("reading committed offsets",
+                                     lambda: self._java.committed(json.dumps(rows), _ms(timeout)))))
+        return [TopicPartition(t, p, o, metadata=m) for t, p, o, m in found]
+
+    def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None,
+               asynchronous: bool = True) -> None:
+        if message is not None:
+            rows = [[message.topic(), message.partition(), (message.offset() or 0) + 1, ""]]
+        else:
+            rows = [[tp.topic, tp.partition, tp.offset, tp.metadata or ""] for tp in offsets or []]
+        _call("committing offsets", lambda: self._java.commit(json.dumps(rows), 30_000))
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        found = json.loads(str(_call("reading metadata", lambda: self._java.partitions(topic, _ms(timeout)))))
+        metadata = ClusterMetadata()
+        names = [topic] if topic is not None else list(found)
+        for name in names:
+            topic_metadata = TopicMetadata()
+            topic_metadata.topic = name
+            if name not in found:
+                topic_metadata.error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"topic {name} does not exist")
+            for partition, leader, replicas, isr in found.get(name, []):
+                p = PartitionMetadata()
+                p.id, p.leader, p.replicas, p.isrs = partition, leader, replicas, isr
+                topic_metadata.partitions[partition] = p
+            metadata.topics[name] = topic_metadata
+        return metadata
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            _call("closing a consumer", self._java.close)
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            _close_quietly(self)
+
+
+class JavaProducer:
+    """confluent-kafka's ``Producer`` calls the control plane makes, answered by Kafka's producer;
+    delivery callbacks run in ``poll`` and ``flush``, on the caller's thread, as librdkafka runs them."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        props, classpath = _split(conf, _PRODUCER_KEYS)
+        jvm = _jvm(classpath)
+        self._java = _call("creating a producer", lambda: jvm.io.mirrorspark.control.ProducerBridge(props))
+        self._callbacks: dict[int, tuple[Callable | None, str, bytes | None, bytes | None]] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def produce(self, topic: str, value: bytes | str | None = None, key: bytes | str | None = None,
+                partition: int = -1, on_delivery: Callable | None = None, timestamp: int = 0,
+                headers: Any = None, callback: Callable | None = None) -> None:
+        raw_key = key.encode() if isinstance(key, str) else key
+        raw_value = value.encode() if isinstance(value, str) else value
+        with self._lock:
+            self._next += 1
+            ident = self._next
+            self._callbacks[ident] = (on_delivery or callback, topic, raw_key, raw_value)
+        packed = encode_headers(headers) if headers else None
+        try:
+            _call("sending a record", lambda: self._java.send(ident, topic, int(partition), raw_key, raw_value, packed,
+                                                              int(timestamp) if timestamp else -1))
+        except KafkaException:
+            with self._lock:
+                self._callbacks.pop(ident, None)
+            raise
+
+    def poll(self, timeout: float | None = None) -> int:
+        rows = json.loads(str(_call("collecting outcomes", self._java.outcomes)))
+        for ident, code, retriable, text, partition, offset in rows:
+            with self._lock:
+                callback, topic, key, value = self._callbacks.pop(ident, (None, "", None, None))
+            if callback is None:
+                continue
+            error = None if code == 0 else KafkaError(code, text, retriable=retriable)
+            callback(error, Message(topic=topic, partition=partition, offset=offset if offset >= 0 else None,
+                                    key=key, value=value, error=error))
+        return len(rows)
+
+    def flush(self, timeout: float | None = None) -> int:
+        left = int(_call("flushing", lambda: self._java.flush(_ms(timeout, 3600))))
+        self.poll(0)
+        return left
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._callbacks)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        _call("initialising transactions", self._java.initTransactions)
+
+    def close(self) -> None:
+        _call("closing a producer", self._java.close)
+
+    def __del__(self) -> None:
+        _close_quietly(self)

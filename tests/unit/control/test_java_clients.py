@@ -1,0 +1,125 @@
+"""The control plane on Kafka's Java clients: which clusters get them, what their settings become, and
+the record batches and headers that cross py4j (the JVM side: RecordCodecTest, ClientErrorTest)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
+
+from mirrorspark.config import parse_config
+from mirrorspark.config.properties_file import parse_properties
+from mirrorspark.control.client_settings import admin_settings, java_only
+from mirrorspark.control.java_clients import (
+    _CONSUMER_KEYS,
+    JAVA_CLASSPATH,
+    JAVA_PROPERTIES,
+    _split,
+    decode_records,
+    encode_headers,
+    uses_java,
+)
+from mirrorspark.errors import ConfigError
+
+KERBEROS = ('B.security.protocol = SASL_SSL\nB.sasl.kerberos.service.name = kafka\n'
+            'B.sasl.jaas.config = com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true '
+            'keyTab="/etc/mm2.keytab" principal="mm2@EXAMPLE.COM";\n')
+BASE = "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9093\nA->B.enabled = true\n"
+
+
+def cluster(text: str, alias: str = "B"):
+    return parse_config(parse_properties(BASE + text)).clusters[alias]
+
+
+@pytest.mark.parametrize(("props", "java"), [
+    ({"security.protocol": "SASL_SSL"}, True),  # GSSAPI is the Java default mechanism
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI"}, True),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM",
+      "sasl.client.callback.handler.class": "software.amazon.msk.auth.iam.IAMClientCallbackHandler"}, True),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+      "sasl.login.callback.handler.class": "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler"}, True),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+      "sasl.login.callback.handler.class":
+          "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+      "sasl.oauthbearer.token.endpoint.url": "https://idp/token"}, False),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+      "sasl.login.callback.handler.class":
+          "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+      "sasl.oauthbearer.token.endpoint.url": "file:///run/token"}, True),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}, False),
+    ({"security.protocol": "SSL", "ssl.engine.factory.class": "com.example.Engine"}, True),
+    ({"security.protocol": "SSL", "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, True),
+    ({"security.protocol": "SSL", "ssl.truststore.type": "BCFKS"}, True),
+    ({"security.protocol": "SSL", "ssl.truststore.type": "PKCS12"}, False),
+    ({"security.protocol": "PLAINTEXT", "ssl.engine.factory.class": "com.example.Engine"}, False),
+])
+def test_only_what_librdkafka_cannot_honour_goes_to_the_java_clients_under_auto(props, java):
+    assert java_only(props) is java
+
+
+def test_a_kerberos_cluster_gets_the_java_clients_with_its_settings_unchanged():
+    conf = admin_settings(cluster(KERBEROS))
+    assert uses_java(conf) and conf["bootstrap.servers"] == "b:9093"
+    props = json.loads(conf[JAVA_PROPERTIES])
+    assert props["sasl.jaas.config"].startswith("com.sun.security.auth.module.Krb5LoginModule required")
+    assert props["sasl.kerberos.service.name"] == "kafka" and "sasl.mechanisms" not in props
+    assert not uses_java(admin_settings(cluster(KERBEROS, "A")))  # the other cluster keeps librdkafka
+
+
+def test_the_choice_can_be_forced_either_way():
+    java = admin_settings(cluster("mirrorspark.control.clients = java\n", "A"))
+    assert uses_java(java) and json.loads(java[JAVA_PROPERTIES]) == {"bootstrap.servers": "a:9092"}
+    with pytest.raises(ConfigError) as refused:  # librdkafka cannot speak Kerberos: said, naming the key
+        admin_settings(cluster(KERBEROS + "mirrorspark.control.clients = librdkafka\n"))
+    assert refused.value.key == "B.sasl.mechanism"
+    with pytest.raises(ConfigError) as wrong:
+        parse_config(parse_properties(BASE + "mirrorspark.control.clients = jvm\n"))
+    assert wrong.value.key == "mirrorspark.control.clients"
+
+
+def test_a_handler_class_no_jar_holds_is_refused_naming_the_key(tmp_path):
+    iam = ("B.security.protocol = SASL_SSL\nB.sasl.mechanism = AWS_MSK_IAM\n"
+           "B.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required;\n"
+           "B.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler\n")
+    with pytest.raises(ConfigError) as missing:
+        admin_settings(cluster(iam + f"plugin.path = {tmp_path}\n"))
+    assert missing.value.key == "B.sasl.client.callback.handler.class" and "plugin.path" in str(missing.value)
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "aws-msk-iam-auth.jar", "w") as jar:
+        jar.writestr("software/amazon/msk/auth/iam/IAMClientCallbackHandler.class", b"\xca\xfe")
+    conf = admin_settings(cluster(iam + f"plugin.path = {tmp_path}\n"))
+    assert str(tmp_path / "aws-msk-iam-auth.jar") in conf[JAVA_CLASSPATH].split(":")
+
+
+def test_settings_mirrorspark_adds_take_their_java_names():
+    conf = {JAVA_PROPERTIES: json.dumps({"bootstrap.servers": "b:1"}), "group.id": "g", "enable.auto.commit": False,
+            "auto.offset.reset": "error", "enable.partition.eof": True, "logger": object(), "error_cb": print,
+            "isolation.level": "read_committed", "partition.assignment.strategy": "cooperative-sticky"}
+    props, classpath = _split(conf, _CONSUMER_KEYS)
+    assert props == {"bootstrap.servers": "b:1", "group.id": "g", "enable.auto.commit": "false",
+                     "auto.offset.reset": "none", "isolation.level": "read_committed",
+                     "partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
+    assert classpath == []
+
+
+# The bytes RecordCodecTest.ONE_RECORD pins on the JVM side: topic "t", partition 2, offset 5, CreateTime 123,
+# a null key, value "v1", one header "h" with a null value.
+ONE_RECORD = bytes.fromhex("00000001" "00000001" "74" "00000002" "0000000000000005" "01" "000000000000007b"
+                           "ffffffff" "00000002" "7631" "00000001" "00000001" "68" "ffffffff" "00000000")
+
+
+def test_a_batch_from_the_jvm_becomes_messages():
+    (message,) = decode_records(ONE_RECORD)
+    assert (message.topic(), message.partition(), message.offset()) == ("t", 2, 5)
+    assert message.timestamp() == (TIMESTAMP_CREATE_TIME, 123)
+    assert message.key() is None and message.value() == b"v1" and message.headers() == [("h", None)]
+    assert decode_records(bytes(8)) == []
+    (end,) = decode_records(bytes.fromhex("00000000" "00000001" "00000001" "74" "00000003" "0000000000000009"))
+    assert end.error().code() == KafkaError._PARTITION_EOF
+    assert (end.topic(), end.partition(), end.offset()) == ("t", 3, 9)
+
+
+def test_headers_are_packed_as_the_jvm_reads_them():
+    assert encode_headers([("seq", b"\x01\x02"), ("x", None)]) == bytes.fromhex(
+        "00000002" "00000003" "736571" "00000002" "0102" "00000001" "78" "ffffffff")
+    assert encode_headers({"k": "é"}) == bytes.fromhex("00000001" "00000001" "6b" "00000002" "c3a9")

@@ -27,7 +27,8 @@ out (its commit names the old topic's offsets), as is a record that was lost (co
 
 ``MIRRORSPARK_SOAK_MINUTES`` (default 2: the short form in ``make drills``; ``make soak``: 60) and
 ``MIRRORSPARK_SOAK_SEED`` (default: a fixed one; ``make soak``: random) are printed with the schedule,
-so a failure replays.
+so a failure replays. ``MIRRORSPARK_SOAK_CLIENTS`` (``mirrorspark.control.clients``, default ``auto``)
+soaks the control plane on Kafka's Java clients with ``java``.
 """
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ MINUTES = float(os.environ.get("MIRRORSPARK_SOAK_MINUTES", "2"))
 # `make soak` draws a new seed each time unless SOAK_SEED is given.
 SEED = int(os.environ.get("MIRRORSPARK_SOAK_SEED") or 20261126)
 LONG = MINUTES >= 20
+CLIENTS = os.environ.get("MIRRORSPARK_SOAK_CLIENTS", "auto")
 FLOWS = {"src->dst": ("src", "dst", {"soak-t1": 3, "soak-t2": 2}),
          "dst->src": ("dst", "src", {"soak-r1": 2})}
 FEED_PER_TOPIC = 60  # records a second into each source topic
@@ -206,7 +208,7 @@ class Soak:
             "replication.factor = 1\ncheckpoints.topic.replication.factor = 1\n"
             "offset-syncs.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
             f"mirrorspark.flow.lease.group = soak-{SEED}\nmirrorspark.source.stall.timeout.ms = 20000\n"
-            "emit.checkpoints.interval.seconds = 10\n")
+            f"emit.checkpoints.interval.seconds = 10\nmirrorspark.control.clients = {CLIENTS}\n")
         # The groups' own draws: the fault schedule of a seed stays what it was without them.
         self.group_rng = random.Random(SEED + 1)
         # (flow, group, topic, partition) -> (committed offset, the seq of the record there, when)
@@ -460,7 +462,8 @@ class Soak:
         return chosen + ([self.recreate_source_topic, self.delete_remote_topic] if LONG else [])
 
     def run(self) -> None:
-        self.say(f"seed {SEED}, {MINUTES:g} minutes, faults: {', '.join(f.__name__ for f in self.faults())}")
+        self.say(f"seed {SEED}, {MINUTES:g} minutes, control clients {CLIENTS}, "
+                 f"faults: {', '.join(f.__name__ for f in self.faults())}")
         for state in self.states:
             self.start(state)
             time.sleep(20)

@@ -182,12 +182,12 @@ class JavaAdminClient:
     def __init__(self, conf: Mapping[str, Any]) -> None:
         props, classpath = _split(conf, {})
         jvm = _jvm(classpath)
+        # Kafka's Admin client is thread-safe and py4j gives each Python thread a connection of its own:
+        # flows steered in threads of their own ask side by side, as they do through librdkafka.
         self._java = _call("creating an admin client", lambda: jvm.io.mirrorspark.control.AdminBridge(props))
-        self._lock = threading.Lock()  # one request at a time, as py4j's calls are answered in order anyway
 
     def _ask(self, what: str, thunk: Callable[[Any], str]) -> Any:
-        with self._lock:
-            return json.loads(str(_call(what, lambda: thunk(self._java))))
+        return json.loads(str(_call(what, lambda: thunk(self._java))))
 
     def poll(self, timeout: float | None = None) -> int:
         """Nothing to serve: the Java client calls back on its own threads."""
@@ -342,12 +342,10 @@ class JavaAdminClient:
         return self._ask(f"reading the offsets of group {group}", lambda java: java.listGroupOffsets(group, timeout_ms))
 
     def _commit(self, group: str, rows: str, timeout_ms: int) -> None:
-        with self._lock:
-            _call(f"committing offsets of group {group}", lambda: self._java.alterGroupOffsets(group, rows, timeout_ms))
+        _call(f"committing offsets of group {group}", lambda: self._java.alterGroupOffsets(group, rows, timeout_ms))
 
     def close(self) -> None:
-        with self._lock:
-            _call("closing an admin client", self._java.close)
+        _call("closing an admin client", self._java.close)
 
     def __del__(self) -> None:  # the client's threads are the JVM's: close them with the Python object
         _close_quietly(self)

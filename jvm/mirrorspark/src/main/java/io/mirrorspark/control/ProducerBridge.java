@@ -27,6 +27,13 @@ public final class ProducerBridge implements AutoCloseable {
         Map<String, Object> conf = new HashMap<>(settings);
         conf.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         conf.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        // A send waits for the topic's metadata at most this long (Kafka's default: a minute): the caller
+        // is a control-plane thread that other tasks wait on, and librdkafka's produce never blocks. The
+        // record then fails through its callback, as one librdkafka could not deliver. (A transactional
+        // producer keeps Kafka's default: initTransactions waits as long.)
+        if (!conf.containsKey(ProducerConfig.TRANSACTIONAL_ID_CONFIG)) {
+            conf.putIfAbsent(ProducerConfig.MAX_BLOCK_MS_CONFIG, "5000");
+        }
         try {
             this.producer = new KafkaProducer<>(conf);
         } catch (RuntimeException e) {

@@ -139,11 +139,27 @@ def _compared(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: s
     return [r[0] for r in source]
 
 
+def current_remote_generation(syncs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The syncs (upstream, downstream; in the order they were written) made since the remote topic
+    was last re-created: after the last one whose target offset went back. A remote topic deleted and
+    filled again starts its offsets at 0, so syncs of the old one and of the new one share target
+    offsets: an old one taken for the new topic's anchors a comparison that cannot match (the sixth
+    hour's seventh soak: a flow no instance could take over without state) or a translation to records
+    that are not there. A source topic re-created keeps the remote's offsets growing: not a cut."""
+    cut = 0
+    for i in range(1, len(syncs)):
+        if syncs[i][1] < syncs[i - 1][1]:
+            cut = i
+    return syncs[cut:]
+
+
 def locate(source_conf: dict[str, Any], target_conf: dict[str, Any], topic: str, partition: int, remote: str,
            mm2_committed: int | None, syncs: list[tuple[int, int]], target_start: int, target_end: int,
            source_start: int, source_end: int | None = None) -> PartitionTakeover:
     """The resume position of one source partition. ``source_end``, when known, tells a source topic
-    re-created since the newest offset sync (its end is not past that sync's source offset)."""
+    re-created since the newest offset sync (its end is not past that sync's source offset). Only the
+    syncs of the remote topic's current generation are read."""
+    syncs = current_remote_generation(syncs)
     usable = sorted({(d, u) for u, d in syncs if target_start <= d < target_end})
     recreated = _recreated(source_conf, target_conf, topic, partition, remote, usable, source_start, source_end)
     candidates: list[tuple[int, int]] = []

@@ -264,3 +264,20 @@ def test_older_generations_syncs_do_not_make_the_current_topic_look_new(monkeypa
                              [(40, 40), (99, 99), (19, 119)], 0, 120, 20, source_end=60)
     assert not found.method.startswith(positions.NEW_GENERATION)
     assert found.method.startswith(positions.PAST_LOG_START) and (found.resume, found.lost) == (20, 0)
+
+
+def test_syncs_of_a_remote_topic_deleted_and_filled_again_do_not_anchor_the_new_ones_copy(monkeypatch):
+    # The remote topic held source 0..59 at 0..59 (syncs 0->0, 50->50); deleted, then filled again from
+    # source 100 (retention removed the rest): 100..139 at 0..39, synced 100->0 and 130->30. The old
+    # generation's 50->50 lies past the new copy's end; were the new topic longer, its target offset
+    # would point into the new copy at another record, and the stateless start was refused.
+    source = {o: b"v%d" % o for o in range(100, 160)}
+    target = {i: b"v%d" % (100 + i) for i in range(55)}
+    _logs(monkeypatch, source, target)
+    syncs = [(0, 0), (50, 50), (100, 0), (130, 30)]
+    assert positions.current_remote_generation(syncs) == [(100, 0), (130, 30)]
+    # a source topic re-created: its offsets go back, the remote topic's go on
+    assert positions.current_remote_generation([(0, 0), (10, 5), (3, 9)]) == [(0, 0), (10, 5), (3, 9)]
+    found = positions.locate({"side": "source"}, {"side": "target"}, "t", 0, "A.t", None, syncs, 0, 55, 100)
+    assert found.resume == 155 and found.method.startswith("offset sync 100->0"), found.method
+    assert all(run.upstream >= 100 for run, _ in found.runs)  # no run of the old generation's offsets

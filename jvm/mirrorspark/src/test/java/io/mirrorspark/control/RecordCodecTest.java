@@ -36,6 +36,12 @@ class RecordCodecTest {
             HexFormat.of().formatHex(RecordCodec.encode(List.of(), List.of(Map.entry(new TopicPartition("t", 3), 9L)))));
     }
 
+    /** One header, {@code seq} = {1, 2}, packed as Python's encode_headers packs it. */
+    static byte[] packedHeaders() {
+        return ByteBuffer.allocate(4 + 4 + 3 + 4 + 2).putInt(1).putInt(3).put("seq".getBytes(StandardCharsets.UTF_8))
+            .putInt(2).put(new byte[] {1, 2}).array();
+    }
+
     @Test
     void headersPythonPackedComeBackWithNullValues() {
         ByteBuffer packed = ByteBuffer.allocate(4 + 4 + 3 + 4 + 2 + 4 + 1 + 4);

@@ -1,0 +1,29 @@
+package io.mirrorspark.control;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class ProducerBridgeTest {
+    @Test
+    void aRecordNoBrokerTakesFailsThroughItsOutcomeAndFlushReturns() throws Exception {
+        // Nothing listens on port 1: the send waits for metadata max.block.ms, then fails through its
+        // callback, as librdkafka reports a record it could not deliver; flush then has nothing left.
+        try (ProducerBridge producer = new ProducerBridge(Map.of("bootstrap.servers", "127.0.0.1:1",
+                "max.block.ms", "300", "client.id", "bridge-test"))) {
+            producer.send(7, "t", 0, null, new byte[] {1}, RecordCodecTest.packedHeaders(), -1);
+            assertEquals(0, producer.flush(10_000));
+            JsonNode rows = AdminBridge.parse(producer.outcomes(), "outcomes");
+            assertEquals(1, rows.size());
+            JsonNode row = rows.get(0);
+            assertEquals(7, row.get(0).asLong());
+            assertEquals(ClientError.TIMED_OUT, row.get(1).asInt());
+            assertTrue(row.get(2).asBoolean(), row.toString());  // retriable
+            assertTrue(row.get(3).asText().startsWith("sending to t: "), row.toString());
+            assertEquals("[]", producer.outcomes());  // each outcome is collected once
+        }
+    }
+}

@@ -123,3 +123,32 @@ def test_headers_are_packed_as_the_jvm_reads_them():
     assert encode_headers([("seq", b"\x01\x02"), ("x", None)]) == bytes.fromhex(
         "00000002" "00000003" "736571" "00000002" "0102" "00000001" "78" "ffffffff")
     assert encode_headers({"k": "é"}) == bytes.fromhex("00000001" "00000001" "6b" "00000002" "c3a9")
+
+
+def test_a_cluster_that_does_not_answer_fails_as_librdkafka_says_it_through_the_jvm():
+    """No broker needed: Kafka's clients in the client JVM time out against a closed port, and the
+    failure reaches Python as the KafkaException librdkafka raises (code ``_TIMED_OUT``, retriable), on
+    the same calls the control plane makes."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    from mirrorspark.control.admin import admin_client, consumer, not_answering
+    from mirrorspark.control.client_settings import java_conf
+
+    conf = java_conf({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": "500",
+                      "default.api.timeout.ms": "800"}, [])
+    admin = admin_client(conf)
+    with pytest.raises(KafkaException) as caught:
+        admin.list_topics(timeout=1)
+    error = caught.value.args[0]
+    assert error.code() == KafkaError._TIMED_OUT and error.retriable() and not_answering(caught.value)
+    assert error.str().startswith("describing the cluster: org.apache.kafka.common.errors.TimeoutException")
+    with pytest.raises(KafkaException):
+        admin.describe_cluster(request_timeout=1).result()
+    reader = consumer({**conf, "group.id": "never"})
+    try:
+        with pytest.raises(KafkaException) as watermarks:
+            reader.get_watermark_offsets(TopicPartition("t", 0), timeout=1)
+        assert watermarks.value.args[0].code() == KafkaError._TIMED_OUT
+    finally:
+        reader.close()
+    admin.close()

@@ -112,7 +112,7 @@ KEYS: tuple[Key, ...] = (
     Key("config.property.filter.class", Type.CLASS, "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
         "Which topic configs are copied: MM2's default (`config.properties.exclude`) or a Java "
         "ConfigPropertyFilter of the plug-in jars."),
-    Key("mirrorspark.control.clients", Type.STRING, "auto",
+    Key("mirrorspark.control.clients", Type.STRING, "java",
         "Which Kafka clients the control plane (admin, heartbeats, offset syncs, checkpoints, group sync, the "
         "lease) uses: `java` (Kafka's Java clients, MM2's own, with every client key as MM2 reads it), "
         "`librdkafka`, or `auto`: Kafka's Java clients for a cluster whose settings only they honour (GSSAPI, "

@@ -16,6 +16,7 @@ naming the key and saying what to provide instead.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import re
@@ -60,13 +61,18 @@ def admin_settings(cluster: ClusterConfig) -> dict[str, str]:
     see ``java_clients``) when ``mirrorspark.control.clients`` says so, or, under ``auto``, when only
     the Java client honours them; else librdkafka's. Error messages name keys ``<alias>.<key>``."""
     props = admin_properties(cluster)
-    choice = cluster.client_options.get("mirrorspark.control.clients", "auto").strip().lower()
+    choice = cluster.client_options.get("mirrorspark.control.clients", "java").strip().lower()
     if choice == "java" or (choice == "auto" and java_only(props)):
         from mirrorspark.plugins.jars import plugin_classpath
 
         classpath = plugin_classpath(cluster.client_options)
         _check_kerberos(props, cluster.alias)
         _check_classes(props, classpath, cluster)
+        if not java_only(props):
+            # Kafka's Java client would only fail at its first connection (a JAAS entry missing or for
+            # another mechanism, a store that does not open with its password): the same checks as for
+            # librdkafka, refused naming the key before any client is made; nothing is converted.
+            librdkafka_admin(props, f"{cluster.alias}.", check_only=True)
         return java_conf(props, classpath)
     return librdkafka_admin(props, f"{cluster.alias}.")
 
@@ -166,11 +172,12 @@ def java_conf(props: Mapping[str, str], classpath: list[Path]) -> dict[str, str]
             JAVA_PROPERTIES: json.dumps(dict(props)), JAVA_CLASSPATH: os.pathsep.join(str(p) for p in classpath)}
 
 
-def librdkafka_admin(java_props: Mapping[str, str], where: str = "") -> dict[str, str]:
+def librdkafka_admin(java_props: Mapping[str, str], where: str = "", check_only: bool = False) -> dict[str, str]:
     """librdkafka settings from Java-style ``bootstrap.servers``/security keys.
 
     ``where`` prefixes key names in error messages (e.g. ``backup.``) so they name the key as the
-    user wrote it.
+    user wrote it. ``check_only``: stores are opened with their passwords but not converted (the
+    settings are for checking, Kafka's Java client reads the stores itself).
     """
     conf: dict[str, str] = {}
     for key, value in java_props.items():
@@ -183,7 +190,7 @@ def librdkafka_admin(java_props: Mapping[str, str], where: str = "") -> dict[str
     if protocol.startswith("SASL_"):
         conf.update(_sasl(java_props, where))
     if protocol in ("SSL", "SASL_SSL"):
-        conf.update(_tls(java_props, where))
+        conf.update(_tls(java_props, where, check_only))
     return conf
 
 
@@ -273,7 +280,7 @@ def parse_jaas(text: str, key: str) -> tuple[str, dict[str, str]]:
     return match.group("module"), options
 
 
-def _tls(props: Mapping[str, str], where: str) -> dict[str, str]:
+def _tls(props: Mapping[str, str], where: str, check_only: bool = False) -> dict[str, str]:
     conf: dict[str, str] = {}
     algorithm = props.get("ssl.endpoint.identification.algorithm")
     if algorithm is not None:
@@ -287,7 +294,8 @@ def _tls(props: Mapping[str, str], where: str) -> dict[str, str]:
             conf["ssl.ca.location"] = trust
         elif trust_type in ("JKS", "PKCS12"):
             conf["ssl.ca.location"] = str(_converted().truststore_pem(
-                trust, props.get("ssl.truststore.password"), trust_type, f"{where}ssl.truststore.location"))
+                trust, props.get("ssl.truststore.password"), trust_type, f"{where}ssl.truststore.location",
+                check_only))
         else:
             raise ConfigError(f"{where}ssl.truststore.type={trust_type} is not supported: use JKS, PKCS12 or PEM",
                               f"{where}ssl.truststore.type")
@@ -299,7 +307,7 @@ def _tls(props: Mapping[str, str], where: str) -> dict[str, str]:
         if store_type == "PKCS12":
             conf["ssl.keystore.location"] = keystore
         elif store_type == "JKS":
-            conf["ssl.keystore.location"] = str(_converted().keystore_p12(keystore, password, key))
+            conf["ssl.keystore.location"] = str(_converted().keystore_p12(keystore, password, key, check_only))
         elif store_type == "PEM":
             conf["ssl.certificate.location"] = keystore
             conf["ssl.key.location"] = keystore
@@ -352,28 +360,34 @@ class _ConvertedStores:
             atexit.register(shutil.rmtree, self._folder, True)
         return self._folder
 
-    def truststore_pem(self, location: str, password: str | None, store_type: str, key: str) -> Path:
-        return self._convert(location, "pem", key, lambda out: self._export_pem(location, password, store_type,
-                                                                                  key, out))
+    def truststore_pem(self, location: str, password: str | None, store_type: str, key: str,
+                       check_only: bool = False) -> Path:
+        return self._convert(location, f"pem-{store_type}-{_digest(password)}", key,
+                             lambda out: self._export_pem(location, password, store_type, key, out), check_only)
 
-    def keystore_p12(self, location: str, password: str | None, key: str) -> Path:
-        return self._convert(location, "p12", key, lambda out: _keytool(
+    def keystore_p12(self, location: str, password: str | None, key: str, check_only: bool = False) -> Path:
+        return self._convert(location, f"p12-{_digest(password)}", key, lambda out: _keytool(
             key, "-importkeystore", "-noprompt", "-srckeystore", location, "-srcstoretype", "JKS",
             "-destkeystore", str(out), "-deststoretype", "PKCS12",
-            passwords={"-srcstorepass": password or "", "-deststorepass": password or ""}))
+            passwords={"-srcstorepass": password or "", "-deststorepass": password or ""}), check_only)
 
-    def _convert(self, location: str, kind: str, key: str, make: Callable[[Path], object]) -> Path:
+    def _convert(self, location: str, kind: str, key: str, make: Callable[[Path], object],
+                 check_only: bool = False) -> Path:
         path = Path(location)
         if not path.is_file():
             raise NeededAtRunTime(f"{key}={location} does not exist or is not a file", key)
-        if self.check_only:  # validate: the store must open with its password; nothing is written
-            with tempfile.TemporaryDirectory(prefix="mirrorspark-check-") as scratch:
-                make(Path(scratch) / f"check.{kind}")
+        if self.check_only or check_only:  # the store must open with its password; nothing is kept
+            ident = (str(path.resolve()), path.stat().st_mtime, f"checked-{kind}")
+            with self._lock:
+                if ident not in self._done:  # once per process and store, as a conversion is
+                    with tempfile.TemporaryDirectory(prefix="mirrorspark-check-") as scratch:
+                        make(Path(scratch) / "check")
+                    self._done[ident] = path
             return path
         ident = (str(path.resolve()), path.stat().st_mtime, kind)
         with self._lock:
             if ident not in self._done:
-                out = self._dir() / f"{len(self._done)}.{kind}"
+                out = self._dir() / f"{len(self._done)}.{kind.split('-')[0]}"
                 make(out)  # inside a 0700 folder, so private from creation
                 out.chmod(0o600)
                 self._done[ident] = out
@@ -389,6 +403,11 @@ class _ConvertedStores:
         from mirrorspark.private_files import write_private
 
         write_private(out, b"\n".join(pems) + b"\n")
+
+
+def _digest(password: str | None) -> str:
+    """A store's password as part of what a process remembers having opened (never the password)."""
+    return hashlib.sha256((password or "").encode()).hexdigest()[:16]
 
 
 def remove_stale(root: Path) -> None:

@@ -31,7 +31,8 @@ def test_connection_then_admin_overrides():
 
 
 def test_librdkafka_names_and_alias_in_errors():
-    assert admin_settings(cluster("backup")) == {"bootstrap.servers": "b:9092", "client.id": "backup-admin",
+    text = TEXT + "mirrorspark.control.clients = librdkafka\n"
+    assert admin_settings(cluster("backup", text)) == {"bootstrap.servers": "b:9092", "client.id": "backup-admin",
                                                  "socket.timeout.ms": "7000", "security.protocol": "PLAINTEXT"}
     sasl = TEXT.replace("security.protocol = PLAINTEXT", "backup.security.protocol = SASL_PLAINTEXT\n"
                         "backup.sasl.mechanism = PLAIN")

@@ -63,7 +63,26 @@ def test_a_kerberos_cluster_gets_the_java_clients_with_its_settings_unchanged():
     props = json.loads(conf[JAVA_PROPERTIES])
     assert props["sasl.jaas.config"].startswith("com.sun.security.auth.module.Krb5LoginModule required")
     assert props["sasl.kerberos.service.name"] == "kafka" and "sasl.mechanisms" not in props
-    assert not uses_java(admin_settings(cluster(KERBEROS, "A")))  # the other cluster keeps librdkafka
+    assert uses_java(admin_settings(cluster(KERBEROS, "A")))  # the default: one client stack for every cluster
+    auto = KERBEROS + "mirrorspark.control.clients = auto\n"
+    assert uses_java(admin_settings(cluster(auto))) and not uses_java(admin_settings(cluster(auto, "A")))
+
+
+def test_java_clients_refuse_what_the_java_client_would_only_fail_on_at_connect(tmp_path):
+    """Under the Java clients a PLAIN cluster without a JAAS entry, or with another mechanism's, is
+    refused naming the key before a client is made, as under librdkafka."""
+    with pytest.raises(ConfigError) as refused:
+        admin_settings(cluster("B.security.protocol = SASL_PLAINTEXT\nB.sasl.mechanism = PLAIN\n"))
+    assert refused.value.key == "B.sasl.jaas.config"
+    with pytest.raises(ConfigError) as wrong:
+        admin_settings(cluster("B.security.protocol = SASL_PLAINTEXT\nB.sasl.mechanism = SCRAM-SHA-512\n"
+                               'B.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required '
+                               'username="u" password="p";\n'))
+    assert wrong.value.key == "B.sasl.jaas.config"
+    missing = tmp_path / "no-such.jks"
+    with pytest.raises(ConfigError) as store:
+        admin_settings(cluster(f"B.security.protocol = SSL\nB.ssl.truststore.location = {missing}\n"))
+    assert store.value.key == "B.ssl.truststore.location"
 
 
 def test_the_choice_can_be_forced_either_way():

@@ -234,5 +234,5 @@ def test_a_file_with_no_flow_enabled_emits_heartbeats_only_as_mm2_does(clusters,
                    and len(beats(clusters["primary"], there, here)) >= 3, "heartbeats both ways", 90)
         children = subprocess.run(["ps", "--ppid", str(mirror.proc.pid), "-o", "args="], capture_output=True,
                                   text=True).stdout
-    assert "java" not in children, children  # no Spark JVM
+    assert "org.apache.spark.deploy.SparkSubmit" not in children, children  # no Spark JVM (the clients' JVM runs)
     assert "mirrorspark: heartbeats only (no flow enabled)" in mirror.output()

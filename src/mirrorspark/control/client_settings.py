@@ -72,7 +72,9 @@ def admin_settings(cluster: ClusterConfig) -> dict[str, str]:
             # Kafka's Java client would only fail at its first connection (a JAAS entry missing or for
             # another mechanism, a store that does not open with its password): the same checks as for
             # librdkafka, refused naming the key before any client is made; nothing is converted.
-            librdkafka_admin(props, f"{cluster.alias}.", check_only=True)
+            # librdkafka's sasl.username/sasl.password are no keys of Kafka's: they stand for no JAAS entry.
+            librdkafka_admin({k: v for k, v in props.items() if k not in ("sasl.username", "sasl.password")},
+                             f"{cluster.alias}.", check_only=True)
         return java_conf(props, classpath)
     return librdkafka_admin(props, f"{cluster.alias}.")
 

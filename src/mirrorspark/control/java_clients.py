@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from confluent_kafka import (
+    OFFSET_INVALID,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
     TIMESTAMP_NOT_AVAILABLE,
@@ -57,6 +58,9 @@ from confluent_kafka.admin import (
 )
 
 T = TypeVar("T")
+_ALLOWED_URLS = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
+_OAUTH_URL_KEYS = ("sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.jwks.endpoint.url")
+_allowed_lock = threading.Lock()
 
 # The settings key that carries the Java client's own settings (JSON), and the one that carries the
 # classpath its classes are loaded from (os.pathsep-joined). Neither is a Kafka key.
@@ -107,12 +111,62 @@ def _split(conf: Mapping[str, Any], extra: Mapping[str, str]) -> tuple[dict[str,
     return props, classpath
 
 
-def _jvm(classpath: list[Path]) -> Any:
-    """The plug-in JVM with mirrorspark's jar and ``classpath``: its py4j view."""
+def _host(classpath: list[Path]) -> Any:
+    """The plug-in JVM with mirrorspark's jar and ``classpath`` (started again if it died)."""
     from mirrorspark import paths
     from mirrorspark.plugins.java_host import host_for
 
-    return host_for([paths.mirrorspark_jar(), *classpath]).gateway.jvm
+    return host_for([paths.mirrorspark_jar(), *classpath])
+
+
+class _JavaClient:
+    """A Python client whose Java client lives in the plug-in JVM. If that JVM dies (killed, out of
+    memory), the next call makes the Java client again in a new one (``_made_again`` restores what the
+    caller set up), so the control plane outlives the JVM as it outlives a broker; the call that was
+    in flight fails as librdkafka's would on a broken connection (``_TRANSPORT``, retriable)."""
+
+    _what = "a client"
+    _props: dict[str, str]  # the Java client's settings
+
+    def __init__(self, classpath: list[Path]) -> None:
+        self._classpath = classpath
+        self._again = threading.Lock()
+        self._home = _host(classpath)
+        _call(f"creating {self._what}", lambda: self._allow(self._props))
+        self._bridge = _call(f"creating {self._what}", lambda: self._make(self._home.gateway.jvm))
+
+    def _make(self, jvm: Any) -> Any:
+        raise NotImplementedError
+
+    def _made_again(self) -> None:
+        """What the new Java client needs of the old one's state (an assignment, pending deliveries)."""
+
+    def _allow(self, props: Mapping[str, str]) -> None:
+        """Let Kafka's client ask the OAuth endpoints the file names. Since Kafka 4.0 it asks only URLs a
+        JVM property lists (against connector configs from Connect's REST, which mirrorspark has not):
+        the operator's file is trusted as MM2's worker file is. A property set in ``KAFKA_OPTS`` (as for
+        MM2) or ``JAVA_TOOL_OPTIONS`` is the operator's own list and is left as it is."""
+        urls = [props.get(key, "").strip() for key in _OAUTH_URL_KEYS]
+        urls = [url for url in urls if url.lower().startswith(("http://", "https://"))]
+        if not urls or any(_ALLOWED_URLS in os.environ.get(v, "") for v in ("KAFKA_OPTS", "JAVA_TOOL_OPTIONS")):
+            return
+        system = self._home.gateway.jvm.java.lang.System
+        with _allowed_lock:
+            allowed = [u for u in str(system.getProperty(_ALLOWED_URLS) or "").split(",") if u]
+            missing = [url for url in urls if url not in allowed]
+            if missing:
+                system.setProperty(_ALLOWED_URLS, ",".join(allowed + missing))
+
+    @property
+    def _java(self) -> Any:
+        if not self._home.alive() and not getattr(self, "_closed", False):
+            with self._again:  # one new Java client, whichever threads find the JVM gone
+                if not self._home.alive():
+                    self._home = _host(self._classpath)
+                    _call(f"creating {self._what} again", lambda: self._allow(self._props))
+                    self._bridge = _call(f"creating {self._what} again", lambda: self._make(self._home.gateway.jvm))
+                    self._made_again()
+        return self._bridge
 
 
 def _error(code: int, text: str, retriable: bool = False) -> KafkaException:
@@ -123,6 +177,9 @@ def _call(what: str, thunk: Callable[[], T]) -> T:
     """``thunk()``, a call into the JVM; its failure as the ``KafkaException`` librdkafka would raise."""
     from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
+    from mirrorspark.plugins.java_host import own_errors
+
+    own_errors()
     try:
         return thunk()
     except Py4JJavaError as exc:
@@ -176,15 +233,19 @@ def _node(row: list | None) -> Any:  # a Node, or None where Kafka has none (no 
     return None if row is None else Node(int(row[0]), str(row[1]), int(row[2]), row[3])
 
 
-class JavaAdminClient:
+class JavaAdminClient(_JavaClient):
     """confluent-kafka's ``AdminClient`` calls the control plane makes, answered by Kafka's Admin client."""
 
+    _what = "an admin client"
+
     def __init__(self, conf: Mapping[str, Any]) -> None:
-        props, classpath = _split(conf, {})
-        jvm = _jvm(classpath)
+        self._props, classpath = _split(conf, {})
         # Kafka's Admin client is thread-safe and py4j gives each Python thread a connection of its own:
         # flows steered in threads of their own ask side by side, as they do through librdkafka.
-        self._java = _call("creating an admin client", lambda: jvm.io.mirrorspark.control.AdminBridge(props))
+        super().__init__(classpath)
+
+    def _make(self, jvm: Any) -> Any:
+        return jvm.io.mirrorspark.control.AdminBridge(self._props)
 
     def _ask(self, what: str, thunk: Callable[[Any], str]) -> Any:
         return json.loads(str(_call(what, lambda: thunk(self._java))))
@@ -300,12 +361,16 @@ class JavaAdminClient:
 
     def describe_consumer_groups(self, groups: list[str], request_timeout: float = 30, **_: Any
                                  ) -> dict[str, Future]:
-        return _each(self._ask("describing groups", lambda java: java.describeGroups(json.dumps(list(groups)),
-                                                                                     _ms(request_timeout))),
-                     lambda group, ok: ConsumerGroupDescription(
-                         group, ok["simple"], [MemberDescription(m[0], m[1], m[2], MemberAssignment(
-                             [TopicPartition(t, p) for t, p in m[4]]), m[3]) for m in ok["members"]],
-                         ok["assignor"], _state(ok["state"]), _node(ok["coordinator"])))
+        answer = self._ask("describing groups", lambda java: java.describeGroups(json.dumps(list(groups)),
+                                                                                 _ms(request_timeout)))
+        for group, row in answer.items():  # Kafka's client says "not found" where librdkafka says DEAD
+            if "error" in row and row["error"][0] == KafkaError.GROUP_ID_NOT_FOUND:
+                answer[group] = {"ok": {"simple": False, "members": [], "assignor": "", "state": "DEAD",
+                                        "coordinator": None}}
+        return _each(answer, lambda group, ok: ConsumerGroupDescription(
+            group, ok["simple"], [MemberDescription(m[0], m[1], m[2], MemberAssignment(
+                [TopicPartition(t, p) for t, p in m[4]]), m[3]) for m in ok["members"]],
+            ok["assignor"], _state(ok["state"]), _node(ok["coordinator"])))
 
     def list_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions], request_timeout: float = 30,
                                     **_: Any) -> dict[str, Future]:
@@ -345,7 +410,8 @@ class JavaAdminClient:
         _call(f"committing offsets of group {group}", lambda: self._java.alterGroupOffsets(group, rows, timeout_ms))
 
     def close(self) -> None:
-        _call("closing an admin client", self._java.close)
+        self._closed = True
+        _call("closing an admin client", lambda: self._bridge.close())
 
     def __del__(self) -> None:  # the client's threads are the JVM's: close them with the Python object
         _close_quietly(self)
@@ -353,7 +419,7 @@ class JavaAdminClient:
 
 def _close_quietly(client: Any) -> None:
     """Close the Java client of a Python one being collected, as librdkafka's is freed with it."""
-    java = getattr(client, "_java", None)
+    java = getattr(client, "_bridge", None)
     if java is not None:
         with contextlib.suppress(Exception):  # the JVM may be gone at exit
             java.close()
@@ -417,37 +483,61 @@ def encode_headers(headers: Iterable[tuple[str, bytes | str | None]] | Mapping[s
     return b"".join(parts)
 
 
-class JavaConsumer:
+class JavaConsumer(_JavaClient):
     """confluent-kafka's ``Consumer`` calls the control plane makes, answered by Kafka's consumer: an
     assigned reader (with ``enable.partition.eof``'s events), or a group member (the lease) whose
     rebalance callbacks run in ``poll`` on the caller's thread, as librdkafka runs them. A failed poll
     comes back as a message carrying the error, as librdkafka's does. One thread uses one consumer."""
 
+    _what = "a consumer"
+
     def __init__(self, conf: Mapping[str, Any]) -> None:
-        props, classpath = _split(conf, _CONSUMER_KEYS)
-        jvm = _jvm(classpath)
-        ends = str(conf.get("enable.partition.eof", "false")).lower() == "true"
-        self._java = _call("creating a consumer", lambda: jvm.io.mirrorspark.control.ConsumerBridge(props, ends))
+        self._props, classpath = _split(conf, _CONSUMER_KEYS)
+        self._ends = str(conf.get("enable.partition.eof", "false")).lower() == "true"
         self._closed = False
         self._callbacks: dict[str, Callable | None] = {}
+        self._topics: list[str] | None = None  # subscribed to, or None
+        self._next: dict[tuple[str, int], int] = {}  # assigned partitions and where reading goes on
+        self._owned: set[tuple[str, int]] = set()  # a member's partitions (from the rebalance callbacks)
+        super().__init__(classpath)
+
+    def _make(self, jvm: Any) -> Any:
+        return jvm.io.mirrorspark.control.ConsumerBridge(self._props, self._ends)
+
+    def _made_again(self) -> None:
+        """An assigned reader goes on from the record after the last it returned; a member has lost its
+        partitions (as after a session timeout: its callback says so) and joins again."""
+        if self._next:
+            rows = [[t, p, o] for (t, p), o in self._next.items()]
+            _call("assigning partitions again", lambda: self._bridge.assign(json.dumps(rows)))
+        if self._topics is not None:
+            lost, self._owned = self._owned, set()
+            callback = self._callbacks.get("lost")
+            if lost and callback is not None:
+                callback(self, [TopicPartition(t, p) for t, p in sorted(lost)])
+            topics = self._topics
+            _call("subscribing again", lambda: self._bridge.subscribe(json.dumps(topics)))
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         rows = [[tp.topic, tp.partition, tp.offset] for tp in partitions]
         _call("assigning partitions", lambda: self._java.assign(json.dumps(rows)))
+        self._next = {(tp.topic, tp.partition): tp.offset for tp in partitions}
 
     def unassign(self) -> None:
-        _call("unassigning partitions", self._java.unassign)
+        _call("unassigning partitions", lambda: self._java.unassign())
+        self._next = {}
 
     def subscribe(self, topics: list[str], on_assign: Callable | None = None, on_revoke: Callable | None = None,
                   on_lost: Callable | None = None) -> None:
         self._callbacks = {"assigned": on_assign, "revoked": on_revoke, "lost": on_lost or on_revoke}
         _call("subscribing", lambda: self._java.subscribe(json.dumps(list(topics))))
+        self._topics = list(topics)
 
     def memberid(self) -> str | None:
-        return str(_call("reading the member id", self._java.memberId)) or None
+        return str(_call("reading the member id", lambda: self._java.memberId())) or None
 
     def assignment(self) -> list[TopicPartition]:
-        rows = json.loads(str(_call("reading the assignment", self._java.assignment)))
+        rows = json.loads(str(_call("reading the assignment", lambda: self._java.assignment())))
         return [TopicPartition(t, p) for t, p in rows]
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
@@ -456,6 +546,10 @@ class JavaConsumer:
                                                                                   _ms(timeout, 3600)))))
         except KafkaException as exc:
             found = [Message(error=exc.args[0])]
+        for message in found:
+            key, offset = (message.topic(), message.partition()), message.offset()
+            if message.error() is None and key in self._next and offset is not None:
+                self._next[key] = offset + 1
         self._rebalanced()
         return found
 
@@ -466,7 +560,9 @@ class JavaConsumer:
     def _rebalanced(self) -> None:
         if not self._callbacks:
             return
-        for kind, rows in json.loads(str(_call("reading rebalances", self._java.rebalances))):
+        for kind, rows in json.loads(str(_call("reading rebalances", lambda: self._java.rebalances()))):
+            moved = {(t, p) for t, p in rows}
+            self._owned = self._owned | moved if kind == "assigned" else self._owned - moved
             callback = self._callbacks.get(kind)
             if callback is not None:
                 callback(self, [TopicPartition(t, p) for t, p in rows])
@@ -516,24 +612,38 @@ class JavaConsumer:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            _call("closing a consumer", self._java.close)
+            _call("closing a consumer", lambda: self._bridge.close())
 
     def __del__(self) -> None:
         if not getattr(self, "_closed", True):
             _close_quietly(self)
 
 
-class JavaProducer:
+class JavaProducer(_JavaClient):
     """confluent-kafka's ``Producer`` calls the control plane makes, answered by Kafka's producer;
     delivery callbacks run in ``poll`` and ``flush``, on the caller's thread, as librdkafka runs them."""
 
+    _what = "a producer"
+
     def __init__(self, conf: Mapping[str, Any]) -> None:
-        props, classpath = _split(conf, _PRODUCER_KEYS)
-        jvm = _jvm(classpath)
-        self._java = _call("creating a producer", lambda: jvm.io.mirrorspark.control.ProducerBridge(props))
+        self._props, classpath = _split(conf, _PRODUCER_KEYS)
         self._callbacks: dict[int, tuple[Callable | None, str, bytes | None, bytes | None]] = {}
         self._next = 0
         self._lock = threading.Lock()
+        self._gone: list[int] = []  # sends whose outcome died with the JVM
+        self._transactions = False
+        super().__init__(classpath)
+
+    def _make(self, jvm: Any) -> Any:
+        return jvm.io.mirrorspark.control.ProducerBridge(self._props)
+
+    def _made_again(self) -> None:
+        """The sends still pending are failed as retriable (their outcome died with the JVM), as
+        librdkafka fails a delivery it cannot confirm; a transactional producer is initialised again."""
+        with self._lock:
+            self._gone = list(self._callbacks)
+        if self._transactions:
+            _call("initialising transactions again", lambda: self._bridge.initTransactions())
 
     def produce(self, topic: str, value: bytes | str | None = None, key: bytes | str | None = None,
                 partition: int = -1, on_delivery: Callable | None = None, timestamp: int = 0,
@@ -554,14 +664,18 @@ class JavaProducer:
             raise
 
     def poll(self, timeout: float | None = None) -> int:
-        rows = json.loads(str(_call("collecting outcomes", self._java.outcomes)))
+        rows = json.loads(str(_call("collecting outcomes", lambda: self._java.outcomes())))
+        with self._lock:
+            gone, self._gone = self._gone, []
+        rows += [[ident, KafkaError._TRANSPORT, True, "the client JVM exited before the delivery was confirmed",
+                  -1, -1] for ident in gone]
         for ident, code, retriable, text, partition, offset in rows:
             with self._lock:
                 callback, topic, key, value = self._callbacks.pop(ident, (None, "", None, None))
             if callback is None:
                 continue
             error = None if code == 0 else KafkaError(code, text, retriable=retriable)
-            callback(error, Message(topic=topic, partition=partition, offset=offset if offset >= 0 else None,
+            callback(error, Message(topic=topic, partition=partition, offset=offset if offset >= 0 else OFFSET_INVALID,
                                     key=key, value=value, error=error))
         return len(rows)
 
@@ -575,10 +689,12 @@ class JavaProducer:
             return len(self._callbacks)
 
     def init_transactions(self, timeout: float | None = None) -> None:
-        _call("initialising transactions", self._java.initTransactions)
+        _call("initialising transactions", lambda: self._java.initTransactions())
+        self._transactions = True
 
     def close(self) -> None:
-        _call("closing a producer", self._java.close)
+        self._closed = True
+        _call("closing a producer", lambda: self._bridge.close())
 
     def __del__(self) -> None:
         _close_quietly(self)

@@ -89,6 +89,8 @@ class RemoteTopics:
         self._last_target_check = 0.0
         self.fixed_topics: frozenset[str] | None = None
         self.created: set[str] = set()  # remote topics this process created: they hold nothing it did not write
+        self.seen: set[str] = set()  # remote topics found on the target since the start
+        self.gone: set[str] = set()  # ... and deleted there since, not re-created yet (see ``refresh``)
 
     def source_of(self, remote_topic: str) -> str | None:
         """The source topic replicated into ``remote_topic`` by this flow, if any."""
@@ -107,13 +109,18 @@ class RemoteTopics:
         check_replication_factor(self.target, rf, self.flow.where("replication.factor"),
                                  f"target cluster {self.flow.target.alias!r}")
 
-    def refresh(self, force_target_check: bool = False) -> TopicPlan:
+    def refresh(self, force_target_check: bool = False, recreate: bool = True) -> TopicPlan:
         """Re-read source topics; create or grow remote topics when needed. Cheap when nothing changed.
-        Called before every batch and, on the refresh interval, by the control scheduler."""
-        with self._lock:
-            return self._refresh(force_target_check)
+        Called before every batch and, on the refresh interval, by the control scheduler.
 
-    def _refresh(self, force_target_check: bool) -> TopicPlan:
+        ``recreate=False`` (the scheduler's refresh, which runs beside a batch being written) leaves a
+        remote topic deleted on the target uncreated and in ``gone``: made again under a running batch,
+        the batch's late records would land in the new topic and its refill copy them again. The flow
+        restarts instead, and the restart's refresh re-creates it while nothing writes."""
+        with self._lock:
+            return self._refresh(force_target_check, recreate)
+
+    def _refresh(self, force_target_check: bool, recreate: bool = True) -> TopicPlan:
         source_topics = topic_partitions(self.source)
         wanted = {t: n for t, n in source_topics.items() if self.selection.should_replicate(t)
                   and (self.fixed_topics is None or t in self.fixed_topics)}
@@ -122,14 +129,24 @@ class RemoteTopics:
             return self.plan
         remote = {t: self.selection.remote_name(t) for t in wanted}
         self.names.claim(self.flow, remote)  # before anything is created: one source per remote topic
-        self._reconcile(wanted, remote)
+        self._reconcile(wanted, remote, recreate)
         self._last_target_check = time.monotonic()
         self.plan = TopicPlan(remote, wanted)
         return self.plan
 
-    def _reconcile(self, wanted: dict[str, int], remote: dict[str, str]) -> None:
+    def _reconcile(self, wanted: dict[str, int], remote: dict[str, str], recreate: bool = True) -> None:
         existing = topic_partitions(self.target)
+        self.seen.update(name for name in remote.values() if name in existing)
         new = [t for t in wanted if remote[t] not in existing]
+        deleted = {remote[t] for t in new if remote[t] in self.seen}
+        if not recreate and deleted:
+            if deleted - self.gone:
+                log.warning("flow %s: remote topic(s) %s deleted on the target: re-created when the flow restarts, "
+                            "while no batch writes", self.flow.name, sorted(deleted - self.gone))
+            self.gone |= deleted
+            new = [t for t in new if remote[t] not in deleted]
+        else:
+            self.gone -= deleted
         described = self.configs.describe(new) if self.configs is not None and new else {}
         to_create = [NewTopic(remote[t], wanted[t], self.flow.options.replication_factor,
                               config=self.configs.for_creation(described.get(t, {})) if self.configs else {})
@@ -140,6 +157,7 @@ class RemoteTopics:
             self._wait(self.target.create_topics(to_create), "create", tolerate=KafkaError.TOPIC_ALREADY_EXISTS)
             log.info("flow %s: created remote topics %s", self.flow.name, sorted(t.topic for t in to_create))
             self.created.update(t.topic for t in to_create)
+            self.seen.update(t.topic for t in to_create)
         if to_grow:
             self._wait(self.target.create_partitions(to_grow), "grow", tolerate=KafkaError.INVALID_PARTITIONS)
             log.info("flow %s: grew partitions of %s", self.flow.name, sorted(p.topic for p in to_grow))

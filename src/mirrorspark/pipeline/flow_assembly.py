@@ -157,8 +157,10 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
         return dict(identity.remote_ids)
 
     def refresh_topics() -> None:
-        plan = remote.refresh(force_target_check=True)
+        plan = remote.refresh(force_target_check=True, recreate=False)  # beside a running batch: see ``refresh``
         check_identity(full=True)
+        if remote.gone:
+            restarts.ask(f"remote topic(s) {', '.join(sorted(remote.gone))} deleted on the target")
         figures.forget_topics(set(plan.remote.values()), set(plan.remote))
         if (reason := query.replan_reason(plan)) is not None:
             restarts.ask(reason)

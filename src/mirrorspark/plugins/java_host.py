@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import threading
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -44,16 +45,26 @@ class JavaHost:
         if java is None:
             raise PluginHostUnavailable(jdk.JAVA_MISSING)
         self.classpath = classpath
+        self.said: deque[str] = deque(maxlen=20)  # the JVM's last lines on stderr, for the message if it dies
         entries = [str(paths.kafka_libs() / "*"), *(str(p) for p in classpath)]
         try:
-            port, token = launch_gateway(classpath=os.pathsep.join(entries),
-                                         javaopts=["-Xmx256m", "-Xss1m", *jdk.kerberos_options()],
-                                         die_on_exit=True, java_path=java, enable_auth=True)
+            # A process group of its own: a Ctrl-C or a SIGTERM to mirrorspark's group must not end the
+            # JVM the graceful stop still asks (offset syncs, the lease); it ends with our standard input.
+            port, token, self.proc = launch_gateway(
+                classpath=os.pathsep.join(entries), javaopts=["-Xmx256m", "-Xss1m", *jdk.kerberos_options()],
+                die_on_exit=True, java_path=java, enable_auth=True, create_new_process_group=True,
+                redirect_stderr=self.said, return_proc=True)
         except Exception as exc:  # noqa: BLE001 - py4j raises bare exceptions when the JVM does not come up
             raise PluginHostUnavailable(f"the JVM for Java plug-ins did not start ({java}): {exc}") from None
         self.gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auth_token=token,
                                                                         auto_convert=True))
-        log.info("Java plug-ins: JVM started with %d plug-in place(s)", len(classpath))
+        _clients.add(id(self.gateway._gateway_client))
+        own_errors()
+        log.info("Java plug-ins and clients: JVM %d started with %d plug-in place(s)", self.proc.pid, len(classpath))
+
+    def alive(self) -> bool:
+        """False once the JVM has exited (killed, out of memory): the next ``host_for`` starts another."""
+        return self.proc.poll() is None
 
     def instance(self, key: str, class_name: str, settings: Mapping[str, str]) -> Any:
         """A new ``class_name`` of the interface ``key`` plugs into, configured with ``settings``
@@ -99,15 +110,49 @@ def java_message(exc: Exception) -> str:
 
 _hosts: dict[tuple[str, ...], JavaHost] = {}
 _lock = threading.Lock()
+_clients: set[int] = set()  # the py4j gateway clients of these JVMs (ids)
+_installed: list[Any] = []  # the dispatcher installed last, and what it passes Spark's calls to
+
+
+def own_errors() -> None:
+    """Keep pyspark's exception hook off this JVM's calls. pyspark replaces py4j's answer reader for
+    every gateway of the process (``install_exception_handler``, again at each session) with one that
+    asks Spark's JVM about a Java exception: asked about an object of this JVM, it fails or finds
+    another object. A reader of ours sends this JVM's answers to py4j's own reader and the rest to
+    whatever pyspark installed; checked before each call, as pyspark may install its hook again."""
+    import py4j.java_gateway as gateway
+    import py4j.protocol as protocol
+
+    current = gateway.get_return_value
+    if _installed and current is _installed[0]:
+        return
+    spark = current
+
+    def answer(result: Any, client: Any, *rest: Any) -> Any:
+        if id(client) in _clients:
+            return protocol.get_return_value(result, client, *rest)
+        return spark(result, client, *rest)
+
+    _installed[:] = [answer]
+    gateway.get_return_value = answer
 
 
 def host_for(classpath: list[Path]) -> JavaHost:
-    """The process's JVM for this plug-in classpath, started on first use."""
+    """The process's JVM for this plug-in classpath, started on first use, and again if it died: a
+    replicator outlives a JVM that was killed or ran out of memory, as it outlives a broker."""
     key = tuple(str(p) for p in classpath)
     with _lock:
-        if key not in _hosts:
-            _hosts[key] = JavaHost(classpath)
-        return _hosts[key]
+        host = _hosts.get(key)
+        if host is not None and not host.alive():
+            last = " | ".join(line.strip() for line in list(host.said)[-3:] if line.strip())
+            log.error("the JVM of Java plug-ins and clients (pid %d) exited with code %s%s; starting another",
+                      host.proc.pid, host.proc.returncode, f" ({last})" if last else "")
+            with contextlib.suppress(Exception):
+                host.gateway.shutdown()
+            host = None
+        if host is None:
+            host = _hosts[key] = JavaHost(classpath)
+        return host
 
 
 @atexit.register

@@ -171,3 +171,59 @@ def test_a_cluster_that_does_not_answer_fails_as_librdkafka_says_it_through_the_
     finally:
         reader.close()
     admin.close()
+
+
+def test_clients_outlive_their_jvm(caplog):
+    """The client JVM killed (kill -9, as the OOM killer does): the call in flight fails as a broken
+    connection does (retriable), the next one is answered by Kafka's client in a new JVM; a reader goes
+    on from where it was, a send whose outcome died with the JVM is reported failed, retriable."""
+    import os
+    import signal
+
+    from confluent_kafka import KafkaException, TopicPartition
+
+    from mirrorspark.control.admin import admin_client, consumer, producer
+    from mirrorspark.control.client_settings import java_conf
+
+    conf = java_conf({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": "500",
+                      "default.api.timeout.ms": "800"}, [])
+    admin = admin_client(conf)
+    reader = consumer({**conf, "group.id": "never"})
+    reader.assign([TopicPartition("t", 0, 5)])
+    sender = producer({**conf, "linger.ms": 0})
+    said = []
+    sender.produce("t", b"v", on_delivery=lambda error, message: said.append(error))
+    first = admin._home
+    os.kill(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(10)
+    with pytest.raises(KafkaException) as caught:
+        admin.list_topics(timeout=1)
+    assert caught.value.args[0].code() == KafkaError._TIMED_OUT  # asked, in a new JVM
+    assert admin._home is not first and admin._home.alive()
+    assert "exited with code" in caplog.text
+    assert [(tp.topic, tp.partition) for tp in reader.assignment()] == [("t", 0)]  # assigned again, in the new JVM
+    assert reader._home is admin._home and reader._next == {("t", 0): 5}
+    sender.poll(0)
+    assert len(said) == 1 and said[0].code() == KafkaError._TRANSPORT and said[0].retriable()
+    for client in (reader, sender, admin):
+        client.close()
+
+
+def test_pysparks_exception_hook_does_not_take_the_client_jvms_errors(monkeypatch):
+    """pyspark replaces py4j's answer reader for every gateway (and asks Spark's JVM about the
+    exception): a Java client's failure still comes back as the KafkaException librdkafka raises."""
+    import py4j.java_gateway
+    from confluent_kafka import KafkaException
+    from pyspark.errors.exceptions.captured import install_exception_handler
+
+    from mirrorspark.control.admin import admin_client
+    from mirrorspark.control.client_settings import java_conf
+
+    monkeypatch.setattr(py4j.java_gateway, "get_return_value", py4j.java_gateway.get_return_value)
+    admin = admin_client(java_conf({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": "500",
+                                    "default.api.timeout.ms": "800"}, []))
+    install_exception_handler()  # as a Spark session's start does, after the client JVM started
+    with pytest.raises(KafkaException) as caught:
+        admin.list_topics(timeout=1)
+    assert caught.value.args[0].code() == KafkaError._TIMED_OUT
+    admin.close()

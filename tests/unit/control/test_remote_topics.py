@@ -229,3 +229,18 @@ def test_refresh_returns_once_the_target_metadata_shows_the_new_partitions():
     target = SlowMetadata()
     remote_topics(FakeAdmin({"orders": 3}), target).refresh()
     assert target.topics == {"A.orders": 3} and target.listed >= 3
+
+
+def test_the_schedulers_refresh_leaves_a_deleted_remote_topic_to_the_restart():
+    """A remote topic deleted on the target is not made again beside a running batch (its late records
+    would land in the new topic, and the refill copy them again): it waits in ``gone`` for the restart's
+    refresh, which re-creates it. A topic never seen before is created by either."""
+    source, target = FakeAdmin({"orders": 2}), FakeAdmin()
+    topics = remote_topics(source, target)
+    topics.refresh(force_target_check=True, recreate=False)
+    assert target.topics == {"A.orders": 2} and not topics.gone  # new: created by the scheduler's refresh too
+    del target.topics["A.orders"]
+    topics.refresh(force_target_check=True, recreate=False)
+    assert "A.orders" not in target.topics and topics.gone == {"A.orders"}
+    topics.refresh(force_target_check=True)  # the restart's
+    assert target.topics == {"A.orders": 2} and not topics.gone

@@ -196,13 +196,33 @@ public final class ConsumerBridge implements AutoCloseable {
         Map<TopicPartition, Long> wanted = new LinkedHashMap<>();
         AdminBridge.array(partitions, "partitions").forEach(row ->
             wanted.put(new TopicPartition(row.get(0).asText(), row.get(1).asInt()), row.get(2).asLong()));
-        Map<TopicPartition, OffsetAndTimestamp> found =
-            ask("looking up offsets by time", () -> consumer.offsetsForTimes(wanted, Duration.ofMillis(timeoutMs)));
-        ArrayNode out = AdminBridge.JSON.createArrayNode();
-        wanted.keySet().forEach(tp -> {
-            OffsetAndTimestamp at = found.get(tp);
-            out.addArray().add(tp.topic()).add(tp.partition()).add(at == null ? -1 : at.offset());
+        // librdkafka's special times, which Kafka's consumer refuses as negative: -1 the end, -2 the beginning.
+        Map<TopicPartition, Long> timed = new LinkedHashMap<>();
+        List<TopicPartition> ends = new ArrayList<>();
+        List<TopicPartition> starts = new ArrayList<>();
+        wanted.forEach((tp, at) -> {
+            if (at == END) {
+                ends.add(tp);
+            } else if (at == BEGINNING) {
+                starts.add(tp);
+            } else {
+                timed.put(tp, at);
+            }
         });
+        Duration timeout = Duration.ofMillis(timeoutMs);
+        Map<TopicPartition, Long> offsets = new HashMap<>();
+        if (!timed.isEmpty()) {
+            ask("looking up offsets by time", () -> consumer.offsetsForTimes(timed, timeout))
+                .forEach((tp, at) -> offsets.put(tp, at == null ? END : at.offset()));
+        }
+        if (!ends.isEmpty()) {
+            offsets.putAll(ask("looking up end offsets", () -> consumer.endOffsets(ends, timeout)));
+        }
+        if (!starts.isEmpty()) {
+            offsets.putAll(ask("looking up start offsets", () -> consumer.beginningOffsets(starts, timeout)));
+        }
+        ArrayNode out = AdminBridge.JSON.createArrayNode();
+        wanted.keySet().forEach(tp -> out.addArray().add(tp.topic()).add(tp.partition()).add(offsets.getOrDefault(tp, END)));
         return out.toString();
     }
 

@@ -27,8 +27,8 @@ out (its commit names the old topic's offsets), as is a record that was lost (co
 
 ``MIRRORSPARK_SOAK_MINUTES`` (default 2: the short form in ``make drills``; ``make soak``: 60) and
 ``MIRRORSPARK_SOAK_SEED`` (default: a fixed one; ``make soak``: random) are printed with the schedule,
-so a failure replays. ``MIRRORSPARK_SOAK_CLIENTS`` (``mirrorspark.control.clients``, default ``auto``)
-soaks the control plane on Kafka's Java clients with ``java``.
+so a failure replays. ``MIRRORSPARK_SOAK_CLIENTS`` (``mirrorspark.control.clients``, default ``java``,
+the product's) soaks the control plane on librdkafka with ``librdkafka``.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ MINUTES = float(os.environ.get("MIRRORSPARK_SOAK_MINUTES", "2"))
 # `make soak` draws a new seed each time unless SOAK_SEED is given.
 SEED = int(os.environ.get("MIRRORSPARK_SOAK_SEED") or 20261126)
 LONG = MINUTES >= 20
-CLIENTS = os.environ.get("MIRRORSPARK_SOAK_CLIENTS", "auto")
+CLIENTS = os.environ.get("MIRRORSPARK_SOAK_CLIENTS", "java")
 FLOWS = {"src->dst": ("src", "dst", {"soak-t1": 3, "soak-t2": 2}),
          "dst->src": ("dst", "src", {"soak-r1": 2})}
 FEED_PER_TOPIC = 60  # records a second into each source topic

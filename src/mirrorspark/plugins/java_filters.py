@@ -38,6 +38,10 @@ class JavaFilter:
     def _call(self, name: str) -> bool:
         from py4j.protocol import Py4JError
 
+        from mirrorspark.plugins.java_host import own_errors
+
+        own_errors()  # pyspark's exception hook off this JVM's answers
+
         try:
             return bool(getattr(self._java, self._method)(name))
         except Py4JError as exc:

@@ -97,6 +97,27 @@ class JavaHost:
         self.gateway.shutdown()
 
 
+class PluginInstance:
+    """A configured plug-in object that outlives its JVM: if the JVM died, the next call makes the
+    object again, configured as before, in the JVM ``host_for`` starts in its place (a policy or a
+    filter answers from its name alone, so nothing else is carried over)."""
+
+    def __init__(self, classpath: list[Path], key: str, class_name: str, settings: Mapping[str, str]) -> None:
+        self._classpath = classpath
+        self._made_with = (key, class_name, dict(settings))
+        self._again = threading.Lock()
+        self._host = host_for(classpath)
+        self._object = self._host.instance(*self._made_with)
+
+    def __getattr__(self, name: str) -> Any:  # only names this class does not have: the Java object's methods
+        if not self._host.alive():
+            with self._again:
+                if not self._host.alive():
+                    self._host = host_for(self._classpath)
+                    self._object = self._host.instance(*self._made_with)
+        return getattr(self._object, name)
+
+
 def java_message(exc: Exception) -> str:
     """The Java exception's first line (py4j adds the whole trace and its own text)."""
     java = getattr(exc, "java_exception", None)

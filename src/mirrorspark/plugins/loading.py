@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from mirrorspark.errors import ConfigError
+from mirrorspark.paths import mirrorspark_jar
 from mirrorspark.plugins.jars import class_location, plugin_classpath, where_looked
 from mirrorspark.plugins.java_filters import JavaFilter, custom_filter_class
-from mirrorspark.plugins.java_host import host_for
+from mirrorspark.plugins.java_host import PluginInstance
 
 
 def java_class_found(settings: Mapping[str, str], class_name: str) -> bool:
@@ -29,7 +30,9 @@ def java_plugin(settings: Mapping[str, str], key: str, class_name: str, where: s
     """A configured instance of the user's Java class for ``key`` (MM2's interface for it)."""
     check_java_class(settings, key, class_name, where)
     try:
-        return host_for(plugin_classpath(settings)).instance(key, class_name, {**settings, **(extra or {})})
+        # One JVM for plug-ins and the control plane's clients: the same classpath (mirrorspark's jar first).
+        return PluginInstance([mirrorspark_jar(), *plugin_classpath(settings)], key, class_name,
+                              {**settings, **(extra or {})})
     except ConfigError as exc:
         raise ConfigError(str(exc).replace(f"{key}=", f"{where}=", 1), where) from None
 

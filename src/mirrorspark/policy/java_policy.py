@@ -30,6 +30,10 @@ class JavaReplicationPolicy(ReplicationPolicy):
     def _call(self, method: str, *args: str) -> Any:
         from py4j.protocol import Py4JError
 
+        from mirrorspark.plugins.java_host import own_errors
+
+        own_errors()  # pyspark's exception hook off this JVM's answers
+
         try:
             return getattr(self._java, method)(*args)
         except Py4JError as exc:

@@ -100,3 +100,19 @@ def test_a_plugin_that_fails_to_configure_is_a_config_error_with_its_message(plu
     wrong = flow(f"plugin.path = {plugins}\nreplication.policy.class = {FILTER}\n")
     with pytest.raises(ConfigError, match=r"does not implement org\.apache\.kafka\.connect\.mirror\.ReplicationPolicy"):
         policy_for_flow(wrong.settings, "A")
+
+
+def test_a_plugin_outlives_its_jvm(plugins):
+    """The plug-in JVM killed (kill -9): the policy's next answer comes from the same class, configured
+    as before, in a new JVM."""
+    import os
+    import signal
+
+    configured = flow(f"plugin.path = {plugins}\nreplication.policy.class = {POLICY}\nprefix.policy.prefix = west_\n")
+    policy = policy_for_flow(configured.settings, "A")
+    assert policy.format_remote_topic("A", "orders") == "west_A__orders"
+    first = policy._java._host
+    os.kill(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(10)
+    assert policy.format_remote_topic("A", "payments") == "west_A__payments"  # not cached: asked again
+    assert policy._java._host is not first and policy._java._host.alive()

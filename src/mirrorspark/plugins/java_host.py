@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import logging
 import os
+import subprocess
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -39,23 +40,36 @@ class JavaHost:
     """One py4j gateway to a JVM whose classpath holds Kafka's MM2 jars and the given plug-in places."""
 
     def __init__(self, classpath: list[Path]) -> None:
-        from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
+        from py4j.java_gateway import GatewayParameters, JavaGateway, find_jar_path
 
         java = jdk.find_tool("java")
         if java is None:
             raise PluginHostUnavailable(jdk.JAVA_MISSING)
         self.classpath = classpath
         self.said: deque[str] = deque(maxlen=20)  # the JVM's last lines on stderr, for the message if it dies
-        entries = [str(paths.kafka_libs() / "*"), *(str(p) for p in classpath)]
+        entries = [find_jar_path(), str(paths.kafka_libs() / "*"), *(str(p) for p in classpath)]
+        command = [java, "-classpath", os.pathsep.join(entries), "-Xmx256m", "-Xss1m", *jdk.kerberos_options(),
+                   "py4j.GatewayServer", "--die-on-broken-pipe", "--enable-auth", "0"]
         try:
             # A process group of its own: a Ctrl-C or a SIGTERM to mirrorspark's group must not end the
-            # JVM the graceful stop still asks (offset syncs, the lease); it ends with our standard input.
-            port, token, self.proc = launch_gateway(
-                classpath=os.pathsep.join(entries), javaopts=["-Xmx256m", "-Xss1m", *jdk.kerberos_options()],
-                die_on_exit=True, java_path=java, enable_auth=True, create_new_process_group=True,
-                redirect_stderr=self.said, return_proc=True)
-        except Exception as exc:  # noqa: BLE001 - py4j raises bare exceptions when the JVM does not come up
+            # JVM the graceful stop still asks (offset syncs, the lease); it ends with our standard input
+            # (die-on-broken-pipe). Set by the kernel's spawn, not py4j's ``preexec_fn``: Python code run
+            # in the forked child can finalize objects there, and a py4j connection finalized in the child
+            # shuts down the socket it shares with this process (Spark's gateway saw its connections reset).
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, process_group=0)
+        except OSError as exc:
             raise PluginHostUnavailable(f"the JVM for Java plug-ins did not start ({java}): {exc}") from None
+        try:
+            port = int(self.proc.stdout.readline())  # type: ignore[union-attr]
+            token = self.proc.stdout.readline().decode().rstrip("\r\n")  # type: ignore[union-attr]
+        except ValueError:  # it exited before saying its port: its own words say why
+            self.proc.kill()
+            said = self.proc.stderr.read().decode(errors="replace").strip().splitlines()  # type: ignore[union-attr]
+            raise PluginHostUnavailable(f"the JVM for Java plug-ins did not start ({java}): "
+                                        f"{said[-1] if said else 'no output'}") from None
+        for stream, keep in ((self.proc.stdout, None), (self.proc.stderr, self.said)):
+            threading.Thread(target=_drain, args=(stream, keep), daemon=True, name="java-host-output").start()
         self.gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auth_token=token,
                                                                         auto_convert=True))
         _clients.add(id(self.gateway._gateway_client))
@@ -95,6 +109,13 @@ class JavaHost:
 
     def close(self) -> None:
         self.gateway.shutdown()
+
+
+def _drain(stream: Any, keep: deque[str] | None) -> None:
+    """Read the JVM's output to its end (a full pipe would stop it); ``keep`` its last lines."""
+    for line in iter(stream.readline, b""):
+        if keep is not None:
+            keep.append(line.decode(errors="replace").rstrip())
 
 
 class PluginInstance:
@@ -165,7 +186,7 @@ def host_for(classpath: list[Path]) -> JavaHost:
     with _lock:
         host = _hosts.get(key)
         if host is not None and not host.alive():
-            last = " | ".join(line.strip() for line in list(host.said)[-3:] if line.strip())
+            last = " | ".join(line for line in list(host.said)[-3:] if line)
             log.error("the JVM of Java plug-ins and clients (pid %d) exited with code %s%s; starting another",
                       host.proc.pid, host.proc.returncode, f" ({last})" if last else "")
             with contextlib.suppress(Exception):

@@ -156,11 +156,15 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
             restarts.ask("a source topic was re-created")
         return dict(identity.remote_ids)
 
+    restarted_for: set[str] = set()  # remote topics gone that a restart was asked for already
+
     def refresh_topics() -> None:
         plan = remote.refresh(force_target_check=True, recreate=False)  # beside a running batch: see ``refresh``
         check_identity(full=True)
-        if remote.gone:
-            restarts.ask(f"remote topic(s) {', '.join(sorted(remote.gone))} deleted on the target")
+        if remote.gone - restarted_for:
+            restarts.ask(f"remote topic(s) {', '.join(sorted(remote.gone - restarted_for))} deleted on the target")
+        restarted_for.clear()
+        restarted_for.update(remote.gone)
         figures.forget_topics(set(plan.remote.values()), set(plan.remote))
         if (reason := query.replan_reason(plan)) is not None:
             restarts.ask(reason)

@@ -86,6 +86,7 @@ _TIMESTAMP_TYPES = {0: TIMESTAMP_NOT_AVAILABLE, 1: TIMESTAMP_CREATE_TIME, 2: TIM
 _OFFSET_SPECS = {"EarliestSpec": -2, "LatestSpec": -1, "MaxTimestampSpec": -3}
 # Kafka's group states by confluent-kafka's names (it has none for the new protocol's ASSIGNING and
 # RECONCILING: a group in either has members, as in a rebalance).
+_SENDS_PER_CALL = 500  # sends packed into one py4j call at most (ADR 0024)
 _GROUP_STATES = {"PREPARING_REBALANCE": "PREPARING_REBALANCING", "COMPLETING_REBALANCE": "COMPLETING_REBALANCING",
                  "ASSIGNING": "PREPARING_REBALANCING", "RECONCILING": "PREPARING_REBALANCING"}
 
@@ -468,6 +469,16 @@ def decode_records(data: bytes) -> list[Message]:
     return out
 
 
+def encode_send(ident: int, topic: str, partition: int, key: bytes | None, value: bytes | None,
+                headers: bytes | None, timestamp: int) -> bytes:
+    """One send packed as ``RecordCodec.sends`` reads it."""
+    def blob(raw: bytes | None) -> bytes:
+        return struct.pack(">i", -1) if raw is None else struct.pack(">i", len(raw)) + raw
+
+    return (struct.pack(">q", ident) + blob(topic.encode()) + struct.pack(">i", partition) + blob(key) + blob(value)
+            + blob(headers) + struct.pack(">q", timestamp))
+
+
 def encode_headers(headers: Iterable[tuple[str, bytes | str | None]] | Mapping[str, Any] | None) -> bytes:
     """Headers packed as ``RecordCodec.headers`` reads them."""
     items = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
@@ -631,6 +642,8 @@ class JavaProducer(_JavaClient):
         self._next = 0
         self._lock = threading.Lock()
         self._gone: list[int] = []  # sends whose outcome died with the JVM
+        self._unsent: list[bytes] = []  # sends packed, not handed to the Java producer yet (``_ship``)
+        self._failed: list[tuple[int, KafkaError]] = []  # sends the Java producer refused
         self._transactions = False
         super().__init__(classpath)
 
@@ -641,7 +654,8 @@ class JavaProducer(_JavaClient):
         """The sends still pending are failed as retriable (their outcome died with the JVM), as
         librdkafka fails a delivery it cannot confirm; a transactional producer is initialised again."""
         with self._lock:
-            self._gone = list(self._callbacks)
+            unsent = {struct.unpack_from(">q", one)[0] for one in self._unsent}
+            self._gone = [ident for ident in self._callbacks if ident not in unsent]  # the unsent go to the new one
         if self._transactions:
             _call("initialising transactions again", lambda: self._bridge.initTransactions())
 
@@ -650,25 +664,41 @@ class JavaProducer(_JavaClient):
                 headers: Any = None, callback: Callable | None = None) -> None:
         raw_key = key.encode() if isinstance(key, str) else key
         raw_value = value.encode() if isinstance(value, str) else value
+        packed = encode_headers(headers) if headers else None
         with self._lock:
             self._next += 1
             ident = self._next
             self._callbacks[ident] = (on_delivery or callback, topic, raw_key, raw_value)
-        packed = encode_headers(headers) if headers else None
+            self._unsent.append(encode_send(ident, topic, int(partition), raw_key, raw_value, packed,
+                                            int(timestamp) if timestamp else -1))
+            full = len(self._unsent) >= _SENDS_PER_CALL
+        if full:
+            self._ship()
+
+    def _ship(self) -> None:
+        """Hand the sends made since the last call to the Java producer in one call: a py4j round trip
+        costs more than a send (ADR 0024), and offset syncs and checkpoints come many at a time. Every
+        caller polls or flushes after producing, which ships what is left."""
+        with self._lock:
+            unsent, self._unsent = self._unsent, []
+        if not unsent:
+            return
+        packed = struct.pack(">i", len(unsent)) + b"".join(unsent)
         try:
-            _call("sending a record", lambda: self._java.send(ident, topic, int(partition), raw_key, raw_value, packed,
-                                                              int(timestamp) if timestamp else -1))
-        except KafkaException:
+            _call("sending records", lambda: self._java.sendAll(packed))
+        except KafkaException as exc:  # none of them went: each delivery callback says so, as for a failed send
             with self._lock:
-                self._callbacks.pop(ident, None)
-            raise
+                self._failed += [(struct.unpack_from(">q", one)[0], exc.args[0]) for one in unsent]
 
     def poll(self, timeout: float | None = None) -> int:
+        self._ship()
         rows = json.loads(str(_call("collecting outcomes", lambda: self._java.outcomes())))
         with self._lock:
             gone, self._gone = self._gone, []
+            failed, self._failed = self._failed, []
         rows += [[ident, KafkaError._TRANSPORT, True, "the client JVM exited before the delivery was confirmed",
                   -1, -1] for ident in gone]
+        rows += [[ident, error.code(), error.retriable(), error.str(), -1, -1] for ident, error in failed]
         for ident, code, retriable, text, partition, offset in rows:
             with self._lock:
                 callback, topic, key, value = self._callbacks.pop(ident, (None, "", None, None))
@@ -680,6 +710,7 @@ class JavaProducer(_JavaClient):
         return len(rows)
 
     def flush(self, timeout: float | None = None) -> int:
+        self._ship()
         left = int(_call("flushing", lambda: self._java.flush(_ms(timeout, 3600))))
         self.poll(0)
         return left

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -20,6 +21,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 public final class ProducerBridge implements AutoCloseable {
     private final KafkaProducer<byte[], byte[]> producer;
     private final ConcurrentLinkedQueue<Object[]> done = new ConcurrentLinkedQueue<>();
+    /** A send of this thread that failed inside {@code send()} waiting for metadata (see {@link #sendAll}). */
+    private final ThreadLocal<ClientError> waitedOut = new ThreadLocal<>();
     private final AtomicLong inFlight = new AtomicLong();
     private final Object drained = new Object();
 
@@ -49,6 +52,7 @@ public final class ProducerBridge implements AutoCloseable {
         ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, partition < 0 ? null : partition,
             timestamp < 0 ? null : timestamp, key, value, RecordCodec.headers(headers));
         inFlight.incrementAndGet();
+        Thread caller = Thread.currentThread();
         try {
             producer.send(record, (metadata, error) -> {
                 if (error == null) {
@@ -56,6 +60,9 @@ public final class ProducerBridge implements AutoCloseable {
                 } else {
                     ClientError e = ClientError.of("sending to " + topic, error);
                     done.add(new Object[] {id, e.code(), e.retriable(), e.getMessage(), partition, -1L});
+                    if (Thread.currentThread() == caller && error instanceof TimeoutException) {
+                        waitedOut.set(e); // failed within send(): no metadata for the topic in max.block.ms
+                    }
                 }
                 if (inFlight.decrementAndGet() == 0) {
                     synchronized (drained) {
@@ -66,6 +73,30 @@ public final class ProducerBridge implements AutoCloseable {
         } catch (RuntimeException e) {
             inFlight.decrementAndGet();
             throw ClientError.of("sending to " + topic, e);
+        }
+    }
+
+    /**
+     * Many sends in one call (a py4j round trip costs more than a send): records Python packed as
+     * {@link RecordCodec#sends} reads them, each sent as {@link #send} sends it, in order.
+     */
+    public void sendAll(byte[] packed) {
+        Map<String, ClientError> refused = new HashMap<>(); // a topic whose metadata did not come within max.block.ms
+        for (RecordCodec.Send one : RecordCodec.sends(packed)) {
+            ClientError e = refused.get(one.topic());
+            if (e == null) {
+                waitedOut.remove();
+                try {
+                    send(one.id(), one.topic(), one.partition(), one.key(), one.value(), one.headers(), one.timestamp());
+                    if (waitedOut.get() != null) {
+                        refused.put(one.topic(), waitedOut.get()); // the next ones would wait as long again
+                    }
+                    continue;
+                } catch (ClientError failed) { // this record only: its outcome says so, the others go on
+                    e = failed;
+                }
+            }
+            done.add(new Object[] {one.id(), e.code(), e.retriable(), e.getMessage(), one.partition(), -1L});
         }
     }
 

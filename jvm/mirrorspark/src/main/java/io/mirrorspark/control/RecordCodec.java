@@ -7,6 +7,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -80,6 +81,29 @@ final class RecordCodec {
             throw new IllegalArgumentException("packed headers are malformed: " + e.getMessage(), e);
         }
         return headers;
+    }
+
+    /** One record Python asked to send: its id for the outcome, where it goes and what it carries. */
+    record Send(long id, String topic, int partition, byte[] key, byte[] value, byte[] headers, long timestamp) {
+    }
+
+    /** Sends Python packed: count, then each one's id (long), topic, partition (int, -1 any), key, value,
+     *  packed headers (blobs as {@link #encode} writes them) and timestamp (long, -1 none). */
+    static List<Send> sends(byte[] packed) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(packed))) {
+            int count = in.readInt();
+            List<Send> out = new ArrayList<>(count);
+            for (int i = 0; i < count; i++) {
+                long id = in.readLong();
+                byte[] topic = readBlob(in);
+                int partition = in.readInt();
+                out.add(new Send(id, new String(topic == null ? new byte[0] : topic, StandardCharsets.UTF_8), partition,
+                    readBlob(in), readBlob(in), readBlob(in), in.readLong()));
+            }
+            return out;
+        } catch (IOException e) {
+            throw new IllegalArgumentException("packed sends are malformed: " + e.getMessage(), e);
+        }
     }
 
     private static void text(DataOutputStream out, String value) throws IOException {

@@ -26,4 +26,24 @@ class ProducerBridgeTest {
             assertEquals("[]", producer.outcomes());  // each outcome is collected once
         }
     }
+
+    @Test
+    void manySendsInOneCallWaitForATopicsMetadataOnce() throws Exception {
+        // Two sends packed as Python packs them, to a topic whose metadata never comes: the first waits
+        // max.block.ms, the second fails at once with the same error; both through their outcomes.
+        try (ProducerBridge producer = new ProducerBridge(Map.of("bootstrap.servers", "127.0.0.1:1",
+                "max.block.ms", "1000", "client.id", "bridge-test"))) {
+            String second = RecordCodecTest.ONE_SEND.substring(8).replace("0000000000000007", "0000000000000008");
+            long started = System.nanoTime();
+            producer.sendAll(java.util.HexFormat.of().parseHex("00000002" + RecordCodecTest.ONE_SEND.substring(8) + second));
+            long tookMs = (System.nanoTime() - started) / 1_000_000;
+            assertTrue(tookMs < 1900, "waited " + tookMs + " ms: the second send waited again");
+            JsonNode rows = AdminBridge.parse(producer.outcomes(), "outcomes");
+            assertEquals(2, rows.size());
+            for (int i = 0; i < 2; i++) {
+                assertEquals(7 + i, rows.get(i).get(0).asLong());
+                assertEquals(ClientError.TIMED_OUT, rows.get(i).get(1).asInt());
+            }
+        }
+    }
 }

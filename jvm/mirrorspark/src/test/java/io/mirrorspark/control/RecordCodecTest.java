@@ -23,6 +23,26 @@ class RecordCodecTest {
         + "000000000000007b" + "ffffffff" + "00000002" + "7631" + "00000001" + "00000001" + "68" + "ffffffff"
         + "00000000";
 
+    /** One send as Python's encode_send packs it (tests/unit/control/test_java_clients.py holds the same bytes):
+     *  id 7 to t[2], no key, value "v", no headers, no timestamp. */
+    static final String ONE_SEND = "00000001" + "0000000000000007" + "00000001" + "74" + "00000002" + "ffffffff"
+        + "00000001" + "76" + "ffffffff" + "ffffffffffffffff";
+
+    @Test
+    void sendsPackedByPythonAreRead() {
+        List<RecordCodec.Send> sends = RecordCodec.sends(HexFormat.of().parseHex(ONE_SEND));
+        assertEquals(1, sends.size());
+        RecordCodec.Send one = sends.get(0);
+        assertEquals(7L, one.id());
+        assertEquals("t", one.topic());
+        assertEquals(2, one.partition());
+        assertNull(one.key());
+        assertArrayEquals("v".getBytes(StandardCharsets.UTF_8), one.value());
+        assertNull(one.headers());
+        assertEquals(-1L, one.timestamp());
+        assertThrows(IllegalArgumentException.class, () -> RecordCodec.sends(HexFormat.of().parseHex("00000002")));
+    }
+
     @Test
     void aBatchHasTheLayoutPythonReads() {
         RecordHeaders headers = new RecordHeaders();

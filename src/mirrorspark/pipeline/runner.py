@@ -273,6 +273,13 @@ class Replicator:
             except BaseException as exc:  # noqa: BLE001 - raised again in the launching thread
                 failed.append(exc)
 
+        # Both threads import py4j and pyspark (the clients' JVM there, Spark's here): packages whose
+        # modules import each other, which two threads importing at once stop on with a _DeadlockError.
+        # Imported here first (0.3 s, which starting Spark spends anyway).
+        import py4j.java_gateway  # noqa: F401
+        import pyspark.errors
+        import pyspark.sql  # noqa: F401
+
         opening = threading.Thread(target=open_, name="mirrorspark-prepare", daemon=True)
         opening.start()
         try:

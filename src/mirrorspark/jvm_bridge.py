@@ -59,6 +59,15 @@ def jvm_error(call: str, exc: BaseException) -> JvmError:
     return JvmError(call=call, kind=type(exc).__name__, detail=text, text=text)
 
 
+def import_before_threads() -> None:
+    """Import py4j and pyspark now, before threads that both use them start: packages whose modules
+    import each other, which two threads importing at once stop on with a _DeadlockError (seen when
+    the control plane's client JVM and Spark's started side by side)."""
+    import py4j.java_gateway  # noqa: F401
+    import pyspark.errors
+    import pyspark.sql  # noqa: F401
+
+
 def _call(call: str, thunk: Callable[[], T]) -> T:
     """``thunk()``, py4j calls (the classes' lookups too); a failure becomes a :class:`JvmError` naming ``call``."""
     from py4j.protocol import Py4JError  # here, not at the top: importing py4j costs the CLI ~0.1 s

@@ -137,3 +137,26 @@ def test_a_writer_stopped_mid_backlog_on_a_log_append_time_target_counts_each_co
               f"duplicated {duplicated}, reported by the stopped writer {reported}")
         assert not lost and duplicated == reported, (sorted(lost)[:20], duplicated, reported, log_a[-3000:])
         assert (duplicated > 0) == ("copied twice" in log_a), log_a[-4000:]
+
+
+def test_older_copies_are_kept_on_the_target_beside_the_claims(clusters, unique):
+    """What one instance saw of a remote topic's earlier generations is read by another from the target,
+    deleted with a tombstone, and leaves the flow's claims as they were."""
+    from mirrorspark.coordination.claims import Claim, Claims, SharedOlderCopies
+
+    conf = {"bootstrap.servers": clusters["backup"]}
+    claims = Claims(admin_client(conf), conf)
+    claims.ensure_topic()
+    flow = f"primary->backup-{unique}"
+    claim = Claim(flow, "i1", "host", 1, "/state", 1.0, "g")
+    claims.write(claim)
+    mine = SharedOlderCopies(claims, flow=flow, group="g")
+    other_group = SharedOlderCopies(Claims(admin_client(conf), conf), flow=flow, group="other")
+    entry = {"id": "R1", "generations": [{"source_id": "S1", "ends": {"0": 100}}]}
+    mine.write("primary.t", entry)
+    assert SharedOlderCopies(Claims(admin_client(conf), conf), flow=flow, group="g").read("primary.t") == entry
+    assert other_group.read("primary.t") is None  # another deployment's remote topics are its own
+    assert claims.last(flow=flow, group="g") == claim
+    mine.write("primary.t", None)
+    assert mine.read("primary.t") is None
+    assert claims.last(flow=flow, group="g") == claim

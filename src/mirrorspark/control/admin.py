@@ -184,7 +184,7 @@ def ensure_compacted_topic(admin: AdminClient, name: str, replication_factor: in
     return True
 
 
-def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes]], what: str, timeout: float = 30.0,
+def send_all(producer: Any, topic: str, records: list[tuple[bytes, bytes | None]], what: str, timeout: float = 30.0,
              timestamp: int | None = None) -> None:
     """Produce ``(key, value)`` records to partition 0 of ``topic`` and wait for every acknowledgement.
 

@@ -112,3 +112,52 @@ class Claims:
     def write(self, claim: Claim) -> None:
         sender = producer({**self.conf, "enable.idempotence": True})
         send_all(sender, LEASE_TOPIC, [(claim.key(), json.dumps(asdict(claim)).encode())], "lease claim")
+
+    def latest(self, key: bytes) -> bytes | None:
+        """The newest value of ``key`` (None: never written, or deleted)."""
+        found: bytes | None = None
+        try:
+            for got, value, *_ in read_to_end(self.conf, LEASE_TOPIC, timeout=30):
+                if got == key:
+                    found = value
+        except TopicMissing:
+            return None
+        return found
+
+    def put(self, key: bytes, value: bytes | None, what: str) -> None:
+        """Write ``value`` under ``key`` (None deletes it: a tombstone the compaction removes)."""
+        sender = producer({**self.conf, "enable.idempotence": True})
+        send_all(sender, LEASE_TOPIC, [(key, value)], what)
+
+
+class SharedOlderCopies:
+    """Which generations of a source topic a remote topic holds copies of, kept beside the claims.
+
+    A remote topic deleted on the target loses the copies of its source topic's earlier generations
+    (deleted and re-created since): the refill restores only what the source has now. The instance
+    that sees the re-creation is often not the one writing when the remote topic is deleted (a
+    takeover, a standby, state set aside), so what it saw is kept on the target, keyed by flow, lease
+    group and remote topic, for whichever instance counts the loss."""
+
+    def __init__(self, claims: Claims, *, flow: str, group: str) -> None:
+        self.claims = claims
+        self.flow = flow
+        self.group = group
+
+    def _key(self, remote: str) -> bytes:
+        return json.dumps(["older-copies", self.flow, self.group, remote]).encode()
+
+    def read(self, remote: str) -> dict | None:
+        value = self.claims.latest(self._key(remote))
+        if not value:
+            return None
+        try:
+            entry = json.loads(value)
+        except ValueError:
+            log.warning("an unreadable record of %s's older copies in %s is skipped", remote, LEASE_TOPIC)
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def write(self, remote: str, entry: dict | None) -> None:
+        self.claims.put(self._key(remote), None if entry is None else json.dumps(entry).encode(),
+                        f"older copies of {remote}")

@@ -14,7 +14,11 @@ record without a timestamp is stamped by the producer when sent, so two copies o
 record differ there. Nor is one search enough: the new writer may copy the same source records
 after the old one left, and the old producer may still deliver. So the search is repeated
 (``LateWatch``) until every late record has its twin or the window ends: the old producer's
-delivery timeout (it cannot deliver later) plus a lease timeout for the new writer's batch.
+delivery timeout (it cannot deliver later) plus a lease timeout for the new writer's batch. A writer
+that cannot copy within the window (the target down, itself stopped and taken over) copies them
+later: past the window the search waits until the flow's offset syncs show a writer has copied
+beyond the late records' source offsets, then looks once more (the ninth soak run: 6 copies made
+twice after a window of 130 s, none said).
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ log = logging.getLogger(__name__)
 SCAN_LIMIT = 2_000_000  # records per partition read to find twins; late records beyond it `audit` counts
 ROUNDS = (5.0, 10.0, 20.0, 30.0)  # seconds between searches; the last repeats until the window ends
 DELIVERY_TIMEOUT_MS = 120_000  # the Java producer's default delivery.timeout.ms
+WRITER_WAIT = 3600.0  # seconds past the window to wait for a writer to copy past the late records
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class LateWrites:
     scan_from: int  # every offset before it was acknowledged in time; -1 when not known
     offsets: tuple[int, ...]
     dropped: int  # late records beyond those the JVM kept
+    upstream: int = -1  # the source offset after the last one the late records copy; -1 when not known
 
     @property
     def count(self) -> int:
@@ -67,7 +73,7 @@ def parse(text: str) -> tuple[bool, list[LateWrites]]:
     data = json.loads(text)
     return bool(data["flushed"]), [
         LateWrites(p["topic"], int(p["partition"]), int(p["from"]), tuple(int(o) for o in p["offsets"]),
-                   int(p["dropped"])) for p in data["partitions"]]
+                   int(p["dropped"]), int(p.get("upstream", -1))) for p in data["partitions"]]
 
 
 def digest(key: bytes | None, value: bytes | None, headers: Iterable[tuple[str, str | bytes | None]]) -> bytes:
@@ -171,8 +177,9 @@ def window(*, lease_timeout: float, producer: Mapping[str, str]) -> float:
 def _merge(old: LateWrites, new: LateWrites) -> LateWrites:
     """One partition's late records from two of the JVM's lists (each list is cleared once read)."""
     scan_from = -1 if -1 in (old.scan_from, new.scan_from) else min(old.scan_from, new.scan_from)
+    upstream = -1 if -1 in (old.upstream, new.upstream) else max(old.upstream, new.upstream)
     return replace(old, scan_from=scan_from, offsets=tuple(sorted(set(old.offsets) | set(new.offsets))),
-                   dropped=old.dropped + new.dropped)
+                   dropped=old.dropped + new.dropped, upstream=upstream)
 
 
 class LateWatch:
@@ -181,13 +188,21 @@ class LateWatch:
 
     def __init__(self, *, flow: str, conf: dict[str, Any], window: float, collect: Callable[[int], str | None],
                  count_recopied: Callable[[Mapping[Partition, int]], None],
+                 copied_past: Callable[[list[LateWrites]], bool] | None = None, writer_wait: float = WRITER_WAIT,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """``copied_past``: whether a writer of the flow has copied past each partition's late records
+        (the newest offset syncs, ``upstream``); None when the flow keeps no offset syncs: the window
+        alone bounds the search then. ``writer_wait``: how long past the window to wait for it."""
         self.flow = flow
         self.conf = conf
         self.window = window
         self._collect = collect  # the JVM's late records since the last call (``FlowLease.late_writes``)
         self._count_recopied = count_recopied
         self._clock = clock
+        self._copied_past = copied_past
+        self.writer_wait = writer_wait
+        self.waited = False  # the window ended before a writer had copied past the late records
+        self._passed = False  # a writer has copied past them since: the next search is the last
         self.deadline = clock() + window
         self._items: dict[Partition, LateWrites] = {}
         self._flushed = True
@@ -213,6 +228,7 @@ class LateWatch:
                 self._items[where] = _merge(self._items[where], item) if where in self._items else item
             if left_again:
                 self.deadline = max(self.deadline, self._clock() + self.window)
+                self.waited = self._passed = False
         return True
 
     def pending(self) -> bool:
@@ -249,28 +265,73 @@ class LateWatch:
         return found
 
     def run(self) -> None:
-        """Search now, then again with growing pauses until settled, the window's end, or ``stop``."""
+        """Search now, then again with growing pauses until settled, the window's end, or ``stop``; past
+        the window, wait (without searching) while no writer has copied past the late records, then
+        search once more."""
         pauses = iter(ROUNDS)
         pause = ROUNDS[-1]
+        search = True
         while True:
-            try:
-                self.search()
-            except Exception:  # a bug in one search must not hide what was already said
-                log.exception("flow %s: searching late writes for copies made twice failed", self.flow)
-            with self._lock:  # decided with ``add`` held off: a list added now is searched, or refused
+            if search:
+                try:
+                    self.search()
+                except Exception:  # a bug in one search must not hide what was already said
+                    log.exception("flow %s: searching late writes for copies made twice failed", self.flow)
+            with self._lock:
                 settled, left = self._settled(), self.deadline - self._clock()
-                self._finished = settled or left <= 0
+                self._finished = settled
             if settled:
                 return
-            if left <= 0:
-                self._final_said(cut_short=False)
-                return
-            pause = next(pauses, pause)
-            if self._stop.wait(min(pause, left)):
-                with self._lock:
+            if left > 0:
+                search, pause = True, next(pauses, pause)
+                if self._wait(min(pause, left)):
+                    return
+                continue
+            behind = not self._passed and self._writer_behind()
+            with self._lock:  # decided with ``add`` held off: a list added now is searched, or refused
+                if self.deadline - self._clock() > 0:
+                    continue  # the flow was left again meanwhile: a new window
+                over = self._clock() >= self.deadline + self.writer_wait
+                if behind and not over:
+                    search = False
+                elif not behind and self.waited and not self._passed:
+                    search = self._passed = True  # a writer has copied past them since: one more search
+                    continue
+                else:
                     self._finished = True
-                self._final_said(cut_short=True)
+            if self._finished:
+                self._final_said(cut_short=False, behind=behind)
                 return
+            if not self.waited:
+                self.waited = True
+                log.info("flow %s: %.0f s after the flow was left, no writer has yet copied past this instance's "
+                         "late records: the search for copies made twice waits for one (up to %.0f s more)",
+                         self.flow, self.window, self.writer_wait)
+            if self._wait(ROUNDS[-1]):
+                return
+
+    def _wait(self, seconds: float) -> bool:
+        """Pause; True when the process stops meanwhile (what is unpaired is said)."""
+        if not self._stop.wait(seconds):
+            return False
+        with self._lock:
+            self._finished = True
+        self._final_said(cut_short=True)
+        return True
+
+    def _writer_behind(self) -> bool:
+        """Some late record's twin can still be written: no writer has copied past its source offset.
+        False without offset syncs or source offsets to compare; True when the syncs cannot be read."""
+        with self._lock:
+            items = [item for where, item in self._items.items()
+                     if item.upstream >= 0 and self._counted.get(where, 0) < len(item.offsets)]
+        if self._copied_past is None or not items:
+            return False
+        try:
+            return not self._copied_past(items)
+        except Exception as exc:  # noqa: BLE001 - unknown: keep waiting, up to the limit
+            log.debug("flow %s: the offset syncs could not be read: %s", self.flow, exc)
+            return True
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run, name=f"mirrorspark-late-writes {self.flow}", daemon=True)
@@ -310,15 +371,23 @@ class LateWatch:
                     "made since: copied twice (%s; counted in mirrorspark_records_recopied_total)", self.flow,
                     sum(added.values()), where)
 
-    def _final_said(self, cut_short: bool) -> None:
+    def _final_said(self, cut_short: bool, behind: bool = False) -> None:
         found = self.last
         if found is None:
             return
         total = sum(self._counted.values())
         dropped = sum(item.dropped for item in self._items.values())
         unpaired = sum(len(item.offsets) for item in self._items.values()) - total - (found.unchecked - dropped)
-        how = (f"the search was cut short after {self.searches} search(es) (this process stops)" if cut_short else
-               f"{unpaired} had no twin when the search ended, {self.window:.0f} s after the flow was left")
+        if cut_short:
+            how = f"the search was cut short after {self.searches} search(es) (this process stops)"
+        elif behind:  # a twin can still come: what is unpaired is in doubt
+            how = (f"the search ended {self.window + self.writer_wait:.0f} s after the flow was left, before any "
+                   "writer had copied past them")
+            cut_short = True
+        else:
+            how = (f"{unpaired} had no twin when the search ended, "
+                   + ("after a writer had copied past them" if self.waited else
+                      f"{self.window:.0f} s after the flow was left"))
         message = (f"flow {self.flow}: late records of this instance: {found.late}, "
                    + (f"copied twice {total} (counted in mirrorspark_records_recopied_total)" if total else
                       "none also copied by another writer") + f"; {how}")

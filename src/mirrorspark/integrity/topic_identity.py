@@ -28,7 +28,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
@@ -57,16 +57,27 @@ class OffsetMapping(Protocol):
     def first_upstream(self, topic: str, partition: int) -> int | None: ...
 
 
+class OlderCopiesStore(Protocol):
+    """Where the older generations' copies a remote topic holds are kept for every instance of the
+    flow (``coordination.claims.SharedOlderCopies``); None keeps them in this state only."""
+
+    def read(self, remote: str) -> dict | None: ...
+
+    def write(self, remote: str, entry: dict | None) -> None: ...
+
+
 class TopicIdentity:
     """Checks one flow's topics against the ids (and source end offsets) seen last."""
 
     def __init__(self, *, files: StateFiles, flow_name: str, source: AdminClient, target: AdminClient,
                  loss: LossLog, marks: WriteMarks, spark_log: SparkOffsetLog,
                  mapping: OffsetMapping, takeover: Mapping[Partition, int] | None = None,
-                 rewind_takeover: Callable[[str, Mapping[int, int]], object] | None = None) -> None:
+                 rewind_takeover: Callable[[str, Mapping[int, int]], object] | None = None,
+                 shared: OlderCopiesStore | None = None) -> None:
         """``takeover``: where the query's first batch starts (a takeover, or a start without state that
         resumes after the target's copies), what was copied before any batch is committed;
-        ``rewind_takeover``: moves a re-created topic's takeover positions to its new start."""
+        ``rewind_takeover``: moves a re-created topic's takeover positions to its new start;
+        ``shared``: the older generations' copies kept for every instance of the flow (with a lease)."""
         self.takeover = takeover if takeover is not None else {}
         self.rewind_takeover = rewind_takeover
         self.files = files
@@ -77,6 +88,7 @@ class TopicIdentity:
         self.marks = marks
         self.spark_log = spark_log
         self.mapping = mapping
+        self.shared = shared
         self.rewinds: dict[str, dict[int, int]] = {}  # source topic -> new start, applied while stopped
         self._lock = threading.RLock()  # the refresh, the checkpoint round and a query restart all check
         try:
@@ -86,8 +98,9 @@ class TopicIdentity:
         self.source_ids: dict[str, str] = saved.get("source", {})
         self.remote_ids: dict[str, str] = saved.get("remote", {})
         self.source_ends: dict[str, dict[str, int]] = saved.get("source_ends", {})
-        # Remote topic -> its id, and per partition the offsets holding copies of an earlier generation of
-        # its source topic (re-created since): a deletion of that remote topic loses them for good.
+        # Remote topic -> its id and the earlier generations of its source topic (re-created since) it holds
+        # copies of: per generation the source topic's id and, per partition, the end of what was copied. A
+        # deletion of that remote topic loses them for good. Kept on the target too (``shared``).
         self.older_copies: dict[str, dict] = saved.get("older_copies", {})
         self.remote_leaders: dict[str, dict[int, int]] = {}  # as seen by the last check (this run only)
 
@@ -159,15 +172,18 @@ class TopicIdentity:
         # What the flow wrote of the old topic: a batch that read the new topic before this check
         # (Spark saw its partitions as new, or its ends went back) moved Spark's position below it.
         written = self.marks.source_marks(topic)
-        seen = self.source_ends.pop(topic, {})
+        seen = self.source_ends.get(topic, {})
+        copied_to = {p: max(position.get((topic, p), 0), written.get(p, 0))
+                     for p in {p for t, p in position if t == topic} | set(written) | {int(k) for k in seen}}
+        if remote is not None:  # first: a failure here leaves the check to run again, nothing half done
+            self._note_older_copies(remote, old, copied_to)
+        self.source_ends.pop(topic, None)
         for partition, end in sorted((int(p), e) for p, e in seen.items()):
-            copied = max(position.get((topic, partition), 0), written.get(partition, 0))
+            copied = copied_to[partition]
             if end > copied:
                 self.loss.report(topic, partition, copied, end - 1,
                                  f"the source topic was deleted and re-created (topic id {old} -> {new}) before "
                                  "these records were copied", span=Span.source(topic, copied, end - 1, old))
-        if remote is not None:
-            self._note_older_copies(remote)
         starts = partition_offsets(self.source, [(topic, p) for p in range(count)], earliest=True)
         self.rewinds[topic] = {p: o for (_, p), o in starts.items()}
         if self.rewind_takeover is not None:  # else the next start reads the old topic's offsets again
@@ -179,20 +195,38 @@ class TopicIdentity:
         log.warning("flow %s: source topic %s was re-created (topic id %s -> %s); it is replicated again from "
                     "its beginning", self.flow_name, topic, old, new)
 
-    def _note_older_copies(self, remote: str) -> None:
-        """The remote topic now holds copies of an earlier generation of its source topic, up to what this
-        flow wrote there: the refill after a deletion of the remote topic cannot restore them."""
+    def _note_older_copies(self, remote: str, source_id: str, copied: Mapping[int, int]) -> None:
+        """The remote topic now holds copies of an earlier generation of its source topic (``source_id``),
+        up to ``copied`` per partition: the refill after a deletion of the remote topic cannot restore
+        them. Counted from the generation's first offset: records removed before their copy were
+        reported lost in the same log (each is counted once), and a flow copies a topic from its start
+        (as MM2 does), or after the copies of the instance or MM2 it took over from, which the remote
+        topic holds too."""
         remote_id = self.remote_ids.get(remote)
-        ends = self.marks.written_to([remote])[remote]
+        ends = {str(p): end for p, end in sorted(copied.items()) if end > 0}
         if not remote_id or not ends:
             return
-        entry = self.older_copies.get(remote)
-        if entry is None or entry.get("id") != remote_id:
-            entry = self.older_copies[remote] = {"id": remote_id, "starts": {}, "ends": {}}
-        starts = partition_offsets(self.target, [(remote, p) for p in sorted(ends)], earliest=True)
-        for partition, end in ends.items():
-            entry["starts"].setdefault(str(partition), starts.get((remote, partition), 0))
-            entry["ends"][str(partition)] = max(end, entry["ends"].get(str(partition), 0))
+        entry = self._older_entry(remote, remote_id)
+        if not any(g.get("source_id") == source_id for g in entry["generations"]):
+            entry["generations"].append({"source_id": source_id, "ends": ends})
+        self.older_copies[remote] = entry
+        if self.shared is not None:
+            self.shared.write(remote, entry)
+
+    def _older_entry(self, remote: str, remote_id: str) -> dict:
+        """What this state and the target know of the older copies in ``remote`` (by its id ``remote_id``)."""
+        entry: dict[str, Any] = {"id": remote_id, "generations": []}
+        for known in (self.older_copies.get(remote), self.shared.read(remote) if self.shared is not None else None):
+            if not known or known.get("id") != remote_id:
+                continue
+            if "ends" in known and "generations" not in known:  # kept by an earlier version: target offsets
+                entry.setdefault("target", {"starts": known.get("starts", {}), "ends": known["ends"]})
+            for generation in known.get("generations", []):
+                if not any(g.get("source_id") == generation.get("source_id") for g in entry["generations"]):
+                    entry["generations"].append(generation)
+            if "target" in known:
+                entry.setdefault("target", known["target"])
+        return entry
 
     def _old_copies_compared_no_more(self, topic: str, remote: str, position: Mapping[Partition, int],
                                      count: int) -> None:
@@ -244,6 +278,7 @@ class TopicIdentity:
     def _remote_recreated(self, name: str, source: str, old: str, new: str | None, written: dict[int, int],
                           partition_count: int) -> None:
         """Refill the new remote topic from the source's log start; report what the source lost meanwhile."""
+        older = self._older_entry(name, old)  # first: a target that does not answer leaves nothing half done
         held_from = {p: self.mapping.first_upstream(source, p) for p in written}
         source_next = self.marks.source_marks(source)
         # Runs not bound yet (written before a check bound their partition, as a takeover's can be) belong
@@ -253,17 +288,28 @@ class TopicIdentity:
         found = partition_offsets(self.source, [(source, p) for p in range(partition_count)], earliest=True)
         starts = {p: o for (_, p), o in found.items()}
         refilled, lost = 0, 0
-        older = self.older_copies.pop(name, None)
-        if older is not None and older.get("id") == old:
-            for key, end in sorted(older["ends"].items()):
-                start = older["starts"].get(key, 0)
-                if end > start:
-                    lost += end - start
-                    self.loss.report(source, int(key), -1, -1,
-                                     f"remote topic {name} was deleted on the target (topic id {old} -> "
-                                     f"{new or 'none'}) holding copies of an earlier generation of {source} (deleted "
-                                     "and re-created since), which neither cluster has any more", records=end - start,
-                                     span=Span.target(name, old, start, end))
+        for generation in older["generations"]:
+            for key, end in sorted(generation.get("ends", {}).items()):
+                said = self.loss.report(source, int(key), 0, end - 1,
+                                        f"remote topic {name} was deleted on the target (topic id {old} -> "
+                                        f"{new or 'none'}) holding copies of an earlier generation of {source} "
+                                        f"(topic id {generation.get('source_id')}, deleted and re-created since), "
+                                        "which neither cluster has any more",
+                                        span=Span.source(source, 0, end - 1, generation.get("source_id")))
+                lost += said.records if said is not None else 0
+        target_copies = older.get("target", {})
+        for key, end in sorted(target_copies.get("ends", {}).items()):
+            start = target_copies.get("starts", {}).get(key, 0)
+            if end > start:
+                lost += end - start
+                self.loss.report(source, int(key), -1, -1,
+                                 f"remote topic {name} was deleted on the target (topic id {old} -> "
+                                 f"{new or 'none'}) holding copies of an earlier generation of {source} (deleted "
+                                 "and re-created since), which neither cluster has any more", records=end - start,
+                                 span=Span.target(name, old, start, end))
+        kept_here = self.older_copies.pop(name, None) is not None
+        if self.shared is not None and (kept_here or older["generations"] or target_copies):
+            self.shared.write(name, None)  # the new remote topic holds none of them
         for partition, count in sorted(written.items()):
             if count <= 0:
                 continue

@@ -37,6 +37,7 @@ from mirrorspark.pipeline.flow_assembly import AssembledFlow, FlowContext, assem
 from mirrorspark.pipeline.supervision import publish_state
 from mirrorspark.state.files import StateFiles
 from mirrorspark.takeover.lost_state import StateLost, has_no_state
+from mirrorspark.takeover.mm2_state import read_offset_syncs
 from mirrorspark.takeover.plan import FILE as TAKEOVER_FILE
 
 log = logging.getLogger(__name__)
@@ -435,11 +436,32 @@ class Flow:
             flow=self.name, conf=self._target_conf, collect=lease.late_writes,
             window=stale_writes.window(lease_timeout=self.config.options.lease_timeout,
                                        producer=self.config.target_producer()),
-            count_recopied=count_recopied or (lambda _counts: None))
+            count_recopied=count_recopied or (lambda _counts: None), copied_past=self._copied_past())
         watch.add(text)
         if watch.pending():
             self._late = watch
             watch.start()
+
+    def _copied_past(self) -> Callable[[list[stale_writes.LateWrites]], bool] | None:
+        """Whether a writer has copied past each partition's late records, as the flow's newest offset
+        syncs say (written after the batch's records are on the target); None without offset syncs."""
+        options = self.config.options
+        if not options.emit_offset_syncs:
+            return None
+        on_target = options.offset_syncs_on_target
+        conf = self.context.shared.clusters.settings(self.config.target if on_target else self.config.source)
+        topic = self.context.policy.offset_syncs_topic(self.config.source.alias if on_target
+                                                        else self.config.target.alias)
+        policy, same_names = self.context.policy, self.config.same_names
+
+        def past(items: list[stale_writes.LateWrites]) -> bool:
+            newest = {where: syncs[-1][0] for where, syncs in read_offset_syncs(conf, topic).items() if syncs}
+            for item in items:
+                source = item.topic if same_names else policy.upstream_topic(item.topic)
+                if newest.get((source or item.topic, item.partition), -1) < item.upstream - 1:
+                    return False
+            return True
+        return past
 
     # -- what REST, status and progress read ------------------------------------------------------
 

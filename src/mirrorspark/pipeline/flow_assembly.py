@@ -20,6 +20,7 @@ from mirrorspark.control.remote_topics import RemoteNames, RemoteTopics
 from mirrorspark.control.scheduler import HEARTBEATS, OFFSETS, TOPICS, GatedScheduler, Scheduler, flow_lane
 from mirrorspark.control.topic_configs import TopicConfigs
 from mirrorspark.control.transactions import check_transactions
+from mirrorspark.coordination.claims import Claims, SharedOlderCopies
 from mirrorspark.integrity.batch_guard import BatchGuard, Fenced
 from mirrorspark.integrity.loss import LossLog
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
@@ -143,7 +144,9 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     takeover = load_positions(folder)
     identity = TopicIdentity(files=folder, flow_name=flow.name, source=source, target=target, loss=loss, marks=marks,
                              spark_log=SparkOffsetLog(checkpoint), mapping=offsets, takeover=takeover,
-                             rewind_takeover=lambda topic, starts: rewind_positions(folder, takeover, topic, starts))
+                             rewind_takeover=lambda topic, starts: rewind_positions(folder, takeover, topic, starts),
+                             shared=None if lease is None else SharedOlderCopies(Claims(target, target_conf),
+                                                                                 flow=flow.name, group=lease[0]))
     figures = FlowMetrics(shared.metrics, flow.source.alias, flow.target.alias,
                           connectors=("MirrorSourceConnector",) + (("MirrorCheckpointConnector",)
                                                                   if flow.options.emit_checkpoints else ()))

@@ -21,7 +21,7 @@ from mirrorspark.control.remote_topics import RemoteNames
 from mirrorspark.control.scheduler import Scheduler
 from mirrorspark.coordination.claims import instance_id
 from mirrorspark.errors import ConfigError, OperationalError, first_line
-from mirrorspark.jvm_bridge import SparkJvm
+from mirrorspark.jvm_bridge import SparkJvm, import_before_threads
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
 from mirrorspark.pipeline.flow import Flow
@@ -273,13 +273,7 @@ class Replicator:
             except BaseException as exc:  # noqa: BLE001 - raised again in the launching thread
                 failed.append(exc)
 
-        # Both threads import py4j and pyspark (the clients' JVM there, Spark's here): packages whose
-        # modules import each other, which two threads importing at once stop on with a _DeadlockError.
-        # Imported here first (0.3 s, which starting Spark spends anyway).
-        import py4j.java_gateway  # noqa: F401
-        import pyspark.errors
-        import pyspark.sql  # noqa: F401
-
+        import_before_threads()  # both threads import py4j and pyspark (the clients' JVM there, Spark's here)
         opening = threading.Thread(target=open_, name="mirrorspark-prepare", daemon=True)
         opening.start()
         try:

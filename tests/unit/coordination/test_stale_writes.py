@@ -191,7 +191,7 @@ def test_twins_the_new_writer_makes_after_the_old_writer_left_are_counted_too(mo
     metrics = MirrorMetrics()
     flow = SimpleNamespace(name="primary->backup", source=SimpleNamespace(alias="primary"),
                            target=SimpleNamespace(alias="backup"), target_producer=dict,
-                           options=SimpleNamespace(lease_enabled=False, lease_timeout=10.0))
+                           options=SimpleNamespace(lease_enabled=False, lease_timeout=10.0, emit_offset_syncs=False))
     shared = SimpleNamespace(metrics=metrics, scheduler=SimpleNamespace(cancel=lambda lanes: None))
     seat = Flow(context=FlowContext(config=flow, policy=None, shared=shared, instance="me"))  # type: ignore[arg-type]
     late = iter([LATE])
@@ -294,3 +294,79 @@ def test_a_range_grown_past_the_limit_is_read_as_far_as_the_limit(monkeypatch):
     monkeypatch.setattr(stale_writes, "consumer", FakeTarget({("primary.t", 0): records}).consumer)
     found = stale_writes.count({}, [LateWrites("primary.t", 0, 0, (2, 23), 0)], limit=10)
     assert found.doubled == {("primary.t", 0): 1} and found.unchecked == 1
+
+
+WITH_SOURCE = ('{"flushed":true,"partitions":[{"topic":"primary.t","partition":0,"from":44,"dropped":0,'
+               '"upstream":1002,"offsets":[45,46]}]}')
+
+
+def test_past_its_window_the_search_waits_for_a_writer_to_copy_past_the_late_records(monkeypatch, caplog):
+    """The ninth soak run: the new writer, the target down and itself taken over twice, copied 6 of 120 late
+    records again after the 130 s window had ended; nobody said so. The search now waits for the offset
+    syncs to pass the late records' source offsets, then looks once more."""
+    clock = Clock()
+    searches: list[int] = []
+
+    def count(conf, items):
+        clock.now += 40
+        searches.append(1)
+        return StaleReport(2, {("primary.t", 0): 1} if passed else {}, 0)
+
+    passed: list[list[LateWrites]] = []
+    answers = iter([False, False, True])
+
+    def copied_past(items):
+        clock.now += 30
+        if next(answers):
+            passed.append(items)
+            return True
+        return False
+
+    monkeypatch.setattr(stale_writes, "count", count)
+    monkeypatch.setattr(stale_writes, "ROUNDS", (0.001,))
+    counted: list = []
+    watch = stale_writes.LateWatch(flow="primary->backup", conf={}, window=100.0, collect=lambda flush_ms: None,
+                                   count_recopied=counted.append, copied_past=copied_past, clock=clock)
+    watch.add(WITH_SOURCE)
+    with caplog.at_level(logging.INFO, logger="mirrorspark.coordination.stale_writes"):
+        watch.run()
+    assert len(searches) == 4, "three within the window, none while the writer is behind, one once it passed"
+    assert passed == [[LateWrites("primary.t", 0, 44, (45, 46), 0, 1002)]]
+    assert counted == [{("primary.t", 0): 1}]
+    final = next(r for r in caplog.records if "when the search ended" in r.getMessage())
+    assert "after a writer had copied past them" in final.getMessage()
+
+
+def test_a_writer_that_never_copies_past_them_ends_the_wait_with_the_unpaired_in_doubt(monkeypatch, caplog):
+    clock = Clock()
+
+    def count(conf, items):
+        clock.now += 40
+        return StaleReport(2, {}, 0)
+
+    def copied_past(items):
+        clock.now += 30
+        return False
+
+    monkeypatch.setattr(stale_writes, "count", count)
+    monkeypatch.setattr(stale_writes, "ROUNDS", (0.001,))
+    watch = stale_writes.LateWatch(flow="primary->backup", conf={}, window=100.0, collect=lambda flush_ms: None,
+                                   count_recopied=lambda _c: None, copied_past=copied_past, writer_wait=300.0,
+                                   clock=clock)
+    watch.add(WITH_SOURCE)
+    with caplog.at_level(logging.INFO, logger="mirrorspark.coordination.stale_writes"):
+        watch.run()
+    final = next(r for r in caplog.records if "before any writer had copied past them" in r.getMessage())
+    assert final.levelno == logging.WARNING and "2 late record(s) could not be checked" in final.getMessage()
+
+
+def test_without_source_offsets_or_syncs_the_window_alone_ends_the_search(monkeypatch):
+    monkeypatch.setattr(stale_writes, "count", lambda conf, items: StaleReport(2, {}, 0))
+    monkeypatch.setattr(stale_writes, "ROUNDS", (0.001,))
+    asked: list = []
+    clock = Clock()
+    watch = stale_writes.LateWatch(flow="primary->backup", conf={}, window=0.0, collect=lambda flush_ms: None,
+                                   count_recopied=lambda _c: None, copied_past=asked.append, clock=clock)
+    watch.add(LATE.replace('"dropped":3', '"dropped":0'))  # an older JVM's list: no source offsets
+    watch.run()
+    assert asked == [] and watch.searches == 1

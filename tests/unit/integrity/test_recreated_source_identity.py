@@ -296,3 +296,72 @@ def test_a_remote_topic_deleted_after_its_source_was_recreated_reports_the_earli
     ident.check({"t": "a.t"}, {"t": 2})
     assert sum(seen.values()) - before == 200
     assert "older_copies" in json.loads((tmp_path / "topic-ids.json").read_text())
+
+
+class SharedStore:
+    """The target's record of older copies (``SharedOlderCopies``), as a dict: both instances see it."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, dict] = {}
+
+    def read(self, remote: str) -> dict | None:
+        return self.entries.get(remote)
+
+    def write(self, remote: str, entry: dict | None) -> None:
+        if entry is None:
+            self.entries.pop(remote, None)
+        else:
+            self.entries[remote] = json.loads(json.dumps(entry))
+
+
+def test_the_earlier_copies_are_reported_by_the_instance_writing_when_the_remote_topic_goes(tmp_path, monkeypatch):
+    """The ninth soak run: soak-t2 re-created while one instance wrote, its remote topic deleted after another
+    took over (its state set aside): the copies of the earlier generation were known to the first instance
+    only, and 112,616 records were lost with 2 reported. The first instance keeps them on the target."""
+    store = SharedStore()
+    source_id, remote_layout = ["S1"], [("R1", {0: 1, 1: 1})]
+    first, _ = identity(tmp_path / "a", monkeypatch, source_id, 100)
+    first.shared = store
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": remote_layout[0]})
+    first.check({"t": "a.t"}, {"t": 2})
+    source_id[0] = "S2"
+    first.check({"t": "a.t"}, {"t": 2})
+    assert store.entries["a.t"]["generations"] == [{"source_id": "S1", "ends": {"0": 100, "1": 100}}]
+
+    second_files = LocalFiles(tmp_path / "b")  # a takeover without the first one's state
+    (tmp_path / "b" / "checkpoint").mkdir(parents=True)
+    loss = LossLog(second_files, "a->b")
+    second = TopicIdentity(files=second_files, flow_name="a->b", source="source", target="target",  # type: ignore[arg-type]
+                           loss=loss, marks=WriteMarks(second_files),
+                           spark_log=SparkOffsetLog(LocalFiles(tmp_path / "b" / "checkpoint")), mapping=Mapping(),
+                           shared=store)
+    seen = counted(loss)
+    second.check({"t": "a.t"}, {"t": 2})
+    assert not seen
+    remote_layout[0] = ("R2", {0: 1, 1: 1})
+    second.check({"t": "a.t"}, {"t": 2})
+    assert seen == Counter({("t", 0): 100, ("t", 1): 100})
+    assert [r.log for r in loss.reports] == ["source t@S1", "source t@S1"]  # the old generation's offsets
+    assert store.entries == {}, "the new remote topic holds none of the old copies"
+    second.check({"t": "a.t"}, {"t": 2})
+    assert sum(seen.values()) == 200
+
+
+def test_older_copies_kept_by_an_earlier_version_are_still_reported(tmp_path, monkeypatch):
+    files = LocalFiles(tmp_path)
+    files.write("topic-ids.json", json.dumps({"source": {"t": "S2"}, "remote": {"a.t": "R1"}, "source_ends": {},
+                                              "older_copies": {"a.t": {"id": "R1", "starts": {"0": 0},
+                                                                       "ends": {"0": 70}}}}))
+    (tmp_path / "checkpoint").mkdir()
+    loss = LossLog(files, "a->b")
+    ident = TopicIdentity(files=files, flow_name="a->b", source="source", target="target",  # type: ignore[arg-type]
+                          loss=loss, marks=WriteMarks(files),
+                          spark_log=SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")), mapping=Mapping(),
+                          shared=SharedStore())
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, topics: {"t": "S2"})
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("R2", {0: 1, 1: 1})})
+    monkeypatch.setattr(topic_identity, "partition_offsets",
+                        lambda admin, parts, earliest=False, **_: {p: 0 for p in parts})
+    seen = counted(loss)
+    ident.check({"t": "a.t"}, {"t": 2})
+    assert seen == Counter({("t", 0): 70})

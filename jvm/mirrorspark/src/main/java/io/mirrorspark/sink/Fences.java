@@ -74,15 +74,16 @@ public final class Fences {
 
     /**
      * {@code offset} of the target partition was acknowledged after the flow's deadline had passed;
-     * {@code validBefore}: the highest offset the same task had acknowledged in time (-1: none).
+     * {@code validBefore}: the highest offset the same task had acknowledged in time (-1: none);
+     * {@code upstream}: the source offset the record is a copy of (-1: not known).
      */
-    static void late(String flow, String topic, int partition, long offset, long validBefore) {
+    static void late(String flow, String topic, int partition, long offset, long validBefore, long upstream) {
         String key = topic + ":" + partition;
         AtomicLong valid = VALID.getOrDefault(flow, new ConcurrentHashMap<>()).get(key);
         long before = Math.max(validBefore, valid == null ? -1L : valid.get());
         LATE.computeIfAbsent(flow, f -> new ConcurrentHashMap<>())
             .computeIfAbsent(key, k -> new Late(topic, partition))
-            .add(offset, before);
+            .add(offset, before, upstream);
     }
 
     /**
@@ -90,7 +91,8 @@ public final class Fences {
      * sent what they held (waiting at most {@code flushMillis}); the list is then cleared. Each entry:
      * the target topic and partition, {@code from} (the first offset another writer can have
      * written: every offset before it was acknowledged in time; -1 when unknown), the late
-     * offsets, and how many more were not kept.
+     * offsets, how many more were not kept, and {@code upstream}: the source offset after the last
+     * one they copy (-1 when unknown), which a new writer's copies must pass before no twin can come.
      */
     public static String lateWrites(String flow, long flushMillis) {
         boolean flushed = true;
@@ -151,14 +153,18 @@ public final class Fences {
         private long[] offsets = new long[16];
         private int count;
         private long dropped;
+        private long upstreamEnd = -1L;
 
         Late(String topic, int partition) {
             this.topic = topic;
             this.partition = partition;
         }
 
-        synchronized void add(long offset, long validBefore) {
+        synchronized void add(long offset, long validBefore, long upstream) {
             from = Math.max(from, validBefore < 0 ? -1L : validBefore + 1);
+            if (upstream >= 0) {
+                upstreamEnd = Math.max(upstreamEnd, upstream + 1);
+            }
             if (count == KEPT) {
                 dropped++;
                 return;
@@ -172,7 +178,8 @@ public final class Fences {
         synchronized String json() {
             StringBuilder out = new StringBuilder("{\"topic\":\"").append(topic).append("\",\"partition\":")
                 .append(partition).append(",\"from\":").append(from)
-                .append(",\"dropped\":").append(dropped).append(",\"offsets\":[");
+                .append(",\"dropped\":").append(dropped).append(",\"upstream\":").append(upstreamEnd)
+                .append(",\"offsets\":[");
             for (int i = 0; i < count; i++) {
                 out.append(i == 0 ? "" : ",").append(offsets[i]);
             }

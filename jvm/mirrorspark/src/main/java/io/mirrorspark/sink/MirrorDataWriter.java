@@ -319,7 +319,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             target.ack(upstream, offset, bytes, age, latency);
             if (fence != null && offset >= 0) {
                 if (Fences.expired(fence)) {  // sent before a pause, acknowledged after another writer took over
-                    Fences.late(settings.flow, target.topic, target.partition, offset, target.lastValid());
+                    Fences.late(settings.flow, target.topic, target.partition, offset, target.lastValid(), upstream);
                 } else {
                     target.valid(offset);
                 }

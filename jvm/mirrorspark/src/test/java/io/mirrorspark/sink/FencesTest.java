@@ -60,19 +60,22 @@ final class FencesTest {
         Fences.renew("e->f", System.currentTimeMillis() - 1);
         assertTrue(Fences.expired(Fences.of("e->f")), "a passed deadline is expired");
         Fences.acknowledged("e->f", "t", 0, 41L);  // an earlier task's last in-time offset
-        Fences.late("e->f", "t", 0, 45L, 43L);     // this task had 43 in time
-        Fences.late("e->f", "t", 0, 46L, 43L);
-        Fences.late("e->f", "t", 1, 7L, -1L);      // nothing of partition 1 known in time
+        Fences.late("e->f", "t", 0, 45L, 43L, 1_001L);  // this task had 43 in time; copies of 1,001
+        Fences.late("e->f", "t", 0, 46L, 43L, 1_000L);  // and 1,000 (acknowledged out of order)
+        Fences.late("e->f", "t", 1, 7L, -1L, -1L);      // nothing of partition 1 known in time, nor its source
         String json = Fences.lateWrites("e->f", 1_000);
         assertTrue(json.startsWith("{\"flushed\":true,\"partitions\":["), json);
-        assertTrue(json.contains("{\"topic\":\"t\",\"partition\":0,\"from\":44,\"dropped\":0,\"offsets\":[45,46]}"),
-            "partition 0: scanned from the first offset after those acknowledged in time: " + json);
-        assertTrue(json.contains("{\"topic\":\"t\",\"partition\":1,\"from\":-1,\"dropped\":0,\"offsets\":[7]}"),
+        assertTrue(json.contains("{\"topic\":\"t\",\"partition\":0,\"from\":44,\"dropped\":0,\"upstream\":1002,"
+            + "\"offsets\":[45,46]}"),
+            "partition 0: scanned from the first offset after those acknowledged in time, a new writer's copies "
+            + "past source offset 1,001 end the search: " + json);
+        assertTrue(json.contains("{\"topic\":\"t\",\"partition\":1,\"from\":-1,\"dropped\":0,\"upstream\":-1,"
+            + "\"offsets\":[7]}"),
             "partition 1: start unknown: " + json);
         assertEquals("{\"flushed\":true,\"partitions\":[]}", Fences.lateWrites("e->f", 1_000),
             "the list is cleared once read");
         for (int i = 0; i < Fences.KEPT + 5; i++) {
-            Fences.late("e->f", "t", 2, i, -1L);
+            Fences.late("e->f", "t", 2, i, -1L, i);
         }
         assertTrue(Fences.lateWrites("e->f", 1_000).contains("\"dropped\":5,"), "beyond the kept ones, counted only");
     }

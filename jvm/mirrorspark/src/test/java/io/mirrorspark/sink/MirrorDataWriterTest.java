@@ -406,8 +406,9 @@ final class MirrorDataWriterTest {
         assertEquals(OffsetRunList.of(10, 40, 2), part.runs(), "a late record is on the target: still paired");
         assertEquals(40, part.lastValid());
         String late = Fences.lateWrites("writer-late", 1_000);
-        assertTrue(late.contains("{\"topic\":\"a.t\",\"partition\":0,\"from\":41,\"dropped\":0,\"offsets\":[41]}"),
-            "the late record is listed for the driver: " + late);
+        assertTrue(late.contains("{\"topic\":\"a.t\",\"partition\":0,\"from\":41,\"dropped\":0,\"upstream\":12,"
+            + "\"offsets\":[41]}"),
+            "the late record is listed for the driver, with the source offset a writer must copy past: " + late);
         Fences.forget("writer-late");
     }
 

@@ -1,9 +1,11 @@
 """Coordination between instances under faults, against real brokers (issue 42, findings 5 and 7).
 
 Two deployments of one cluster pair in separate lease groups restart in turn without disturbing
-each other's state; a writer stopped mid-backlog on a LogAppendTime target has each late copy the
-new writer made too counted, including copies made after it left. Every record carries a sequence
-number (header ``seq``), so the target is counted exactly.
+each other's state; a remote topic deleted after a takeover has the copies of its source topic's
+earlier generation, seen by the instance that wrote before, reported lost; a writer stopped
+mid-backlog on a LogAppendTime target has each late copy the new writer made too counted, including
+copies made after it left. Every record carries a sequence number (header ``seq``), so the target
+is counted exactly.
 """
 from __future__ import annotations
 
@@ -21,14 +23,16 @@ from helpers.kafka import (
     lost_and_duplicated,
     produce,
     produce_backlog,
+    recreate,
     seqs,
     wait_for_count,
     wait_for_every_seq,
 )
 from helpers.processes import java_of, start, writer_and_standby
-from helpers.rest import recopied, wait_role
+from helpers.rest import flow_detail, recopied, wait_role
+from helpers.waiting import wait_until
 
-from mirrorspark.control.admin import admin_client
+from mirrorspark.control.admin import admin_client, topic_partitions
 
 pytestmark = pytest.mark.broker
 
@@ -160,3 +164,42 @@ def test_older_copies_are_kept_on_the_target_beside_the_claims(clusters, unique)
     mine.write("primary.t", None)
     assert mine.read("primary.t") is None
     assert claims.last(flow=flow, group="g") == claim
+
+
+@pytest.mark.long
+def test_a_remote_topic_deleted_after_a_takeover_reports_the_earlier_generations_copies(clusters, unique, tmp_path):
+    """The ninth soak run: the source topic was re-created while one instance wrote, the remote topic
+    deleted after the other had taken over without its state; the copies of the first generation were
+    gone from both clusters and only the first instance knew of them (112,616 lost, 2 reported). What it
+    saw is kept on the target now, and the instance writing when the remote topic goes reports it."""
+    topic, remote = f"cf-gen-{unique}", f"primary.cf-gen-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\n"
+                          f"mirrorspark.flow.lease.group = cf-gen-{unique}\nrefresh.topics.interval.seconds = 2\n")
+    source = admin_client({"bootstrap.servers": clusters["primary"]})
+    target = admin_client({"bootstrap.servers": clusters["backup"]})
+    first, second = tmp_path / "first", tmp_path / "second"
+    with writer_and_standby(config, first, second, FLOW) as (a, _):
+        _produce(clusters["primary"], topic, 0, 1_000)
+        wait_for_count(clusters["backup"], remote, 1_000)
+        source.delete_topics([topic])[topic].result(30)
+        wait_until(lambda: topic not in topic_partitions(source), "source topic deletion", 30)
+        wait_until(lambda: recreate(source, topic, 1), "source topic re-creation", 60)
+        _produce(clusters["primary"], topic, 1_000, 500)
+        wait_for_count(clusters["backup"], remote, 1_500)  # the first instance saw the new topic
+        os.killpg(a.pid, signal.SIGKILL)
+        wait_role(second, FLOW, "writer", 120)  # without the first one's state
+        target.delete_topics([remote])[remote].result(30)
+        wait_until(lambda: flow_detail(second, FLOW)["records_lost"], "the deletion reported", 90)
+        wait_for_count(clusters["backup"], remote, 500)  # the refill: what the source still has
+        time.sleep(3)
+        landed = seqs(clusters["backup"], remote)
+        lost, duplicated = lost_and_duplicated(range(1_500), landed)
+        reported = flow_detail(second, FLOW)["records_lost"]
+        log_b = (second / "run.log").read_text(errors="replace")
+        print(f"remote topic deleted after a takeover: lost {len(lost)}, duplicated {duplicated}, reported lost "
+              f"{reported}")
+        assert lost == set(range(1_000)) and not duplicated, (sorted(lost)[:20], duplicated)
+        assert reported == 1_000, log_b[-4000:]
+        assert "earlier generation" in log_b

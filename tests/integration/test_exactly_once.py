@@ -269,6 +269,7 @@ def _executor_pid(marker: Path) -> int:
     return int(marker.read_text().strip())
 
 
+@pytest.mark.long
 def test_executor_kill9_mid_transaction_on_a_cluster_leaves_each_record_once(
         clusters, spark_cluster, unique, tmp_path):
     """An executor JVM of a 2-worker standalone cluster killed while its task's transaction is open:
@@ -302,6 +303,7 @@ def test_executor_kill9_mid_transaction_on_a_cluster_leaves_each_record_once(
     assert "Traceback" not in output
 
 
+@pytest.mark.long
 def test_a_backlog_larger_than_one_transaction_can_carry_reaches_a_slow_target_exactly_once(clusters, unique, tmp_path):
     """30 MB of backlog in one partition, one batch, into a target that takes 1 MB/s from the flow's
     producers, with transaction.timeout.ms = 10 s: one transaction for the batch would need 30 s and
@@ -334,6 +336,7 @@ def test_a_backlog_larger_than_one_transaction_can_carry_reaches_a_slow_target_e
     assert progress(clusters["backup"], "primary->backup", remote) == {0: 30_000}
 
 
+@pytest.mark.long
 def test_a_source_topic_recreated_while_running_is_copied_whole_exactly_once(clusters, unique, tmp_path):
     """Issue 42, finding 2, the measured drill: 10,000 records copied exactly once, the source topic deleted
     and re-created while the flow runs, 5,000 new records produced. Before the fix none of the 5,000 were

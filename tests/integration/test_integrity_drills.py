@@ -42,7 +42,8 @@ from helpers.waiting import wait_until
 
 from mirrorspark.control.admin import admin_client, topic_partitions
 
-pytestmark = pytest.mark.broker
+# Fault drills of minutes each: `make drills` (CI runs them after `make test`).
+pytestmark = [pytest.mark.broker, pytest.mark.long]
 
 
 def settled_count(bootstrap: str, topic: str) -> int:

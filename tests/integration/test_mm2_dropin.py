@@ -32,6 +32,7 @@ def seq(record) -> int:
     return int(dict(record.headers)["seq"])
 
 
+@pytest.mark.long
 def test_no_idempotence_then_auto_offset_reset_none_copy_each_record_once_and_fail_over_exactly(
         clusters, unique, tmp_path):
     topic, group, remote = f"dropin-{unique}", f"group-{unique}", f"primary.dropin-{unique}"
@@ -196,6 +197,7 @@ def test_active_active_on_the_same_topic_name_copies_each_record_once_each_way_a
         assert all(totals.get(k, 0) == 0 for k in ("missing", "duplicated", "differing")), totals
 
 
+@pytest.mark.long
 def test_active_active_writer_killed_mid_batch_resumes_past_its_copies_among_the_targets_own_records(
         clusters, unique, tmp_path):
     """kill -9 while primary->backup's batch is half written into a topic where backup's own producer

@@ -118,6 +118,7 @@ def test_realtime_with_too_few_task_slots_is_refused_with_the_numbers(clusters, 
     assert "Traceback" not in message
 
 
+@pytest.mark.long
 def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sends_nothing_twice(
         clusters, unique, tmp_path):
     """The first instance stops while its one long real-time batch is open: everything it copied is on

@@ -39,6 +39,7 @@ def failover_json(config, group: str, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.long
 def test_remote_topic_recreated_under_a_checkpointed_group_skips_nothing_after_failover(clusters, unique, tmp_path):
     topic, group = f"xl-{unique}", f"xl-group-{unique}"
     remote = f"east.{topic}"

@@ -137,7 +137,11 @@ def count(conf: dict[str, Any], items: list[LateWrites], limit: int = SCAN_LIMIT
                 continue
             try:
                 low, high = probe.get_watermark_offsets(TopicPartition(item.topic, item.partition), timeout=15)
-                start = max(low, min(item.scan_from if item.scan_from >= 0 else low, min(item.offsets)))
+                # Every in-time acknowledgement of a partition precedes its late ones (one producer writes it in
+                # order): a scan start past the first late record is of another remote topic under the same
+                # name (deleted and re-created since), and the twins may lie anywhere after the log start.
+                scan_from = item.scan_from if 0 <= item.scan_from <= min(item.offsets) else low
+                start = max(low, scan_from)
                 # The new writer's twins follow the first offset it can have written: a range that grew on
                 # while the search is repeated is read as far as the limit, never refused as a whole.
                 end = min(high, start + limit)

@@ -370,3 +370,16 @@ def test_without_source_offsets_or_syncs_the_window_alone_ends_the_search(monkey
     watch.add(LATE.replace('"dropped":3', '"dropped":0'))  # an older JVM's list: no source offsets
     watch.run()
     assert asked == [] and watch.searches == 1
+
+
+def test_a_scan_start_past_the_late_records_is_another_remote_topics_and_the_partition_is_read_from_its_start(
+        monkeypatch):
+    """The tenth soak run (dst->src): the writer wrote into a remote topic re-created a few seconds before
+    it was stopped; the JVM's highest in-time offset was the deleted topic's (10,001), past the new topic's
+    late records (offsets 8-13). The search started at the first late record and missed the new writer's
+    copies written before them (offsets 2-7): 6 copies made twice, none said."""
+    copies = [(b"k%d" % i, b"v", [("seq", b"%d" % i)], (1, 0)) for i in range(6)]
+    records = [(b"old", b"v", [], (1, 0))] * 2 + copies + copies
+    monkeypatch.setattr(stale_writes, "consumer", FakeTarget({("dst.r", 0): records}).consumer)
+    found = stale_writes.count({}, [LateWrites("dst.r", 0, 10_001, tuple(range(8, 14)), 0)])
+    assert found.doubled == {("dst.r", 0): 6}

@@ -103,6 +103,8 @@ class TopicIdentity:
         # deletion of that remote topic loses them for good. Kept on the target too (``shared``).
         self.older_copies: dict[str, dict] = saved.get("older_copies", {})
         self.remote_leaders: dict[str, dict[int, int]] = {}  # as seen by the last check (this run only)
+        # (remote topic, its id, source id) -> the first source offsets this instance put on the target as held
+        self._held_noted: dict[tuple[str, str, str], dict[str, int]] = {}
 
     def _save(self) -> None:
         self.files.write(FILE, json.dumps({"source": self.source_ids, "remote": self.remote_ids,
@@ -157,6 +159,8 @@ class TopicIdentity:
         self.source_ids.update(now)
         self._check_remote(remote, partitions, full)
         self._bind(remote, partitions)
+        if self.shared is not None:
+            self._note_held_from(remote)
         if full:
             ends = partition_offsets(self.source, [(t, p) for t in now for p in range(partitions.get(t, 0))])
             for (topic, partition), end in ends.items():
@@ -213,6 +217,34 @@ class TopicIdentity:
         if self.shared is not None:
             self.shared.write(remote, entry)
 
+    def _note_held_from(self, remote: Mapping[str, str]) -> None:
+        """Where each remote partition's copies of the current source topic begin, kept on the target
+        with the older copies: an instance that took the flow over without state knows only what it
+        copied itself (its mapping begins at its resume point), and a deletion of the remote topic
+        also loses the copies the instances before it made (the tenth soak run: 1,040 uncounted)."""
+        for source, name in sorted(remote.items()):
+            remote_id, source_id = self.remote_ids.get(name), self.source_ids.get(source)
+            if not remote_id or not source_id:
+                continue
+            written = self.marks.written_to([name])[name]
+            firsts = {str(p): first for p in sorted(written)
+                      if (first := self.mapping.first_upstream(source, p)) is not None}
+            noted = self._held_noted.get((name, remote_id, source_id), {})
+            if not firsts or all(noted.get(p, first + 1) <= first for p, first in firsts.items()):
+                continue
+            entry = self._older_entry(name, remote_id)
+            held = entry.setdefault("held_from", {}).setdefault(source_id, {})
+            changed = False
+            for p, first in firsts.items():
+                if first < held.get(p, first + 1):
+                    held[p] = first
+                    changed = True
+            if changed:
+                self.older_copies[name] = entry
+                assert self.shared is not None
+                self.shared.write(name, entry)
+            self._held_noted[(name, remote_id, source_id)] = dict(held)
+
     def _older_entry(self, remote: str, remote_id: str) -> dict:
         """What this state and the target know of the older copies in ``remote`` (by its id ``remote_id``)."""
         entry: dict[str, Any] = {"id": remote_id, "generations": []}
@@ -224,6 +256,10 @@ class TopicIdentity:
             for generation in known.get("generations", []):
                 if not any(g.get("source_id") == generation.get("source_id") for g in entry["generations"]):
                     entry["generations"].append(generation)
+            for source_id, firsts in known.get("held_from", {}).items():
+                held = entry.setdefault("held_from", {}).setdefault(source_id, {})
+                for p, first in firsts.items():
+                    held[p] = min(first, held.get(p, first))
             if "target" in known:
                 entry.setdefault("target", known["target"])
         return entry
@@ -280,6 +316,11 @@ class TopicIdentity:
         """Refill the new remote topic from the source's log start; report what the source lost meanwhile."""
         older = self._older_entry(name, old)  # first: a target that does not answer leaves nothing half done
         held_from = {p: self.mapping.first_upstream(source, p) for p in written}
+        source_id = self.source_ids.get(source)
+        for p in written:  # the copies other instances made before this one's mapping begins went too
+            recorded = older.get("held_from", {}).get(source_id or "", {}).get(str(p))
+            if recorded is not None and (held_from[p] is None or recorded < held_from[p]):
+                held_from[p] = recorded
         source_next = self.marks.source_marks(source)
         # Runs not bound yet (written before a check bound their partition, as a takeover's can be) belong
         # to the old topic: bound to it here, the binding to the new topic starts a new mapping instead of

@@ -365,3 +365,42 @@ def test_older_copies_kept_by_an_earlier_version_are_still_reported(tmp_path, mo
     seen = counted(loss)
     ident.check({"t": "a.t"}, {"t": 2})
     assert seen == Counter({("t", 0): 70})
+
+
+class Starting(Mapping):
+    """An offset mapping whose runs begin at ``first`` (an instance's own copies)."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+
+    def first_upstream(self, topic, partition) -> int | None:
+        return self.first
+
+
+def test_a_remote_topic_deleted_after_a_takeover_counts_the_copies_made_before_the_takeover(tmp_path, monkeypatch):
+    """The tenth soak run: soak-t1[2]'s remote topic deleted after a takeover without state, whose mapping began
+    at its resume point (1,040); retention had removed offsets 0..2,161 from the source. 1,122 were reported
+    lost of the 2,162 the deleted topic held: the 1,040 copies the first instance made were not counted."""
+    store = SharedStore()
+    first, _ = identity(tmp_path / "a", monkeypatch, ["S1"], 100)
+    first.shared = store
+    first.mapping = Starting(0)
+    first.check({"t": "a.t"}, {"t": 2})  # the first instance wrote from offset 0: held from 0, kept on the target
+    assert store.entries["a.t"]["held_from"] == {"S1": {"0": 0, "1": 0}}
+
+    second_files = LocalFiles(tmp_path / "b")
+    (tmp_path / "b" / "checkpoint").mkdir(parents=True)
+    marks = WriteMarks(second_files)
+    marks.batch_written(0, "p", [WrittenRun.of("a.t", p, 60, 60, 40) for p in (0, 1)], {"a.t": "t"})
+    loss = LossLog(second_files, "a->b")
+    second = TopicIdentity(files=second_files, flow_name="a->b", source="source", target="target",  # type: ignore[arg-type]
+                           loss=loss, marks=marks, spark_log=SparkOffsetLog(LocalFiles(tmp_path / "b" / "checkpoint")),
+                           mapping=Starting(60), shared=store)
+    second.check({"t": "a.t"}, {"t": 2})
+    assert store.entries["a.t"]["held_from"] == {"S1": {"0": 0, "1": 0}}, "a later first does not replace it"
+    seen = counted(loss)
+    monkeypatch.setattr(topic_identity, "topic_layout", lambda admin, topics: {"a.t": ("R2", {0: 1, 1: 1})})
+    monkeypatch.setattr(topic_identity, "partition_offsets",  # the source's log starts at 80 now (retention)
+                        lambda admin, parts, earliest=False, **_: {p: 80 if earliest else 100 for p in parts})
+    second.check({"t": "a.t"}, {"t": 2})
+    assert seen == Counter({("t", 0): 80, ("t", 1): 80}), "offsets 0..79 of each partition, not 60..79"

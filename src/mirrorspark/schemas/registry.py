@@ -1,0 +1,152 @@
+"""A schema registry through the Confluent REST API (Confluent's own, Apicurio's ``/apis/ccompat/v7``,
+Karapace): what the schema sync reads from the source registry and writes to the target's.
+
+One HTTP request per call, no cache: the sync keeps what it learnt (ADR 0028). Credentials (basic
+auth ``user:password``) go in a header only, never in a message."""
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from mirrorspark.errors import OperationalError
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+class RegistryError(OperationalError):
+    """A registry refused a request or did not answer; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, message: str, *, status: int = 0, code: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code  # the registry's own error code (e.g. 40401 subject not found, 409 incompatible)
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    subject: str
+    version: int
+    id: int
+    schema: str
+    schema_type: str = "AVRO"
+    references: tuple[Reference, ...] = field(default_factory=tuple)
+
+
+class Registry:
+    """One registry, named by ``name`` (the cluster alias) in every message."""
+
+    def __init__(self, *, name: str, url: str, user_info: str | None = None,
+                 ssl_context: ssl.SSLContext | None = None, timeout: float = 15.0) -> None:
+        self.name = name
+        self.url = url.rstrip("/")
+        self._auth = ("Basic " + base64.b64encode(user_info.encode()).decode()) if user_info else None
+        self._ssl = ssl_context
+        self.timeout = timeout
+
+    def subjects(self) -> list[str]:
+        return [str(s) for s in self._call("GET", "/subjects")]
+
+    def versions(self, subject: str) -> list[int]:
+        return sorted(int(v) for v in self._call("GET", f"/subjects/{_quote(subject)}/versions", subject=subject))
+
+    def version(self, subject: str, version: int) -> SchemaVersion:
+        found = self._call("GET", f"/subjects/{_quote(subject)}/versions/{version}", subject=subject)
+        return SchemaVersion(subject=subject, version=int(found["version"]), id=int(found["id"]),
+                             schema=str(found["schema"]), schema_type=str(found.get("schemaType") or "AVRO"),
+                             references=tuple(Reference(str(r["name"]), str(r["subject"]), int(r["version"]))
+                                              for r in found.get("references") or []))
+
+    def subjects_of_id(self, schema_id: int) -> list[tuple[str, int]]:
+        """The (subject, version) pairs that hold schema ``schema_id``."""
+        found = self._call("GET", f"/schemas/ids/{schema_id}/versions")
+        return [(str(v["subject"]), int(v["version"])) for v in found]
+
+    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None) -> int:
+        """Register ``schema`` under ``subject`` (its references renamed as given); the id the registry
+        gives it, the existing one when the subject holds that schema already."""
+        body: dict[str, Any] = {"schema": schema.schema}
+        if schema.schema_type != "AVRO":
+            body["schemaType"] = schema.schema_type
+        refs = schema.references if references is None else references
+        if refs:
+            body["references"] = [{"name": r.name, "subject": r.subject, "version": r.version} for r in refs]
+        return int(self._call("POST", f"/subjects/{_quote(subject)}/versions", body, subject=subject)["id"])
+
+    def lookup(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None
+               ) -> tuple[int, int] | None:
+        """The (id, version) under which ``subject`` holds ``schema``; None when it does not."""
+        body: dict[str, Any] = {"schema": schema.schema}
+        if schema.schema_type != "AVRO":
+            body["schemaType"] = schema.schema_type
+        refs = schema.references if references is None else references
+        if refs:
+            body["references"] = [{"name": r.name, "subject": r.subject, "version": r.version} for r in refs]
+        try:
+            found = self._call("POST", f"/subjects/{_quote(subject)}", body, subject=subject)
+        except RegistryError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return int(found["id"]), int(found["version"])
+
+    def compatibility(self, subject: str) -> str | None:
+        """The subject's own compatibility level; None when it has none (the registry's default applies)."""
+        try:
+            found = self._call("GET", f"/config/{_quote(subject)}", subject=subject)
+        except RegistryError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        level = found.get("compatibilityLevel") or found.get("compatibility")
+        return str(level) if level else None
+
+    def set_compatibility(self, subject: str, level: str) -> None:
+        self._call("PUT", f"/config/{_quote(subject)}", {"compatibility": level}, subject=subject)
+
+    def _call(self, method: str, path: str, body: Any = None, *, subject: str | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Accept": CONTENT_TYPE, "Content-Type": CONTENT_TYPE})
+        if self._auth:
+            request.add_header("Authorization", self._auth)
+        where = f"schema registry of {self.name} ({self.url})" + (f", subject {subject}" if subject else "")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self._ssl) as answer:
+                text = answer.read()
+        except urllib.error.HTTPError as exc:
+            detail, code = _error_detail(exc)
+            hint = " (check the registry's credentials)" if exc.code in (401, 403) else ""
+            raise RegistryError(f"{where}: {method} {path} refused: HTTP {exc.code} {detail}{hint}", status=exc.code,
+                                code=code) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise RegistryError(f"{where}: no answer to {method} {path}: {reason}") from None
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            raise RegistryError(f"{where}: {method} {path} answered something that is not JSON") from None
+
+
+def _quote(subject: str) -> str:
+    return urllib.parse.quote(subject, safe="")
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> tuple[str, int]:
+    try:
+        found = json.loads(exc.read() or b"{}")
+        return str(found.get("message", "")).strip()[:300], int(found.get("error_code", 0) or 0)
+    except (ValueError, OSError, TypeError):
+        return "", 0

@@ -1,0 +1,120 @@
+"""One flow's schema sync: the source registry's subjects and versions copied to the target's, in
+order and references first, under the subject the remote topic gives them (``subjects``), and the
+source id -> target id map the sink rewrites records with (ADR 0028)."""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from mirrorspark.schemas.registry import Reference, RegistryError, SchemaVersion
+from mirrorspark.schemas.subjects import target_subject
+
+log = logging.getLogger(__name__)
+
+
+class SourceRegistry(Protocol):
+    name: str
+
+    def subjects(self) -> list[str]: ...
+
+    def versions(self, subject: str) -> list[int]: ...
+
+    def version(self, subject: str, version: int) -> SchemaVersion: ...
+
+    def subjects_of_id(self, schema_id: int) -> list[tuple[str, int]]: ...
+
+    def compatibility(self, subject: str) -> str | None: ...
+
+
+class TargetRegistry(Protocol):
+    name: str
+
+    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None
+                 ) -> int: ...
+
+    def lookup(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None
+               ) -> tuple[int, int] | None: ...
+
+    def compatibility(self, subject: str) -> str | None: ...
+
+    def set_compatibility(self, subject: str, level: str) -> None: ...
+
+
+class SchemaSync:
+    """Copies what the flow's records need; safe to call from the control thread and a batch's retry."""
+
+    def __init__(self, *, flow: str, source: SourceRegistry, target: TargetRegistry,
+                 remote: Callable[[], Mapping[str, str]], subjects: re.Pattern[str] | None = None) -> None:
+        """``remote``: the flow's source topic -> remote topic names now; ``subjects``: the source
+        subjects to copy whole (None: all); others are copied when a record or a reference needs them."""
+        self.flow = flow
+        self.source = source
+        self.target = target
+        self.remote = remote
+        self.subjects = subjects
+        self.ids: dict[int, int] = {}  # source schema id -> target schema id
+        self._copied: dict[tuple[str, int], tuple[str, int]] = {}  # (subject, version) -> target's
+        self._levels: set[str] = set()  # subjects whose compatibility level was copied
+        self._lock = threading.RLock()
+
+    def run(self) -> int:
+        """One pass over the source's subjects; returns how many versions were copied."""
+        with self._lock:
+            before = len(self._copied)
+            for subject in sorted(self.source.subjects()):
+                if self.subjects is None or self.subjects.fullmatch(subject):
+                    self._subject(subject, None)
+            return len(self._copied) - before
+
+    def resolve(self, schema_id: int) -> int | None:
+        """The target id of source schema ``schema_id``, copying the versions that hold it first;
+        None when the source registry does not know it either."""
+        with self._lock:
+            if schema_id in self.ids:
+                return self.ids[schema_id]
+            for subject, version in self.source.subjects_of_id(schema_id):
+                self._subject(subject, version)
+            return self.ids.get(schema_id)
+
+    def option(self) -> str:
+        """The sink's ``schemaIds`` option."""
+        with self._lock:
+            return ",".join(f"{s}:{t}" for s, t in sorted(self.ids.items()))
+
+    def _subject(self, subject: str, up_to: int | None) -> None:
+        """Copy ``subject``'s versions in order, up to ``up_to`` (None: all)."""
+        for version in self.source.versions(subject):
+            if up_to is not None and version > up_to:
+                break
+            if (subject, version) not in self._copied:
+                self._version(subject, version)
+
+    def _version(self, subject: str, version: int) -> None:
+        schema = self.source.version(subject, version)
+        references = []
+        for ref in schema.references:  # references first: the target must hold what a schema names
+            self._subject(ref.subject, ref.version)
+            target_ref, target_version = self._copied[(ref.subject, ref.version)]
+            references.append(Reference(ref.name, target_ref, target_version))
+        name = target_subject(subject, self.remote())
+        if subject not in self._levels:  # the subject's own compatibility, before its first version is copied
+            level = self.source.compatibility(subject)
+            if level and self.target.compatibility(name) != level:
+                self.target.set_compatibility(name, level)
+            self._levels.add(subject)
+        refs = tuple(references)
+        target_id = self.target.register(name, schema, refs)
+        found = self.target.lookup(name, schema, refs)
+        if found is None or found[0] != target_id:
+            raise RegistryError(f"schema registry of {self.target.name}: subject {name} does not hold the schema it "
+                              f"just registered as id {target_id}")
+        self._copied[(subject, version)] = (name, found[1])
+        if self.ids.get(schema.id, target_id) != target_id:
+            log.warning("flow %s: source schema id %d is registered as %d and %d on %s: records take %d",
+                        self.flow, schema.id, self.ids[schema.id], target_id, self.target.name, self.ids[schema.id])
+        self.ids.setdefault(schema.id, target_id)
+        log.info("flow %s: schema %s version %d (id %d on %s) copied as %s version %d (id %d on %s)", self.flow,
+                 subject, version, schema.id, self.source.name, name, found[1], target_id, self.target.name)

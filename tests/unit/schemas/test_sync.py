@@ -1,0 +1,127 @@
+"""The schema sync's order and map, against registries kept in memory (the real ones: Apicurio, in the drills)."""
+from __future__ import annotations
+
+import pytest
+
+from mirrorspark.errors import OperationalError
+from mirrorspark.schemas.registry import Reference, SchemaVersion
+from mirrorspark.schemas.sync import SchemaSync
+
+
+class Memory:
+    """A registry as the Confluent API behaves: ids global, versions per subject, same schema same id."""
+
+    def __init__(self, name: str, first_id: int = 1) -> None:
+        self.name = name
+        self.next_id = first_id
+        self.by_schema: dict[tuple[str, str, tuple], int] = {}
+        self.subject_versions: dict[str, list[SchemaVersion]] = {}
+        self.levels: dict[str, str] = {}
+        self.calls: list[tuple] = []
+
+    def add(self, subject: str, schema: str, references: tuple[Reference, ...] = (), kind: str = "AVRO") -> int:
+        return self.register(subject, SchemaVersion(subject, 0, 0, schema, kind, references))
+
+    def subjects(self) -> list[str]:
+        return list(self.subject_versions)
+
+    def versions(self, subject: str) -> list[int]:
+        return [v.version for v in self.subject_versions[subject]]
+
+    def version(self, subject: str, version: int) -> SchemaVersion:
+        return next(v for v in self.subject_versions[subject] if v.version == version)
+
+    def subjects_of_id(self, schema_id: int) -> list[tuple[str, int]]:
+        return [(s, v.version) for s, vs in self.subject_versions.items() for v in vs if v.id == schema_id]
+
+    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None) -> int:
+        refs = schema.references if references is None else references
+        for ref in refs:
+            assert ref.version in self.versions(ref.subject), f"{ref} is not registered yet"
+        key = (schema.schema, schema.schema_type, refs)
+        schema_id = self.by_schema.setdefault(key, self.next_id)
+        if schema_id == self.next_id:
+            self.next_id += 1
+        held = self.subject_versions.setdefault(subject, [])
+        if not any(v.id == schema_id for v in held):
+            held.append(SchemaVersion(subject, len(held) + 1, schema_id, schema.schema, schema.schema_type, refs))
+        self.calls.append(("register", subject))
+        return schema_id
+
+    def lookup(self, subject, schema, references=None):
+        refs = schema.references if references is None else references
+        found = [v for v in self.subject_versions.get(subject, []) if (v.schema, v.references) == (schema.schema, refs)]
+        return (found[0].id, found[0].version) if found else None
+
+    def compatibility(self, subject: str) -> str | None:
+        return self.levels.get(subject)
+
+    def set_compatibility(self, subject: str, level: str) -> None:
+        self.levels[subject] = level
+        self.calls.append(("compatibility", subject))
+
+
+REMOTE = {"orders": "primary.orders"}
+
+
+def test_every_version_is_copied_in_order_under_the_remote_subject_and_ids_are_mapped():
+    source, target = Memory("primary"), Memory("backup", first_id=100)
+    target.add("taken", '"string"')  # the target's id 100 is another schema: the map must not take it for id 1
+    one = source.add("orders-value", '{"type":"record","name":"Order","fields":[]}')
+    two = source.add("orders-value",
+                     '{"type":"record","name":"Order","fields":[{"name":"a","type":"int","default":0}]}')
+    source.levels["orders-value"] = "FULL"
+    sync = SchemaSync(flow="primary->backup", source=source, target=target, remote=lambda: REMOTE)
+    assert sync.run() == 2
+    assert target.versions("primary.orders-value") == [1, 2]
+    assert [v.schema for v in target.subject_versions["primary.orders-value"]] == \
+        [v.schema for v in source.subject_versions["orders-value"]]
+    assert sync.ids == {one: 101, two: 102}
+    assert sync.option() == f"{one}:101,{two}:102"
+    assert target.levels == {"primary.orders-value": "FULL"}
+    assert target.calls.index(("compatibility", "primary.orders-value")) < \
+        target.calls.index(("register", "primary.orders-value")), "the level before the first version"
+    assert sync.run() == 0, "a second pass copies nothing again"
+
+
+def test_references_are_copied_first_and_renamed_in_the_schema_that_names_them():
+    source, target = Memory("primary"), Memory("backup")
+    address = source.add("common-address", '{"type":"record","name":"Address","fields":[]}')
+    order = source.add("orders-value", '{"type":"record","name":"Order","fields":[{"name":"a","type":"Address"}]}',
+                       (Reference("Address", "common-address", 1),))
+    sync = SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE)
+    assert sync.resolve(order) is not None  # a record met before any pass: its subject and references copied
+    copied = target.subject_versions["primary.orders-value"][0]
+    assert copied.references == (Reference("Address", "common-address", 1),)
+    assert set(sync.ids) == {address, order}
+
+
+def test_a_new_version_met_in_a_record_is_copied_before_the_record_is_written():
+    source, target = Memory("primary"), Memory("backup")
+    source.add("orders-value", '"int"')
+    sync = SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE)
+    sync.run()
+    newer = source.add("orders-value", '"long"')  # registered mid-stream on the source
+    assert newer not in sync.ids
+    assert sync.resolve(newer) == target.lookup("primary.orders-value", source.version("orders-value", 2))[0]
+    assert sync.resolve(9_999) is None, "an id neither registry knows"
+
+
+def test_only_the_chosen_subjects_are_copied_whole():
+    import re
+    source, target = Memory("primary"), Memory("backup")
+    source.add("orders-value", '"int"')
+    source.add("other-value", '"long"')
+    SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE, subjects=re.compile("orders-.*")).run()
+    assert target.subjects() == ["primary.orders-value"]
+
+
+def test_a_registry_that_refuses_a_version_stops_the_pass_naming_it():
+    source, target = Memory("primary"), Memory("backup")
+    source.add("orders-value", '"int"')
+
+    def refuse(subject, schema, references=None):
+        raise OperationalError(f"schema registry of backup: subject {subject} refused: HTTP 409 incompatible")
+    target.register = refuse  # type: ignore[method-assign]
+    with pytest.raises(OperationalError, match=r"primary\.orders-value"):
+        SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE).run()

@@ -277,6 +277,24 @@ KEYS: tuple[Key, ...] = (
         "The consumer group on the target cluster whose single member writes the flow. Default "
         "`mirrorspark.<source>-><target>`; give separate deployments that replicate different topics between "
         "the same clusters their own group."),
+    Key("schema.registry.url", Type.STRING, None,
+        "The cluster's schema registry (Confluent's REST API: Confluent, Apicurio's `/apis/ccompat/v7`, Karapace): "
+        "`A.schema.registry.url`. Read by flows with `mirrorspark.schemas.sync.enabled` (ADR 0028).", Scope.CLUSTER),
+    Key("schema.registry.basic.auth.user.info", Type.STRING, None,
+        "`user:password` for the registry's basic authentication: `A.schema.registry.basic.auth.user.info`.",
+        Scope.CLUSTER),
+    Key("mirrorspark.schemas.sync.enabled", Type.BOOLEAN, "false",
+        "Copy the source registry's subjects and versions to the target's registry, renamed as the remote topics "
+        "are, and rewrite each record's schema id (keys and values in the Confluent wire format) to the target's. "
+        "Needs `schema.registry.url` on both clusters."),
+    Key("mirrorspark.schemas.subjects", Type.LIST, ".*",
+        "Source subjects (Java regexes) copied whole at each sync; others are copied when a record or a reference "
+        "needs them.", regex=True),
+    Key("mirrorspark.schemas.sync.interval.seconds", Type.DOUBLE, "30",
+        "Seconds between two passes over the source registry (new subjects and versions).", low=1),
+    Key("mirrorspark.schemas.unresolved", Type.STRING, "fail",
+        "A record whose schema id neither registry knows: `fail` (the flow fails naming topic, partition, offset and "
+        "id) or `copy` (copied unchanged, counted in the log and a metric).", choices=("fail", "copy")),
     Key("mirrorspark.shutdown.timeout.ms", Type.INT, "75000",
         "How long a stop (SIGTERM, Ctrl-C) may take: each flow's running batch, its offset syncs and its lease "
         "group are ended in order, and when a cluster does not answer one of them can wait far longer. Past "

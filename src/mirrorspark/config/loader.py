@@ -143,6 +143,7 @@ def parse_config(
     for flow in flows:
         if flow.enabled:
             check_offset_sync_keys(flow)
+            check_schema_registries(flow)
             if not flow.options.separator and not any("no prefix" in w for w in warnings):
                 warnings.append(
                     f"{flow.where('replication.policy.separator')} is empty (MM2's \"no prefix\" recipe): remote and "
@@ -158,6 +159,18 @@ def parse_config(
     spark = {k: v for k, v in top.items() if k.startswith("spark.")}
     return MirrorConfig(cluster_configs, flows, top, spark, source_path, tuple(warnings),
                         needed_at_run_time=tuple((pending or {}).values()))
+
+
+def check_schema_registries(flow: FlowConfig) -> None:
+    """Schema sync reads the source cluster's registry and writes the target's: both must be named."""
+    if not flow.options.schemas:
+        return
+    for cluster in (flow.source, flow.target):
+        if not cluster.settings.get("schema.registry.url", "").strip():
+            where = f"{cluster.alias}.schema.registry.url"
+            raise ConfigError(f"{flow.where('mirrorspark.schemas.sync.enabled')} is true but {where} is not set: the "
+                              f"flow copies schemas from {flow.source.alias}'s registry to {flow.target.alias}'s",
+                              where)
 
 
 def check_offset_sync_keys(flow: FlowConfig) -> None:

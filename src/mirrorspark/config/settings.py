@@ -116,6 +116,10 @@ class FlowSettings:
     lease_enabled: bool
     lease_timeout: float  # seconds
     lease_group: str | None
+    schemas: bool  # mirrorspark.schemas.sync.enabled
+    schema_subjects: tuple[str, ...]
+    schemas_interval: float  # seconds
+    schemas_fail_unresolved: bool
 
     def where(self, key: str) -> str:
         return self.reader.where(key)
@@ -165,6 +169,10 @@ class FlowSettings:
             lease_enabled=read.flag("mirrorspark.flow.lease.enabled"),
             lease_timeout=read.integer("mirrorspark.flow.lease.timeout.ms") / 1000.0,
             lease_group=read.text("mirrorspark.flow.lease.group") or None,
+            schemas=read.flag("mirrorspark.schemas.sync.enabled"),
+            schema_subjects=read.patterns("mirrorspark.schemas.subjects")[0],
+            schemas_interval=read.number("mirrorspark.schemas.sync.interval.seconds"),
+            schemas_fail_unresolved=read.choice("mirrorspark.schemas.unresolved") == "fail",
         )
 
 

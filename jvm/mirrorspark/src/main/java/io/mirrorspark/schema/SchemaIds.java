@@ -1,8 +1,8 @@
 package io.mirrorspark.schema;
 
+import java.io.Serializable;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.Map;
 
 /**
  * A flow's source -> target schema id map, applied to keys and values in the Confluent wire format:
@@ -11,19 +11,20 @@ import java.util.Map;
  * byte. The driver fills the map before a batch (ADR 0028); an id it does not hold fails the batch
  * before anything is sent, so the driver can sync that schema first and run the batch again.
  */
-public final class SchemaIds {
+public final class SchemaIds implements Serializable {
+    private static final long serialVersionUID = 1L;
     static final byte MAGIC = 0;
     static final int PREFIX = 5;
 
-    private final Map<Integer, Integer> ids;
+    private final HashMap<Integer, Integer> ids;
 
-    private SchemaIds(Map<Integer, Integer> ids) {
+    private SchemaIds(HashMap<Integer, Integer> ids) {
         this.ids = ids;
     }
 
     /** The map from the sink's {@code schemaIds} option: {@code source:target} pairs, comma separated. */
     public static SchemaIds parse(String option) {
-        Map<Integer, Integer> ids = new HashMap<>();
+        HashMap<Integer, Integer> ids = new HashMap<>();
         if (option != null && !option.isBlank()) {
             for (String pair : option.split(",")) {
                 String[] parts = pair.trim().split(":");

@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.mirrorspark.schema.SchemaIds;
+import io.mirrorspark.schema.UnknownSchemaIdException;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -125,6 +127,14 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             value = changed.value();
             ts = changed.timestamp() == null ? -1L : changed.timestamp();
             headers = changed.headers();
+        }
+        if (s.schemaIds != null) {  // after the transforms: the target's registry ids, before any comparison
+            try {
+                key = s.schemaIds.rewrite(key);
+                value = s.schemaIds.rewrite(value);
+            } catch (SchemaIds.UnknownSchemaId e) {
+                throw new UnknownSchemaIdException(s.flow, topic, partition, upstream, e.id());
+            }
         }
         long bytes = (key == null ? 0 : key.length) + (value == null ? 0 : value.length);
         long now = System.currentTimeMillis();

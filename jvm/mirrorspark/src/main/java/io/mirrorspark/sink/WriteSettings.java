@@ -4,6 +4,7 @@ import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Map;
 
+import io.mirrorspark.schema.SchemaIds;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
@@ -61,14 +62,18 @@ final class WriteSettings implements Serializable {
     /** The flow's Connect transformations and predicates (option {@code transforms}, lines key TAB value of
      *  its {@code transforms*} and {@code predicates*} settings); null: none ({@link Transforms}). */
     final HashMap<String, String> transforms;
+    /** Option {@code schemaIds}: the source -> target schema id map keys and values in the Confluent wire
+     *  format are rewritten with (ADR 0028); null: records are copied as they are. */
+    final SchemaIds schemaIds;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
                           String progressGroup, HashMap<String, String> remoteTopics, String resumeRun,
                           HashMap<String, String> topicIds, String leaseGroup, String leaseInstance,
-                          HashMap<String, String> transforms) {
+                          HashMap<String, String> transforms, SchemaIds schemaIds) {
         this.flow = flow;
+        this.schemaIds = schemaIds;
         this.transforms = transforms;
         this.leaseGroup = leaseGroup;
         this.leaseInstance = leaseInstance;
@@ -135,7 +140,8 @@ final class WriteSettings implements Serializable {
             retryFrom(options.get("retryFrom")), source, target, prefix, group, remotes,
             options.getOrDefault("resumeRun", ""),
             topicIds(options.get("topicIds"), remotes), leaseGroup, leaseInstance,
-            transforms(options.get("transforms")));
+            transforms(options.get("transforms")),
+            options.containsKey("schemaIds") ? SchemaIds.parse(options.get("schemaIds")) : null);
     }
 
     /** Option {@code transforms}: lines key TAB value; null when absent or empty. */

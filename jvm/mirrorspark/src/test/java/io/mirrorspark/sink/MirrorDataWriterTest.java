@@ -1,5 +1,6 @@
 package io.mirrorspark.sink;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -271,6 +272,33 @@ final class MirrorDataWriterTest {
         List<String> drained = new ArrayList<>(Arrays.asList(OffsetRuns.drain("writer-plain").split("\n")));
         drained.sort(null);
         assertEquals(List.of("a.t\t0\t10\t40\t3", "a.t\t1\t5\t7\t2"), drained, "what the driver's Python drains");
+    }
+
+    /** Keys and values in the Confluent wire format get the target registry's id; an id not in the map
+     *  fails the task before the record is sent (ADR 0028). */
+    @Test
+    void schemaIdsAreRewrittenAndAnUnknownIdFailsBeforeTheRecordIsSent() throws IOException {
+        MockProducer<byte[], byte[]> target = producer(true);
+        Clients clients = new Clients(target);
+        Map<String, String> options = options("writer-schemas");
+        options.put("schemaIds", "1:7");
+        WriteSettings settings = WriteSettings.from(SCHEMA, options);
+        MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false);
+        byte[] framed = {0, 0, 0, 0, 1, 6, 'a', 'b', 'c'};
+        Object[] row = record(0, 10);
+        row[1] = framed;
+        write(writer, row, record(0, 11));
+        assertArrayEquals(new byte[] {0, 0, 0, 0, 7, 6, 'a', 'b', 'c'}, target.history().get(0).value(),
+            "the id is the target's, the payload unchanged");
+        assertArrayEquals(bytes("v11"), target.history().get(1).value(), "a value not in the wire format is as it was");
+        Object[] unknown = record(0, 12);
+        unknown[1] = new byte[] {0, 0, 0, 0, 2, 6};
+        IOException refused = assertThrows(IOException.class, () -> write(writer, unknown));
+        assertTrue(refused.getMessage().contains("schema id 2 of a record of a.t[0] (source offset 12)"),
+            refused.getMessage());
+        assertEquals(2, target.history().size(), "the record with the unknown id is not sent");
+        writer.abort();
+        writer.close();
     }
 
     @Test

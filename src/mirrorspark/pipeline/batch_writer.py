@@ -22,6 +22,7 @@ from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.partition import Partition
 from mirrorspark.pipeline.record_columns import SINK_FORMAT, remote_topics_option
 from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.schemas.sync import SchemaSync
 from mirrorspark.sink_report import BatchReport, WrittenRun, topic_ids_option
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,11 @@ class BatchWriter:
     def __init__(self, *, flow: FlowConfig, selection: TopicSelection, remote_topics: RemoteTopics,
                  spark_log: SparkOffsetLog, guard: BatchGuard, sink_options: Mapping[str, str],
                  on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None,
-                 metrics: FlowMetrics | None, takeover: Mapping[Partition, int]) -> None:
+                 metrics: FlowMetrics | None, takeover: Mapping[Partition, int],
+                 schemas: SchemaSync | None = None) -> None:
+        """``schemas``: the flow's schema sync, whose id map each batch's sink rewrites records with."""
         self.flow = flow
+        self.schemas = schemas
         self.selection = selection
         self.remote_topics = remote_topics
         self.spark_log = spark_log
@@ -249,6 +253,8 @@ class BatchWriter:
         remote topics): Kafka's default max.request.size (1 MiB) would fail every batch holding a
         larger one. A max.request.size the user set is kept."""
         options = {**self.sink_options, "remoteTopics": remote_topics_option(plan.remote)}
+        if self.schemas is not None:
+            options["schemaIds"] = self.schemas.option()
         configs = self.remote_topics.configs
         if configs is None or "kafka.max.request.size" in self.sink_options:
             return options

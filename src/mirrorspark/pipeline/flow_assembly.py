@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.config.values import compile_patterns
 from mirrorspark.control.acl_sync import AclSync
 from mirrorspark.control.admin import check_replication_factor, partition_offsets
 from mirrorspark.control.clusters import Clusters, ClusterUnreachable
@@ -37,6 +38,8 @@ from mirrorspark.pipeline.record_columns import PATH_HEADER
 from mirrorspark.pipeline.supervision import FlowSupervisor, RestartRequests
 from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.policy.topic_selection import TopicSelection
+from mirrorspark.schemas.registry import registry_of
+from mirrorspark.schemas.sync import SchemaSync
 from mirrorspark.state import StateFiles
 from mirrorspark.state.identity import check_state_identity
 from mirrorspark.takeover.lost_state import Clients, resume_from_target
@@ -93,6 +96,11 @@ class AssembledFlow:
 def flow_lanes(flow: FlowConfig) -> list[str]:
     """The scheduler lanes of a flow's control tasks (cancelled when another instance takes it)."""
     return [flow_lane(flow.name, TOPICS), flow_lane(flow.name, OFFSETS)]
+
+
+def _fullmatch(patterns: tuple[str, ...], where: str) -> Callable[[str], object] | None:
+    pattern = compile_patterns(patterns, where)
+    return None if pattern is None else pattern.fullmatch
 
 
 def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = None,
@@ -183,6 +191,15 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     acls = AclSync(flow_name=flow.name, source=source, target=target)
     scheduler.every(f"flow {flow.name}: ACL sync", options.topic_acls_interval,
                     lambda: acls.sync(remote.plan.remote), lane=topics_lane)
+    schemas = None
+    if options.schemas:
+        schemas = SchemaSync(flow=flow.name, source=registry_of(alias=flow.source.alias, settings=flow.source.settings),
+                             target=registry_of(alias=flow.target.alias, settings=flow.target.settings),
+                             remote=lambda: remote.plan.remote,
+                             subjects=_fullmatch(options.schema_subjects,
+                                                 flow.where("mirrorspark.schemas.subjects")))
+        schemas.run()  # before the first batch: its records' ids are in the map
+        scheduler.every(f"flow {flow.name}: schema sync", options.schemas_interval, schemas.run, lane=topics_lane)
     offsets.start()
     offsets.schedule(scheduler, check_identity)
     loss.listeners.append(lambda report: figures.records_lost(report.topic, report.partition, report.records))
@@ -205,7 +222,7 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     query = FlowQuery(flow=flow, start=start, checkpoint=checkpoint, guard=guard, slots=shared.slots,
                       on_written=offsets.on_written if offsets.enabled else None, metrics=figures,
                       ship_files=shared.ship_files, before_start=before_start,
-                      lease=lease)
+                      lease=lease, schemas=schemas)
     supervisor = FlowSupervisor(query=query, loss=loss, metrics=shared.metrics, requests=restarts)
     probe = LagProbe(metrics=shared.metrics, flow_name=flow.name, source=flow.source.alias, target=flow.target.alias,
                      admin=source, source_conf=source_conf, read_committed=flow.reads_committed,

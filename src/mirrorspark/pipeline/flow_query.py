@@ -25,6 +25,7 @@ from mirrorspark.pipeline.query_options import SOURCE_FORMAT, sink_options, sour
 from mirrorspark.pipeline.query_progress import QueryProgress
 from mirrorspark.pipeline.query_start import QueryStart
 from mirrorspark.pipeline.record_columns import SINK_FORMAT
+from mirrorspark.schemas.sync import SchemaSync
 from mirrorspark.sink_report import WrittenRun
 from mirrorspark.state.files import StateFiles
 
@@ -52,7 +53,8 @@ class FlowQuery:
                  slots: realtime.SlotBook,
                  on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None, ship_files: bool = False,
-                 before_start: Callable[[], None] | None = None, lease: tuple[str, str] | None = None) -> None:
+                 before_start: Callable[[], None] | None = None, lease: tuple[str, str] | None = None,
+                 schemas: SchemaSync | None = None) -> None:
         """``slots``: the task slots of the process's Spark application, shared by its flows; ``lease``:
         the flow's lease group and this instance, which executors of their own fence themselves by."""
         self.flow = flow
@@ -68,7 +70,7 @@ class FlowQuery:
             flow=flow, selection=start.selection, remote_topics=start.remote_topics, spark_log=self.spark_log,
             guard=guard, sink_options=sink_options(flow, report_offsets=on_written is not None, ship_files=ship_files,
                                                    lease=lease),
-            on_written=on_written, metrics=metrics, takeover=start.takeover)
+            on_written=on_written, metrics=metrics, takeover=start.takeover, schemas=schemas)
         self.progress = QueryProgress()
         self.query = None
         self.recorder: realtime.EpochRecorder | None = None  # real-time mode: records each batch's pairs
@@ -87,6 +89,10 @@ class FlowQuery:
     @property
     def loss_stop(self) -> str | None:
         return self.writer.loss_stop
+
+    @property
+    def schemas(self) -> SchemaSync | None:
+        return self.writer.schemas
 
     def take_restart_reason(self) -> str | None:
         """Why the query stopped itself to be restarted at once (not a failure), taken once."""

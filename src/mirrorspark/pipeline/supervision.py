@@ -17,6 +17,8 @@ from mirrorspark.integrity.loss import LossLog
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.retriable import retriable
+from mirrorspark.schemas.registry import RegistryError
+from mirrorspark.schemas.sync import unknown_schema_id
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class FlowSupervisor:
         self.attempts = 0  # consecutive failures
         self.attempts_quick = 0  # consecutive restarts a batch asked for (not failures)
         self.restarts = 0
+        self._schema_last: int | None = None  # the schema id the last batch failure was copied for
         self.last_error: str | None = None
         self.failed = False
         self.restart_at: float | None = None
@@ -100,6 +103,7 @@ class FlowSupervisor:
         if q.batches_written != self._written:
             self._written = q.batches_written
             self.attempts = self.attempts_quick = 0
+            self._schema_last = None
             if self.retrying_since is not None:
                 log.warning("flow %s: writes again after %.0f s and %d retries", q.flow.name,
                             time.time() - self.retrying_since, self.retries)
@@ -122,6 +126,8 @@ class FlowSupervisor:
             else:
                 log.warning("flow %s: restarting: %s", q.flow.name, reason)
                 self._restart(spark)
+        elif self.restart_at is None and q.query is not None and not q.query.isActive and self._schema_met(spark, now):
+            pass
         elif self.restart_at is None and q.query is not None and not q.query.isActive:
             self._failed_once(q.loss_stop or q.error() or "the query stopped", now,
                               q.loss_stop is None and retriable(q.failure_text()))
@@ -135,7 +141,30 @@ class FlowSupervisor:
             self._restart(spark)
         self._publish()
 
-    def _failed_once(self, error: str, now: float, may_pass: bool = False) -> None:
+    def _schema_met(self, spark, now: float) -> bool:
+        """The batch failed on a schema id the flow's map lacks (ADR 0028): the schema is copied to the
+        target's registry and the batch runs again at once, not counted as a failure. The same id met
+        again right after is a failure as any other."""
+        q = self.query
+        schemas = q.schemas
+        met = unknown_schema_id(q.failure_text()) if schemas is not None else None
+        if schemas is None or met is None or met[0] == self._schema_last:
+            return False
+        self._schema_last = met[0]
+        try:
+            problem = schemas.handle_unknown(met[0], met[1], fail_unresolved=q.flow.options.schemas_fail_unresolved)
+        except RegistryError as exc:  # a registry out of reach: retried for as long as it takes
+            self._schema_last = None
+            self._failed_once(str(exc), now, may_pass=True)
+            return True
+        if problem is not None:
+            self._failed_once(problem, now, final=True)
+            return True
+        log.info("flow %s: schema id %d met at %s is in the map now; the batch runs again", q.flow.name, met[0], met[1])
+        self._restart(spark)
+        return True
+
+    def _failed_once(self, error: str, now: float, may_pass: bool = False, final: bool = False) -> None:
         q = self.query
         self.last_error = error
         if may_pass:
@@ -149,11 +178,12 @@ class FlowSupervisor:
                 f"{error}. A source record is larger than the target takes: raise max.message.bytes of the remote "
                 f"topic (config sync copies the source topic's; sync.topic.configs.enabled) or the target brokers' "
                 f"message.max.bytes, or set {q.flow.target.alias}.producer.max.request.size, then restart the flow")
-        if q.loss_stop is not None or too_large or self.attempts > self.allowed:
+        if q.loss_stop is not None or too_large or final or self.attempts > self.allowed:
             self.failed = True
             if q.metrics is not None:
                 q.metrics.set_running(False)
             why = "mirrorspark.data.loss = fail" if q.loss_stop is not None else \
+                "a schema id no registry knows; a restart cannot help" if final else \
                 "a record too large for the target; a restart cannot help" if too_large else \
                 f"{self.attempts - 1} restart(s) did not help (mirrorspark.flow.restart.attempts = {self.allowed})"
             log.error("flow %s: FAILED, not restarted (%s); the other flows go on. Last error: %s", q.flow.name,

@@ -11,6 +11,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +139,12 @@ class Registry:
             return json.loads(text) if text else None
         except ValueError:
             raise RegistryError(f"{where}: {method} {path} answered something that is not JSON") from None
+
+
+def registry_of(*, alias: str, settings: Mapping[str, str]) -> Registry:
+    """The registry a cluster's ``schema.registry.*`` keys name (checked present when the file is read)."""
+    return Registry(name=alias, url=settings["schema.registry.url"].strip(),
+                    user_info=(settings.get("schema.registry.basic.auth.user.info") or "").strip() or None)
 
 
 def _quote(subject: str) -> str:

@@ -14,6 +14,16 @@ from mirrorspark.schemas.subjects import target_subject
 
 log = logging.getLogger(__name__)
 
+# The sink's UnknownSchemaIdException (io.mirrorspark.schema): the batch failed before the record was sent.
+_UNKNOWN = re.compile(r"schema id (\d+) of a record of (\S+) \(source offset (\d+)\) is not in the flow's "
+                      r"schema id map")
+
+
+def unknown_schema_id(text: str | None) -> tuple[int, str] | None:
+    """The schema id a failed batch met that the map lacks, and where (``topic[partition] (source offset n)``)."""
+    found = _UNKNOWN.search(text or "")
+    return (int(found.group(1)), f"{found.group(2)} (source offset {found.group(3)})") if found else None
+
 
 class SourceRegistry(Protocol):
     name: str
@@ -47,9 +57,10 @@ class SchemaSync:
     """Copies what the flow's records need; safe to call from the control thread and a batch's retry."""
 
     def __init__(self, *, flow: str, source: SourceRegistry, target: TargetRegistry,
-                 remote: Callable[[], Mapping[str, str]], subjects: re.Pattern[str] | None = None) -> None:
-        """``remote``: the flow's source topic -> remote topic names now; ``subjects``: the source
-        subjects to copy whole (None: all); others are copied when a record or a reference needs them."""
+                 remote: Callable[[], Mapping[str, str]], subjects: Callable[[str], object] | None = None) -> None:
+        """``remote``: the flow's source topic -> remote topic names now; ``subjects``: whether a source
+        subject is copied whole (a regex's ``fullmatch``; None: all); others are copied when a record or a
+        reference needs them."""
         self.flow = flow
         self.source = source
         self.target = target
@@ -57,6 +68,7 @@ class SchemaSync:
         self.subjects = subjects
         self.ids: dict[int, int] = {}  # source schema id -> target schema id
         self._copied: dict[tuple[str, int], tuple[str, int]] = {}  # (subject, version) -> target's
+        self.unresolved: set[int] = set()  # ids neither registry knows, copied unchanged (``copy``)
         self._levels: set[str] = set()  # subjects whose compatibility level was copied
         self._lock = threading.RLock()
 
@@ -65,7 +77,7 @@ class SchemaSync:
         with self._lock:
             before = len(self._copied)
             for subject in sorted(self.source.subjects()):
-                if self.subjects is None or self.subjects.fullmatch(subject):
+                if self.subjects is None or self.subjects(subject):
                     self._subject(subject, None)
             return len(self._copied) - before
 
@@ -78,6 +90,24 @@ class SchemaSync:
             for subject, version in self.source.subjects_of_id(schema_id):
                 self._subject(subject, version)
             return self.ids.get(schema_id)
+
+    def handle_unknown(self, schema_id: int, where: str, *, fail_unresolved: bool) -> str | None:
+        """A batch met ``schema_id`` (at ``where``): copied to the target so the batch can run again
+        (None); when the source registry does not know it either, the reason the flow fails, or (copy)
+        the id kept as it is, said once. Raises RegistryError when a registry does not answer."""
+        if self.resolve(schema_id) is not None:
+            return None
+        if fail_unresolved:
+            return (f"flow {self.flow}: the record at {where} carries schema id {schema_id}, which the schema registry "
+                    f"of {self.source.name} does not know: it cannot be written with the target registry's id "
+                    "(mirrorspark.schemas.unresolved = fail; `copy` copies such records unchanged)")
+        with self._lock:
+            self.ids[schema_id] = schema_id
+            self.unresolved.add(schema_id)
+        log.warning("flow %s: the record at %s carries schema id %d, which the schema registry of %s does not know: "
+                    "records with it are copied unchanged (mirrorspark.schemas.unresolved = copy)", self.flow, where,
+                    schema_id, self.source.name)
+        return None
 
     def option(self) -> str:
         """The sink's ``schemaIds`` option."""

@@ -25,7 +25,7 @@ class FailingQuery:
 
     flow = SimpleNamespace(name="a->b", source=SimpleNamespace(alias="a"), target=SimpleNamespace(alias="b"),
                            options=SimpleNamespace(restart_attempts=2, restart_backoff=0.0))
-    paused, restarting, loss_stop, metrics = False, False, None, None
+    paused, restarting, loss_stop, metrics, schemas = False, False, None, None, None
 
     def __init__(self, text: str) -> None:
         self.text = text

@@ -1,7 +1,7 @@
 """The schema sync's keys: read once, refused naming the key when a registry is missing."""
-import pytest
-
 from pathlib import Path
+
+import pytest
 
 from mirrorspark.config.loader import load_config
 from mirrorspark.errors import ConfigError

@@ -112,7 +112,8 @@ def test_only_the_chosen_subjects_are_copied_whole():
     source, target = Memory("primary"), Memory("backup")
     source.add("orders-value", '"int"')
     source.add("other-value", '"long"')
-    SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE, subjects=re.compile("orders-.*")).run()
+    SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE,
+               subjects=re.compile("orders-.*").fullmatch).run()
     assert target.subjects() == ["primary.orders-value"]
 
 
@@ -125,3 +126,19 @@ def test_a_registry_that_refuses_a_version_stops_the_pass_naming_it():
     target.register = refuse  # type: ignore[method-assign]
     with pytest.raises(OperationalError, match=r"primary\.orders-value"):
         SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE).run()
+
+
+def test_the_sinks_message_names_the_id_and_an_unknown_one_fails_or_is_copied_as_the_setting_says():
+    from mirrorspark.schemas.sync import unknown_schema_id
+    text = ("io.mirrorspark.schema.UnknownSchemaIdException: flow primary->backup: schema id 42 of a record of "
+            "primary.orders[3] (source offset 1207) is not in the flow's schema id map")
+    assert unknown_schema_id(text) == (42, "primary.orders[3] (source offset 1207)")
+    assert unknown_schema_id("java.io.IOException: writing to the target failed") is None
+    source, target = Memory("primary"), Memory("backup")
+    known = source.add("orders-value", '"int"')
+    sync = SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE)
+    assert sync.handle_unknown(known, "here", fail_unresolved=True) is None and known in sync.ids
+    failed = sync.handle_unknown(77, "primary.orders[3] (source offset 1207)", fail_unresolved=True)
+    assert failed is not None and "schema id 77" in failed and "primary.orders[3]" in failed
+    assert sync.handle_unknown(77, "there", fail_unresolved=False) is None
+    assert sync.ids[77] == 77 and sync.unresolved == {77}, "copied unchanged from now on"

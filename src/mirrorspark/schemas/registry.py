@@ -72,7 +72,12 @@ class Registry:
 
     def subjects_of_id(self, schema_id: int) -> list[tuple[str, int]]:
         """The (subject, version) pairs that hold schema ``schema_id``."""
-        found = self._call("GET", f"/schemas/ids/{schema_id}/versions")
+        try:
+            found = self._call("GET", f"/schemas/ids/{schema_id}/versions")
+        except RegistryError as exc:
+            if exc.status == 404:
+                return []  # no such schema
+            raise
         return [(str(v["subject"]), int(v["version"])) for v in found]
 
     def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None) -> int:

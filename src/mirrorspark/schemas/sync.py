@@ -130,13 +130,13 @@ class SchemaSync:
             target_ref, target_version = self._copied[(ref.subject, ref.version)]
             references.append(Reference(ref.name, target_ref, target_version))
         name = target_subject(subject, self.remote())
-        if subject not in self._levels:  # the subject's own compatibility, before its first version is copied
+        refs = tuple(references)
+        target_id = self.target.register(name, schema, refs)
+        if subject not in self._levels:  # the subject's compatibility, once it exists (a first version needs none)
             level = self.source.compatibility(subject)
             if level and self.target.compatibility(name) != level:
                 self.target.set_compatibility(name, level)
             self._levels.add(subject)
-        refs = tuple(references)
-        target_id = self.target.register(name, schema, refs)
         found = self.target.lookup(name, schema, refs)
         if found is None or found[0] != target_id:
             raise RegistryError(f"schema registry of {self.target.name}: subject {name} does not hold the schema it "

@@ -55,6 +55,19 @@ spark_kafka_jars() {
       -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2,connect-transforms,connect-api
 }
 
+schema_registry() {
+  # Apicurio Registry (in-memory storage, Java 17) for `mirrorspark local up --schema-registry` and the
+  # schema drills (ADR 0028); the artifact named in jvm/schema-registry.artifact, from Maven Central.
+  # The plug-in's 2.8 copies the file alone; 3.x reads its parent POM first, which Maven Central here lacks.
+  rm -rf "$BUILD/schema-registry" "$BUILD/schema-registry.download"
+  mvn -B -q -Dstyle.color=never org.apache.maven.plugins:maven-dependency-plugin:2.8:copy \
+      -Dartifact="$(tr -d '[:space:]' < jvm/schema-registry.artifact)" \
+      -DoutputDirectory="$BUILD/schema-registry.download"
+  mkdir -p "$BUILD/schema-registry"
+  tar xzf "$BUILD"/schema-registry.download/*.tar.gz -C "$BUILD/schema-registry"
+  rm -rf "$BUILD/schema-registry.download"
+}
+
 jvm_jar() {
   # mirrorspark's own JVM code (source, sink, state files) as a Maven module, compiled with warnings
   # fatal against the Spark and Kafka client versions it runs with (jvm/mirrorspark/pom.xml). Its unit
@@ -120,5 +133,6 @@ prometheus_server
 kerberos_kdc
 step kafka-libs jvm/kafka-libs.pom.xml -- kafka_libs
 step spark-kafka-jars jvm/spark-kafka.pom.xml -- spark_kafka_jars
+step schema-registry jvm/schema-registry.artifact -- schema_registry
 step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml jvm/mirrorspark/pom.xml jvm/mirrorspark/.mvn/maven.config \
   $(find jvm/mirrorspark/src/main -type f | sort) -- jvm_jar

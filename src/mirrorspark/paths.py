@@ -96,6 +96,15 @@ def kafka_libs() -> Path:
         raise SetupMissing(str(exc)) from None
 
 
+def schema_registry_jar() -> Path:
+    """The local schema registry's runnable jar (Apicurio Registry, ``make setup`` in a checkout)."""
+    found = sorted((build_dir() / "schema-registry").glob("*-runner.jar"))
+    if not found:
+        raise SetupMissing(f"the local schema registry is missing: {build_dir() / 'schema-registry'} holds no "
+                           "*-runner.jar (a checkout: run `make setup`)")
+    return found[-1]
+
+
 def spark_jars() -> list[Path]:
     """Local jars only (checkout): the connector, its Kafka client, and mirrorspark's jar; for tools that
     build a plain JVM classpath (bench/)."""

@@ -49,6 +49,10 @@ def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cl
            "--sasl-mechanism", help=f"With SASL_*: {', '.join(MECHANISMS)}.")] = "SCRAM-SHA-512",
        authorizer: Annotated[bool, typer.Option(
            "--authorizer", help="Start with StandardAuthorizer (ACLs enforced; local tooling is super user).")]
+       = False,
+       schema_registry: Annotated[bool, typer.Option(
+           "--schema-registry", help="Also start a schema registry per cluster (Apicurio Registry, in memory, "
+                                     "Confluent's API); its URL is printed as NAME.schema.registry.url.")]
        = False) -> None:
     """Start the clusters (those already running are left as they are); print NAME=BOOTSTRAP lines.
 
@@ -56,10 +60,12 @@ def up(names: Annotated[list[str], typer.Argument(help="NAME or NAME:PORT per cl
     ready to copy into mm2.properties as ``NAME.<key>``).
     """
     options = SecurityOptions(security.upper(), sasl_mechanism.upper(), authorizer)
-    specs = [ClusterSpec.parse(n, options) for n in names]
+    specs = [ClusterSpec.parse(n, options, schema_registry) for n in names]
     local = _clusters(state_dir)
     for cluster in local.up(specs, timeout=timeout):
         typer.echo(f"{cluster.name}={cluster.bootstrap}")
+        if (schemas := local.registry_url(cluster.name)) is not None:
+            typer.echo(f"{cluster.name}.schema.registry.url={schemas}")
         if cluster.security.secured:
             typer.echo(f"# {cluster.name} client settings: {local.folder(cluster.name) / 'client.properties'}")
         if cluster.security.uses_sasl and cluster.security.sasl_mechanism == "GSSAPI":

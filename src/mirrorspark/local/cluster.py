@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mirrorspark import jdk, paths
 from mirrorspark.errors import OperationalError
-from mirrorspark.local import oidc, server_properties
+from mirrorspark.local import oidc, registry, server_properties
 from mirrorspark.local.security import (
     CLIENT_USER,
     Secrets,
@@ -53,18 +53,20 @@ class ClusterSpec:
     name: str
     port: int | None = None
     security: SecurityOptions = field(default_factory=SecurityOptions)
+    schema_registry: bool = False  # a local schema registry beside the broker (``local.registry``)
 
     @classmethod
-    def parse(cls, text: str, security: SecurityOptions | None = None) -> ClusterSpec:
+    def parse(cls, text: str, security: SecurityOptions | None = None,
+              schema_registry: bool = False) -> ClusterSpec:
         name, _, port = text.partition(":")
         if not _NAME.match(name):
             raise LocalClusterError(f"invalid cluster name {name!r}: use letters, digits, '.', '_' or '-'")
         sec = security or SecurityOptions()
         if not port:
-            return cls(name, None, sec)
+            return cls(name, None, sec, schema_registry)
         if not port.isdigit() or not 0 < int(port) < 65536:
             raise LocalClusterError(f"invalid port {port!r} for cluster {name!r}: expected 1-65535")
-        return cls(name, int(port), sec)
+        return cls(name, int(port), sec, schema_registry)
 
 
 @dataclass
@@ -203,7 +205,23 @@ class LocalClusters:
             self._create_users(ready, timeout)
         for cluster in result:
             self._serve_tokens(cluster)
+        for spec in specs:
+            if spec.schema_registry:
+                self._serve_schemas(spec.name, java)
         return result
+
+    def _serve_schemas(self, name: str, java: str) -> None:
+        """The cluster's schema registry, a detached process of its own like the broker (``local.registry``)."""
+        folder = self.folder(name)
+        try:
+            registry.ensure(folder, java=java, port=registry.running_port(folder) or free_port())
+        except registry.RegistryStartError as exc:
+            raise LocalClusterError(f"cluster {name!r}: {exc}") from None
+
+    def registry_url(self, name: str) -> str | None:
+        """The URL of cluster ``name``'s local schema registry, None when none runs."""
+        port = registry.running_port(self.folder(name))
+        return None if port is None else registry.url(port)
 
     def _ready_or_again(self, cluster: RunningCluster, proc: subprocess.Popen[bytes], spec: ClusterSpec, java: str,
                         timeout: float, attempts: int = 3) -> RunningCluster:
@@ -284,6 +302,8 @@ class LocalClusters:
         if cluster is None:
             raise LocalClusterError(f"no local cluster named {name!r} under {self.root}")
         props = {"bootstrap.servers": cluster.bootstrap}
+        if (schemas := self.registry_url(name)) is not None:
+            props["schema.registry.url"] = schemas
         if cluster.security.secured:
             props.update(client_properties(cluster.security, self.folder(name),
                                            Secrets.load_or_create(self.folder(name))))
@@ -412,6 +432,8 @@ class LocalClusters:
                 self._stop_pid(name, cluster.pid, timeout)
                 lines.append(f"{name}: stopped (pid {cluster.pid})")
             self._stop_tokens(name)
+            if registry.stop(self.folder(name)):
+                lines.append(f"{name}: schema registry stopped")
             from mirrorspark.local import kerberos
 
             kerberos.stop_kdc(self.folder(name))

@@ -290,6 +290,10 @@ KEYS: tuple[Key, ...] = (
     Key("mirrorspark.schemas.subjects", Type.LIST, ".*",
         "Source subjects (Java regexes) copied whole at each sync; others are copied when a record or a reference "
         "needs them.", regex=True),
+    Key("mirrorspark.schemas.topics", Type.LIST, ".*",
+        "Source topics (Java regexes) whose keys and values in the Confluent wire format get the target registry's "
+        "ids; records of other topics are copied as they are (a topic of raw bytes that may start with a 0 byte). "
+        "MM2's heartbeats are never rewritten.", regex=True),
     Key("mirrorspark.schemas.sync.interval.seconds", Type.DOUBLE, "30",
         "Seconds between two passes over the source registry (new subjects and versions).", low=1),
     Key("mirrorspark.schemas.unresolved", Type.STRING, "fail",

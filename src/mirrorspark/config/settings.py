@@ -118,6 +118,7 @@ class FlowSettings:
     lease_group: str | None
     schemas: bool  # mirrorspark.schemas.sync.enabled
     schema_subjects: tuple[str, ...]
+    schema_topics: tuple[str, ...]
     schemas_interval: float  # seconds
     schemas_fail_unresolved: bool
 
@@ -171,6 +172,7 @@ class FlowSettings:
             lease_group=read.text("mirrorspark.flow.lease.group") or None,
             schemas=read.flag("mirrorspark.schemas.sync.enabled"),
             schema_subjects=read.patterns("mirrorspark.schemas.subjects")[0],
+            schema_topics=read.patterns("mirrorspark.schemas.topics")[0],
             schemas_interval=read.number("mirrorspark.schemas.sync.interval.seconds"),
             schemas_fail_unresolved=read.choice("mirrorspark.schemas.unresolved") == "fail",
         )

@@ -255,6 +255,7 @@ class BatchWriter:
         options = {**self.sink_options, "remoteTopics": remote_topics_option(plan.remote)}
         if self.schemas is not None:
             options["schemaIds"] = self.schemas.option()
+            options["schemaTopics"] = self.schemas.topics_option(plan.remote)
         configs = self.remote_topics.configs
         if configs is None or "kafka.max.request.size" in self.sink_options:
             return options

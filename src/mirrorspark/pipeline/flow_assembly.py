@@ -103,6 +103,13 @@ def _fullmatch(patterns: tuple[str, ...], where: str) -> Callable[[str], object]
     return None if pattern is None else pattern.fullmatch
 
 
+def _schema_topics(policy: ReplicationPolicy, chosen: Callable[[str], object] | None) -> Callable[[str], bool]:
+    """Source topics whose records are in the wire format: MM2's heartbeats never (their own format
+    starts with a 0 byte too), internal topics never, the others as ``mirrorspark.schemas.topics`` says."""
+    return lambda topic: not policy.is_heartbeats_topic(topic) and not policy.is_internal_topic(topic) \
+        and (chosen is None or bool(chosen(topic)))
+
+
 def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = None,
                   unbroken: Callable[[], bool] | None = None,
                   lease: tuple[str, str] | None = None) -> AssembledFlow:
@@ -197,7 +204,9 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                              target=registry_of(alias=flow.target.alias, settings=flow.target.settings),
                              remote=lambda: remote.plan.remote,
                              subjects=_fullmatch(options.schema_subjects,
-                                                 flow.where("mirrorspark.schemas.subjects")))
+                                                 flow.where("mirrorspark.schemas.subjects")),
+                             topics=_schema_topics(context.policy, _fullmatch(options.schema_topics,
+                                                                              flow.where("mirrorspark.schemas.topics"))))
         schemas.run()  # before the first batch: its records' ids are in the map
         scheduler.every(f"flow {flow.name}: schema sync", options.schemas_interval, schemas.run, lane=topics_lane)
     offsets.start()

@@ -57,11 +57,13 @@ class SchemaSync:
     """Copies what the flow's records need; safe to call from the control thread and a batch's retry."""
 
     def __init__(self, *, flow: str, source: SourceRegistry, target: TargetRegistry,
-                 remote: Callable[[], Mapping[str, str]], subjects: Callable[[str], object] | None = None) -> None:
+                 remote: Callable[[], Mapping[str, str]], subjects: Callable[[str], object] | None = None,
+                 topics: Callable[[str], object] | None = None) -> None:
         """``remote``: the flow's source topic -> remote topic names now; ``subjects``: whether a source
         subject is copied whole (a regex's ``fullmatch``; None: all); others are copied when a record or a
-        reference needs them."""
+        reference needs them. ``topics``: whether a source topic's records are in the wire format (None: all)."""
         self.flow = flow
+        self.topics = topics
         self.source = source
         self.target = target
         self.remote = remote
@@ -108,6 +110,10 @@ class SchemaSync:
                     "records with it are copied unchanged (mirrorspark.schemas.unresolved = copy)", self.flow, where,
                     schema_id, self.source.name)
         return None
+
+    def topics_option(self, remote: Mapping[str, str]) -> str:
+        """The sink's ``schemaTopics`` option: the remote topics whose records are rewritten."""
+        return "\n".join(sorted(name for source, name in remote.items() if self.topics is None or self.topics(source)))
 
     def option(self) -> str:
         """The sink's ``schemaIds`` option."""

@@ -1,6 +1,8 @@
 """The schema sync's order and map, against registries kept in memory (the real ones: Apicurio, in the drills)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mirrorspark.errors import OperationalError
@@ -109,7 +111,6 @@ def test_a_new_version_met_in_a_record_is_copied_before_the_record_is_written():
 
 
 def test_only_the_chosen_subjects_are_copied_whole():
-    import re
     source, target = Memory("primary"), Memory("backup")
     source.add("orders-value", '"int"')
     source.add("other-value", '"long"')
@@ -143,3 +144,16 @@ def test_the_sinks_message_names_the_id_and_an_unknown_one_fails_or_is_copied_as
     assert failed is not None and "schema id 77" in failed and "primary.orders[3]" in failed
     assert sync.handle_unknown(77, "there", fail_unresolved=False) is None
     assert sync.ids[77] == 77 and sync.unresolved == {77}, "copied unchanged from now on"
+
+
+def test_only_the_chosen_topics_records_are_rewritten_never_the_heartbeats():
+    from mirrorspark.pipeline.flow_assembly import _schema_topics
+    from mirrorspark.policy.default import DefaultReplicationPolicy
+
+    chosen = _schema_topics(DefaultReplicationPolicy(), None)
+    sync = SchemaSync(flow="f", source=Memory("a"), target=Memory("b"), remote=lambda: REMOTE, topics=chosen)
+    remote = {"orders": "primary.orders", "heartbeats": "primary.heartbeats", "raw": "primary.raw"}
+    assert sync.topics_option(remote) == "primary.orders\nprimary.raw"
+    narrow = _schema_topics(DefaultReplicationPolicy(), re.compile("orders").fullmatch)
+    assert SchemaSync(flow="f", source=Memory("a"), target=Memory("b"), remote=lambda: REMOTE,
+                      topics=narrow).topics_option(remote) == "primary.orders"

@@ -128,7 +128,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             ts = changed.timestamp() == null ? -1L : changed.timestamp();
             headers = changed.headers();
         }
-        if (s.schemaIds != null) {  // after the transforms: the target's registry ids, before any comparison
+        if (s.schemaIds != null && s.schemaTopics.contains(topic)) {  // after the transforms: the target's registry ids, before any comparison
             try {
                 key = s.schemaIds.rewrite(key);
                 value = s.schemaIds.rewrite(value);

@@ -65,15 +65,20 @@ final class WriteSettings implements Serializable {
     /** Option {@code schemaIds}: the source -> target schema id map keys and values in the Confluent wire
      *  format are rewritten with (ADR 0028); null: records are copied as they are. */
     final SchemaIds schemaIds;
+    /** Option {@code schemaTopics} (one target topic per line): the topics whose records are rewritten with
+     *  {@link #schemaIds}; MM2's heartbeats (whose MM2 format also starts with a 0 byte) are never among them. */
+    final java.util.HashSet<String> schemaTopics;
 
     private WriteSettings(String flow, HashMap<String, String> producer, StructType schema,
                           HashMap<String, long[]> resume, HashMap<String, Long> retryFrom,
                           String provenanceSource, String provenanceTarget, String transactionalIdPrefix,
                           String progressGroup, HashMap<String, String> remoteTopics, String resumeRun,
                           HashMap<String, String> topicIds, String leaseGroup, String leaseInstance,
-                          HashMap<String, String> transforms, SchemaIds schemaIds) {
+                          HashMap<String, String> transforms, SchemaIds schemaIds,
+                          java.util.HashSet<String> schemaTopics) {
         this.flow = flow;
         this.schemaIds = schemaIds;
+        this.schemaTopics = schemaTopics;
         this.transforms = transforms;
         this.leaseGroup = leaseGroup;
         this.leaseInstance = leaseInstance;
@@ -141,7 +146,21 @@ final class WriteSettings implements Serializable {
             options.getOrDefault("resumeRun", ""),
             topicIds(options.get("topicIds"), remotes), leaseGroup, leaseInstance,
             transforms(options.get("transforms")),
-            options.containsKey("schemaIds") ? SchemaIds.parse(options.get("schemaIds")) : null);
+            options.containsKey("schemaIds") ? SchemaIds.parse(options.get("schemaIds")) : null,
+            lines(options.get("schemaTopics")));
+    }
+
+    /** An option of one name per line; empty when absent. */
+    static java.util.HashSet<String> lines(String option) {
+        java.util.HashSet<String> out = new java.util.HashSet<>();
+        if (option != null) {
+            for (String line : option.split("\n")) {
+                if (!line.isEmpty()) {
+                    out.add(line);
+                }
+            }
+        }
+        return out;
     }
 
     /** Option {@code transforms}: lines key TAB value; null when absent or empty. */

@@ -282,6 +282,7 @@ final class MirrorDataWriterTest {
         Clients clients = new Clients(target);
         Map<String, String> options = options("writer-schemas");
         options.put("schemaIds", "1:7");
+        options.put("schemaTopics", REMOTE + "\nother");
         WriteSettings settings = WriteSettings.from(SCHEMA, options);
         MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false);
         byte[] framed = {0, 0, 0, 0, 1, 6, 'a', 'b', 'c'};
@@ -299,6 +300,14 @@ final class MirrorDataWriterTest {
         assertEquals(2, target.history().size(), "the record with the unknown id is not sent");
         writer.abort();
         writer.close();
+
+        options.put("schemaTopics", "other");  // a topic not in the list (raw bytes, MM2's heartbeats): as it is
+        WriteSettings untouched = WriteSettings.from(SCHEMA, options);
+        MockProducer<byte[], byte[]> second = producer(true);
+        MirrorDataWriter plain = new MirrorDataWriter(untouched, untouched.resume, new Clients(second), false);
+        write(plain, unknown);
+        assertArrayEquals(new byte[] {0, 0, 0, 0, 2, 6}, second.history().get(0).value());
+        plain.close();
     }
 
     @Test

@@ -38,7 +38,7 @@ from mirrorspark.pipeline.record_columns import PATH_HEADER
 from mirrorspark.pipeline.supervision import FlowSupervisor, RestartRequests
 from mirrorspark.policy import ReplicationPolicy
 from mirrorspark.policy.topic_selection import TopicSelection
-from mirrorspark.schemas.registry import registry_of
+from mirrorspark.schemas.registry import RegistryError, registry_of
 from mirrorspark.schemas.sync import SchemaSync
 from mirrorspark.state import StateFiles
 from mirrorspark.state.identity import check_state_identity
@@ -207,7 +207,11 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                                                  flow.where("mirrorspark.schemas.subjects")),
                              topics=_schema_topics(context.policy, _fullmatch(options.schema_topics,
                                                                               flow.where("mirrorspark.schemas.topics"))))
-        schemas.run()  # before the first batch: its records' ids are in the map
+        try:
+            schemas.run()  # before the first batch: its records' ids are in the map
+        except RegistryError as exc:  # not fatal: a batch meeting an id not copied yet waits for the registry
+            log.warning("flow %s: schema sync could not run yet (records whose schema it has not copied wait for "
+                        "it): %s", flow.name, exc)
         scheduler.every(f"flow {flow.name}: schema sync", options.schemas_interval, schemas.run, lane=topics_lane)
     offsets.start()
     offsets.schedule(scheduler, check_identity)

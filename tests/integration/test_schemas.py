@@ -7,6 +7,7 @@ version is registered on the source mid-stream. Every record on the target deser
 target registry alone, to what was produced, and each carries a sequence number (header ``seq``)."""
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 from helpers.config import write_config
 from helpers.kafka import create_topic, wait_for_count
-from helpers.processes import running_mirrorspark
+from helpers.processes import run_cli, running_mirrorspark
 
 from mirrorspark.local import registry
 from mirrorspark.local.cluster import free_port, java_executable
@@ -102,3 +103,8 @@ def test_avro_records_read_on_the_target_with_the_target_registry_alone(clusters
     assert source_registry.get_latest_version(f"{topic}-value").schema_id != \
         target_registry.get_latest_version(subject).schema_id, "ids differ between the registries: rewritten"
     assert "the batch runs again" in output, output[-3000:]
+    done = run_cli("audit", str(config), "--flow", "primary->backup", "--state-dir", str(tmp_path / "state"),
+                   "--json", "--topics", topic, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["totals"]["matched"] == 400 and report["totals"]["differing"] == 0, report["totals"]

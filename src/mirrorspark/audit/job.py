@@ -64,15 +64,40 @@ def kafka_read(spark: SparkSession, options: Mapping[str, str],
             .load())
 
 
-def record_hash(without_path: bool = False) -> Column:
+def record_hash(without_path: bool = False, schema_ids: Mapping[int, int] | None = None,
+                schema_topics: list[str] | None = None) -> Column:
     """Key, value, headers and timestamp in one 64-bit hash (Spark's hashes skip nulls, so the null
     flags keep a null key with value ``x`` apart from key ``x`` with a null value); ``without_path``
-    leaves the active/active path header out (a copy carries one more cluster in it)."""
+    leaves the active/active path header out (a copy carries one more cluster in it).
+    ``schema_ids``: a source record's key and value in the Confluent wire format, in ``schema_topics``,
+    are hashed with the target registry's id for their schema, as the flow writes them (ADR 0028)."""
     from pyspark.sql import functions as F
 
     headers = F.filter("headers", lambda h: h["key"] != PATH_HEADER) if without_path else F.col("headers")
-    return F.xxhash64(F.col("key"), F.col("value"), headers, F.unix_millis(F.col("timestamp")),
+    key, value = F.col("key"), F.col("value")
+    if schema_ids is not None:
+        key, value = (with_target_ids(key, schema_ids, schema_topics or []),
+                      with_target_ids(value, schema_ids, schema_topics or []))
+    return F.xxhash64(key, value, headers, F.unix_millis(F.col("timestamp")),
                       F.col("key").isNull(), F.col("value").isNull())
+
+
+def with_target_ids(data: Column, schema_ids: Mapping[int, int], topics: list[str]) -> Column:
+    """``data`` with its wire-format schema id replaced through ``schema_ids`` (a 0 byte, the 4-byte id,
+    the payload); as it is when not in the format, of another topic, or of an id the map lacks (the
+    copy then differs, and the audit says so)."""
+    from pyspark.sql import functions as F
+
+    if not schema_ids or not topics:
+        return data
+    ids = F.create_map(*[F.lit(v) for pair in sorted(schema_ids.items()) for v in pair])
+    source_id = F.conv(F.hex(F.substring(data, 2, 4)), 16, 10).cast("long")
+    target_id = F.element_at(ids, source_id)
+    framed = (F.length(data) >= 5) & (F.hex(F.substring(data, 1, 1)) == "00") \
+        & F.col("topic").isin(topics) & target_id.isNotNull()
+    rewritten = F.concat(F.substring(data, 1, 1), F.unhex(F.lpad(F.hex(target_id), 8, "0")),
+                         F.substring(data, 6, 2_147_483_647))
+    return F.when(framed, rewritten).otherwise(data)
 
 
 def _path_names(alias: str) -> Column:
@@ -91,9 +116,11 @@ def _has_path() -> Column:
 
 def compare(spark: SparkSession, plans: list[PartitionRuns], *, source_options: Mapping[str, str],
             target_options: Mapping[str, str], source_bounds: Bounds, target_bounds: Bounds,
-            same_names: str | None = None) -> list[PartitionAudit]:
+            same_names: str | None = None, schema_ids: Mapping[int, int] | None = None,
+            schema_topics: list[str] | None = None) -> list[PartitionAudit]:
     """Run the comparison job; one PartitionAudit per plan, in plan order. ``same_names``: the target's
-    alias of a flow that runs active/active on the same names."""
+    alias of a flow that runs active/active on the same names; ``schema_ids``/``schema_topics``: the
+    flow rewrites schema ids (source records are compared as written, see ``record_hash``)."""
     from pyspark.sql import functions as F
 
     source_windows = {(p.source_topic, p.partition): w for p in plans
@@ -109,7 +136,7 @@ def compare(spark: SparkSession, plans: list[PartitionRuns], *, source_options: 
         source_df = None if source_df is None else source_df.where(~F.coalesce(_path_names(same_names), F.lit(False)))
         target_df = None if target_df is None else target_df.where(_has_path())
     marked = same_names is not None
-    source = _side(source_df, spark, F.col("topic"), marked)
+    source = _side(source_df, spark, F.col("topic"), marked, schema_ids, schema_topics)
     source = _flag_unknown(spark, source, plans, side=0).select(
         F.col("st").alias("s_topic"), F.col("partition").alias("s_part"), F.col("offset").alias("s_off"),
         F.col("hash").alias("s_hash"), F.col("unknown").alias("s_unknown"))
@@ -122,13 +149,14 @@ def compare(spark: SparkSession, plans: list[PartitionRuns], *, source_options: 
     return [partition_result(plan, found.get((plan.source_topic, plan.partition))) for plan in plans]
 
 
-def _side(df: DataFrame | None, spark: SparkSession, source_topic: Column, without_path: bool = False) -> DataFrame:
+def _side(df: DataFrame | None, spark: SparkSession, source_topic: Column, without_path: bool = False,
+          schema_ids: Mapping[int, int] | None = None, schema_topics: list[str] | None = None) -> DataFrame:
     """(source topic, topic, partition, offset, hash) of one cluster's records (empty when nothing is read)."""
 
     if df is None:
         return spark.createDataFrame([], _SIDE_SCHEMA)
     return df.select(source_topic.alias("st"), "topic", "partition", "offset",
-                     record_hash(without_path).alias("hash"))
+                     record_hash(without_path, schema_ids, schema_topics).alias("hash"))
 
 
 def _map_to_source(spark: SparkSession, target: DataFrame, plans: list[PartitionRuns]) -> DataFrame:

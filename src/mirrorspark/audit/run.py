@@ -10,12 +10,34 @@ import time
 from pathlib import Path
 
 from mirrorspark.audit import cluster, job, settings, verdicts
+from mirrorspark.audit.plan import PartitionRuns
 from mirrorspark.audit.report import AuditReport
-from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.integrity import loss
 from mirrorspark.integrity.failover_verdict import read_checkpoints
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.policy.topic_selection import TopicSelection
+
+
+def _schema_ids(flow: FlowConfig, selection: TopicSelection, plans: list[PartitionRuns]
+                ) -> tuple[dict[int, int] | None, list[str] | None]:
+    """A flow that rewrites schema ids (ADR 0028): the ids the target registry holds for the source's
+    schemas, and the source topics whose records were rewritten; (None, None) otherwise."""
+    if not flow.options.schemas:
+        return None, None
+    from mirrorspark.config.values import compile_patterns
+    from mirrorspark.schemas.registry import registry_of
+    from mirrorspark.schemas.sync import SchemaSync
+
+    remote = {p.source_topic: p.remote_topic for p in plans}
+    chosen = compile_patterns(flow.options.schema_topics, flow.where("mirrorspark.schemas.topics"))
+    policy = selection.policy
+    topics = sorted(t for t in remote if not policy.is_heartbeats_topic(t) and not policy.is_internal_topic(t)
+                    and (chosen is None or chosen.fullmatch(t)))
+    sync = SchemaSync(flow=flow.name, source=registry_of(alias=flow.source.alias, settings=flow.source.settings),
+                      target=registry_of(alias=flow.target.alias, settings=flow.target.settings),
+                      remote=lambda: remote)
+    return sync.copied_map(), topics
 
 
 def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_dir: Path) -> AuditReport:
@@ -62,9 +84,11 @@ def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_di
         session = spark = spark or start_spark()
         source_opts = settings.batch_options(source_options(flow, "", ship))
         target_opts = settings.batch_options(source_options(reading_target, "", ship))
+        schema_ids, schema_topics = _schema_ids(flow, selection, plans)
         partitions = job.spark_call("comparing source and target", lambda: job.compare(
             session, plans, source_options=source_opts, target_options=target_opts, source_bounds=source_bounds,
-            target_bounds=target_bounds, same_names=flow.target.alias if flow.same_names else None))
+            target_bounds=target_bounds, same_names=flow.target.alias if flow.same_names else None,
+            schema_ids=schema_ids, schema_topics=schema_topics))
         checkpoints_topic = selection.policy.checkpoints_topic(flow.source.alias)
         checkpoints, skipped = job.spark_call(f"reading {checkpoints_topic} on {flow.target.alias}",
                                               lambda: read_checkpoints(session, target_opts, target_admin,

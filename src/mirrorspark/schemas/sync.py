@@ -111,6 +111,34 @@ class SchemaSync:
                     schema_id, self.source.name)
         return None
 
+    def copied_map(self) -> dict[int, int]:
+        """The target ids of the source's schemas the target registry holds, found without writing
+        anything (``audit``): each version looked up under its renamed subject, references renamed."""
+        found: dict[int, int] = {}
+        versions: dict[tuple[str, int], tuple[str, int] | None] = {}
+
+        def target_version(subject: str, version: int) -> tuple[str, int] | None:
+            if (subject, version) not in versions:
+                versions[(subject, version)] = None  # a reference cycle ends here
+                schema = self.source.version(subject, version)
+                refs = []
+                for ref in schema.references:
+                    held = target_version(ref.subject, ref.version)
+                    if held is None:
+                        return None
+                    refs.append(Reference(ref.name, *held))
+                name = target_subject(subject, self.remote())
+                hit = self.target.lookup(name, schema, tuple(refs))
+                if hit is not None:
+                    found.setdefault(schema.id, hit[0])
+                    versions[(subject, version)] = (name, hit[1])
+            return versions[(subject, version)]
+
+        for subject in self.source.subjects():
+            for version in self.source.versions(subject):
+                target_version(subject, version)
+        return found
+
     def topics_option(self, remote: Mapping[str, str]) -> str:
         """The sink's ``schemaTopics`` option: the remote topics whose records are rewritten."""
         return "\n".join(sorted(name for source, name in remote.items() if self.topics is None or self.topics(source)))

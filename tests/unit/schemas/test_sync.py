@@ -157,3 +157,16 @@ def test_only_the_chosen_topics_records_are_rewritten_never_the_heartbeats():
     narrow = _schema_topics(DefaultReplicationPolicy(), re.compile("orders").fullmatch)
     assert SchemaSync(flow="f", source=Memory("a"), target=Memory("b"), remote=lambda: REMOTE,
                       topics=narrow).topics_option(remote) == "primary.orders"
+
+
+def test_the_audit_finds_the_copied_ids_without_writing_to_either_registry():
+    source, target = Memory("primary"), Memory("backup", first_id=50)
+    address = source.add("common-address", '{"type":"record","name":"Address","fields":[]}')
+    order = source.add("orders-value", '{"type":"record","name":"Order","fields":[]}',
+                       (Reference("Address", "common-address", 1),))
+    late = source.add("orders-value", '"long"')
+    SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE).resolve(order)
+    calls = len(target.calls)
+    found = SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE).copied_map()
+    assert found == {address: 50, order: 51}, "the version never copied has no target id"
+    assert late not in found and len(target.calls) == calls, "nothing written"

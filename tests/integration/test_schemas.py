@@ -108,3 +108,56 @@ def test_avro_records_read_on_the_target_with_the_target_registry_alone(clusters
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert report["totals"]["matched"] == 400 and report["totals"]["differing"] == 0, report["totals"]
+
+
+def test_a_target_registry_that_does_not_answer_holds_the_records_that_need_it(clusters, unique, tmp_path: Path,
+                                                                               registries):
+    """The target registry stopped (SIGSTOP, so it keeps its schemas) for 30 s while records of a version it
+    does not hold yet arrive: the flow waits, writes none of them with an id the target lacks, and copies
+    them once the registry answers; every record reads with the target registry."""
+    import os
+    import signal
+
+    topic, remote = f"avro-down-{unique}", f"primary.avro-down-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    source_registry = SchemaRegistryClient({"url": registries["primary"]})
+    target_registry = SchemaRegistryClient({"url": registries["backup"]})
+    _produce(clusters["primary"], topic, AvroSerializer(source_registry, V1), 0, 100, None)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"primary.schema.registry.url = {registries['primary']}\n"
+                          f"backup.schema.registry.url = {registries['backup']}\n"
+                          "mirrorspark.schemas.sync.enabled = true\n")
+    port = int(registries["backup"].split(":")[2].split("/")[0])
+    pid = int(next(p for p in Path("/proc").iterdir() if p.name.isdigit() and _serves(p, port)).name)
+    with running_mirrorspark(config, tmp_path / "state") as mirror:
+        wait_for_count(clusters["backup"], remote, 100)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            _produce(clusters["primary"], topic, AvroSerializer(source_registry, V2), 100, 100, "late")
+            time.sleep(30)
+            held = _count(clusters["backup"], remote)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        wait_for_count(clusters["backup"], remote, 200, timeout=180)
+        output = mirror.output()
+    assert held == 100, f"{held - 100} record(s) written while the target registry did not answer"
+    read = _read_all(clusters["backup"], remote, AvroDeserializer(target_registry))
+    assert sorted(read) == list(range(200))
+    assert all(read[seq] == {"id": seq, "note": f"late-{seq}"} for seq in range(100, 200))
+    assert "degraded" in output and "schema registry of backup" in output, output[-3000:]
+
+
+def _serves(proc: Path, port: int) -> bool:
+    try:
+        return f"-Dquarkus.http.port={port}" in (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+
+
+def _count(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"count-{time.time_ns()}"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(2))
+    finally:
+        consumer.close()

@@ -61,11 +61,12 @@ def test_the_sink_is_told_each_source_topics_remote_topic_and_the_largest_record
 
     plan = SimpleNamespace(remote={"orders": "a.orders"})
     for largest, request in ((1000, None), (4_000_000, str(4_000_000 + 16384))):
-        writer = SimpleNamespace(sink_options={"flow": "a->b"}, remote_topics=SimpleNamespace(configs=Configs(largest)))
+        writer = SimpleNamespace(sink_options={"flow": "a->b"}, schemas=None,
+                                 remote_topics=SimpleNamespace(configs=Configs(largest)))
         options = BatchWriter.sink_options_for(writer, plan)
         assert options["remoteTopics"] == "orders\ta.orders" and options["flow"] == "a->b"
         assert options.get("kafka.max.request.size") == request
-    kept = SimpleNamespace(sink_options={"kafka.max.request.size": "2000000"},
+    kept = SimpleNamespace(sink_options={"kafka.max.request.size": "2000000"}, schemas=None,
                            remote_topics=SimpleNamespace(configs=Configs(4_000_000)))
     assert BatchWriter.sink_options_for(kept, plan)["kafka.max.request.size"] == "2000000"  # the user's
     assert "remoteTopics" not in kept.sink_options  # the flow's own options are left as they were

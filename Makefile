@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing first.
-.PHONY: setup demo lint test test-unit drills soak bench bench-partitions bench-faults bench-realtime dist image image-test clean
+.PHONY: setup demo lint test test-unit drills soak bench bench-schemas bench-partitions bench-faults bench-realtime dist image image-test clean
 
 setup:
 	@bash scripts/setup.sh
@@ -52,9 +52,16 @@ soak: setup
 	MIRRORSPARK_SOAK_MINUTES=$(SOAK_MINUTES) MIRRORSPARK_SOAK_SEED=$(SOAK_SEED) \
 	MIRRORSPARK_SOAK_REPORT=build/soak-report.txt .venv/bin/pytest -s -p no:cacheprovider tests/soak
 
-# Real MirrorMaker 2 vs mirrorspark on the same local brokers (about 22 minutes on 2 cores).
+# Real MirrorMaker 2 vs mirrorspark on the same local brokers and the schema bench below (about 32 minutes on 2 cores).
 bench: setup
 	.venv/bin/python bench/mm2_vs_mirrorspark.py
+	.venv/bin/python bench/schema_rewrite.py
+	.venv/bin/python bench/render_readme.py
+
+# Avro records between two schema registries whose ids collide: MM2's copy and mirrorspark's with and
+# without id rewriting, each read back with the target's registry (about 10 minutes; part of `make bench`).
+bench-schemas: setup
+	.venv/bin/python bench/schema_rewrite.py
 	.venv/bin/python bench/render_readme.py
 
 # The same real faults (kill -9, the source cluster down, unread records deleted) against real MM2 and

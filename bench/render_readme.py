@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fault_drills import table as faults_table
 from mm2_vs_mirrorspark import median, rounds_table, size_table, table
 from partition_scale import table as partition_table
+from schema_rewrite import table as schemas_table
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -115,10 +116,28 @@ def fault_rows(faults: dict) -> list[str]:
     return rows
 
 
-def readme_section(mm2: dict, scale: dict | None, faults: dict | None = None) -> list[str]:
+def schema_rows(schemas: dict) -> list[str]:
+    """The README's schema rows (`make bench`, schema_rewrite.json): what a consumer on the target reads
+    with the target's own registry, and the Avro copy's speed with every id rewritten against MM2's."""
+    runs = schemas["runs"]
+    mm2 = next(r for r in runs if r["name"].startswith("MM2"))
+    rewritten = [r for r in runs if r["name"].endswith("rewritten")]
+    best = max(rewritten, key=lambda r: r["readable"]["read"])
+    rate = median([r["second_half_records_per_second"] for r in rewritten])
+    read_mm2, read_ms = mm2["readable"], best["readable"]
+    verdict_word = "better" if read_ms["read"] > read_mm2["read"] else "same"
+    return [f"| **{verdict_word}**: Avro records a consumer on the target reads with the target's own registry | "
+            f"{read_mm2['read']:,} of {read_mm2['records']:,} | {read_ms['read']:,} of {read_ms['records']:,} | - |",
+            f"| **{verdict(rate / mm2['second_half_records_per_second'], True)}**: backlog copy of Avro records, "
+            f"schema ids rewritten (MM2: copied as they are) | {mm2['second_half_records_per_second']:,} records/s | "
+            f"{rate:,.0f} records/s | {rate / mm2['second_half_records_per_second']:.2f}x |"]
+
+
+def readme_section(mm2: dict, scale: dict | None, faults: dict | None = None, schemas: dict | None = None) -> list[str]:
     provenance_line = provenance(mm2, "make bench") + ("; partitions: `make bench-partitions`" if scale else "") + \
-        ("; faults: `make bench-faults`" if faults else "")
-    return [provenance_line, "", *measured_rows(mm2, scale), *(fault_rows(faults) if faults else [])]
+        ("; faults: `make bench-faults`" if faults else "") + ("; schemas: `make bench-schemas`" if schemas else "")
+    return [provenance_line, "", *measured_rows(mm2, scale), *(fault_rows(faults) if faults else []),
+            *(schema_rows(schemas) if schemas else [])]
 
 
 def sizing_rows(mm2: dict, scale: dict | None) -> list[str]:
@@ -146,8 +165,10 @@ def main() -> None:
             if (RESULTS / "partition_scale.json").is_file() else None
         faults = json.loads((RESULTS / "fault_drills.json").read_text()) \
             if (RESULTS / "fault_drills.json").is_file() else None
+        schemas = json.loads((RESULTS / "schema_rewrite.json").read_text()) \
+            if (RESULTS / "schema_rewrite.json").is_file() else None
         front = ROOT / "README.md"
-        front.write_text(section("readme", readme_section(mm2, scale, faults), front.read_text()))
+        front.write_text(section("readme", readme_section(mm2, scale, faults, schemas), front.read_text()))
     sizing = ROOT / "docs" / "sizing.md"
     if sizing.is_file() and (RESULTS / "mm2_vs_mirrorspark.json").is_file():
         mm2 = json.loads((RESULTS / "mm2_vs_mirrorspark.json").read_text())
@@ -176,6 +197,14 @@ def main() -> None:
         faults = json.loads((RESULTS / "fault_drills.json").read_text())
         text = section("faults", [provenance(faults, "make bench-faults") + f"; feed {faults['rate']:,} records/s, "
                                   f"source down {faults['down_seconds']:.0f} s", "", *faults_table(faults)], text)
+    if (RESULTS / "schema_rewrite.json").is_file():
+        schemas = json.loads((RESULTS / "schema_rewrite.json").read_text())
+        cost = schemas["rewrite_over_plain"]
+        text = section("schemas", [provenance(schemas, "make bench-schemas") + f"; {schemas['settings']['records']:,} "
+                                   f"Avro records of about {schemas['settings']['body']:,} B per run", "",
+                                   *schemas_table(schemas), "",
+                                   f"Ids rewritten against the same copy without: {cost['records_per_second']:.2f}x "
+                                   f"the records/s, {cost['cpu_seconds_per_million']:.2f}x the CPU per record."], text)
     readme.write_text(text)
     print(f"rendered {readme}")
 

@@ -29,7 +29,7 @@ def example() -> MirrorMetrics:
     flow.set_running(True)
     buckets = (1,) + (0,) * len(BUCKET_BOUNDS_MS)
     flow.batch_written([PartitionStats("A.t", 0, 1, 10, 1, 1, 1, 1, 1, 1, 1, age_buckets=buckets,
-                                       latency_buckets=buckets)], {("A.t", 0): 1})
+                                       latency_buckets=buckets)], {("A.t", 0): 1}, {("A.t", 0): 1})
     flow.offsets_handed(1.0)
     flow.records_lost("t", 0, 1)
     metrics.lag_records.labels(source="A", target="B", source_topic="t", partition="0").set(0)

@@ -248,12 +248,14 @@ class SparkJvm:
         return parse_report(runs=runs, executors=executors)
 
     def drain_figures(self, flow: str) -> BatchReport:
-        """Take the sink's figures for ``flow`` (per-partition stats, resumed partitions). Drained only once
+        """Take the sink's figures for ``flow`` (per-partition stats, resumed partitions, records copied with
+        a schema id neither registry knows). Drained only once
         the batch's bookkeeping succeeded: when it fails they stay in the JVM and count with the next batch,
         since the records were written all the same."""
         resumed = _call("WrittenBatches.drainResumed", lambda: self._batches.drainResumed(flow))
         stats = _call("FlowStats.drain", lambda: self._kafka.FlowStats.drain(flow))
-        return parse_report(resumed=resumed, stats=stats)
+        unresolved = _call("WrittenBatches.drainUnresolved", lambda: self._batches.drainUnresolved(flow))
+        return parse_report(resumed=resumed, stats=stats, unresolved=unresolved)
 
     def jvm_metrics(self) -> str:
         """The driver JVM's memory, collections, threads and CPU (``metrics.jvm`` parses the text)."""

@@ -114,6 +114,16 @@ class ResumedPartition:
 
 
 @dataclass(frozen=True)
+class UnresolvedSchemas:
+    """One line of ``WrittenBatches.drainUnresolved``: records sent with a schema id neither registry
+    knows, copied unchanged (``mirrorspark.schemas.unresolved = copy``)."""
+
+    topic: str
+    partition: int
+    records: int
+
+
+@dataclass(frozen=True)
 class ResumeRange:
     """One line of the sink's ``resume`` option: target offsets ``begin..end-1`` of the partition
     were written by an interrupted attempt of the batch, compared before anything is sent again."""
@@ -146,6 +156,7 @@ class BatchReport:
     stats: tuple[PartitionStats, ...] = ()
     resumed: tuple[ResumedPartition, ...] = ()
     executors: frozenset[str] = frozenset()
+    unresolved: tuple[UnresolvedSchemas, ...] = ()
 
     def first_written(self) -> dict[Partition, int]:
         """Per remote partition, the lowest source offset written in this batch."""
@@ -158,7 +169,7 @@ class BatchReport:
         return first
 
 
-Row = TypeVar("Row", WrittenRun, PartitionStats, ResumedPartition)
+Row = TypeVar("Row", WrittenRun, PartitionStats, ResumedPartition, UnresolvedSchemas)
 
 
 def _rows(text: str, row: Callable[..., Row], width: int | None, store: str) -> tuple[Row, ...]:
@@ -177,13 +188,16 @@ def _rows(text: str, row: Callable[..., Row], width: int | None, store: str) -> 
     return tuple(out)
 
 
-def parse_report(runs: str = "", stats: str = "", resumed: str = "", executors: str = "") -> BatchReport:
+def parse_report(runs: str = "", stats: str = "", resumed: str = "", executors: str = "",
+                 unresolved: str = "") -> BatchReport:
     """The typed report from the texts of ``OffsetRuns.drain``, ``FlowStats.drain``,
-    ``WrittenBatches.drainResumed`` and ``WrittenBatches.drainExecutors``."""
+    ``WrittenBatches.drainResumed``, ``WrittenBatches.drainExecutors`` and ``WrittenBatches.drainUnresolved``."""
     return BatchReport(_rows(runs, WrittenRun.of, 2 + len(fields(OffsetRun)), "OffsetRuns.drain"),
                        _rows(stats, PartitionStats.of, None, "FlowStats.drain"),
                        _rows(resumed, ResumedPartition, len(fields(ResumedPartition)), "WrittenBatches.drainResumed"),
-                       frozenset(filter(None, executors.split(","))))
+                       frozenset(filter(None, executors.split(","))),
+                       _rows(unresolved, UnresolvedSchemas, len(fields(UnresolvedSchemas)),
+                             "WrittenBatches.drainUnresolved"))
 
 
 def resume_option(ranges: Iterable[ResumeRange]) -> str:

@@ -8,6 +8,7 @@ target registry alone, to what was produced, and each carries a sequence number 
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -28,6 +29,10 @@ pytestmark = pytest.mark.broker
 V1 = '{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"id","type":"long"}]}'
 V2 = ('{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"id","type":"long"},'
       '{"name":"note","type":"string","default":""}]}')
+# A version no other test registers: ids are global in a registry, so a schema another subject already
+# holds has its target id in the flow's map before this subject's version is copied.
+V2_HELD = ('{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"id","type":"long"},'
+           '{"name":"note","type":"string","default":""},{"name":"held","type":"boolean","default":false}]}')
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +139,7 @@ def test_a_target_registry_that_does_not_answer_holds_the_records_that_need_it(c
         wait_for_count(clusters["backup"], remote, 100)
         os.kill(pid, signal.SIGSTOP)
         try:
-            _produce(clusters["primary"], topic, AvroSerializer(source_registry, V2), 100, 100, "late")
+            _produce(clusters["primary"], topic, AvroSerializer(source_registry, V2_HELD), 100, 100, "late")
             time.sleep(30)
             held = _count(clusters["backup"], remote)
         finally:
@@ -144,7 +149,7 @@ def test_a_target_registry_that_does_not_answer_holds_the_records_that_need_it(c
     assert held == 100, f"{held - 100} record(s) written while the target registry did not answer"
     read = _read_all(clusters["backup"], remote, AvroDeserializer(target_registry))
     assert sorted(read) == list(range(200))
-    assert all(read[seq] == {"id": seq, "note": f"late-{seq}"} for seq in range(100, 200))
+    assert all(read[seq] == {"id": seq, "note": f"late-{seq}", "held": False} for seq in range(100, 200))
     assert "degraded" in output and "schema registry of backup" in output, output[-3000:]
 
 
@@ -161,3 +166,129 @@ def _count(bootstrap: str, topic: str) -> int:
         return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(2))
     finally:
         consumer.close()
+
+
+def test_records_whose_id_neither_registry_knows_are_copied_unchanged_and_counted(clusters, unique, tmp_path: Path,
+                                                                                  registries):
+    """``mirrorspark.schemas.unresolved = copy``: 30 records framed with an id the source registry never
+    gave (a producer that bypassed it) among 60 ordinary ones; all 90 copied, those 30 byte for byte,
+    and the log counts exactly 30 (``mirrorspark_schema_unresolved_records_total`` is fed the same figures)."""
+    topic, remote = f"avro-unknown-{unique}", f"primary.avro-unknown-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    source_registry = SchemaRegistryClient({"url": registries["primary"]})
+    _produce(clusters["primary"], topic, AvroSerializer(source_registry, V1), 0, 60, None)
+    stray = b"\x00" + (987_654).to_bytes(4, "big") + b"no schema"
+    producer = Producer({"bootstrap.servers": clusters["primary"], "enable.idempotence": True})
+    for seq in range(60, 90):
+        producer.produce(topic, value=stray, partition=seq % 2, headers=[("seq", str(seq).encode())])
+    assert producer.flush(30) == 0
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"primary.schema.registry.url = {registries['primary']}\n"
+                          f"backup.schema.registry.url = {registries['backup']}\n"
+                          "mirrorspark.schemas.sync.enabled = true\nmirrorspark.schemas.unresolved = copy\n")
+    with running_mirrorspark(config, tmp_path / "state") as mirror:
+        wait_for_count(clusters["backup"], remote, 90, timeout=180)
+        output = mirror.output()
+    counted = sum(int(m) for m in re.findall(r"(\d+) record\(s\) copied with a schema id neither registry knows",
+                                              output))
+    assert counted == 30, output[-3000:]
+    consumer = Consumer({"bootstrap.servers": clusters["backup"], "group.id": f"raw-{time.time_ns()}"})
+    try:
+        consumer.assign([TopicPartition(remote, p, 0) for p in range(2)])
+        values: dict[int, bytes] = {}
+        deadline = time.monotonic() + 60
+        while len(values) < 90 and time.monotonic() < deadline:
+            for msg in consumer.consume(100, 1.0):
+                if msg.error() is None:
+                    values[int(dict(msg.headers())["seq"])] = msg.value()
+    finally:
+        consumer.close()
+    assert sorted(values) == list(range(90))
+    assert all(values[seq] == stray for seq in range(60, 90)), "copied unchanged"
+    assert all(values[seq][1:5] != (987_654).to_bytes(4, "big") for seq in range(60))
+
+
+def _protobuf_order(unique: str):
+    """A Protobuf file of two messages built at run time; Order is the second, so each record carries the
+    message index [1] after its schema id, which the copy must keep."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name=f"order_{unique}.proto", package=f"acme{unique}", syntax="proto3")
+    proto.message_type.add(name="Note").field.add(name="text", number=1, type=field.TYPE_STRING,
+                                                  label=field.LABEL_OPTIONAL)
+    order = proto.message_type.add(name="Order")
+    order.field.add(name="id", number=1, type=field.TYPE_INT64, label=field.LABEL_OPTIONAL)
+    order.field.add(name="note", number=2, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"acme{unique}.Order"))
+
+
+@pytest.mark.parametrize("kind", ["protobuf", "json"])
+def test_protobuf_and_json_schema_records_keep_everything_but_the_id(clusters, unique, tmp_path: Path, registries,
+                                                                    kind: str):
+    """Records written with Confluent's Protobuf and JSON Schema serializers: on the target each record's
+    id names, in the target registry, the schema its source id names in the source registry; every byte
+    after the id is the source's (Protobuf's message indexes included); the target's deserializer reads
+    them with the target registry."""
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+
+    topic, remote = f"{kind}-{unique}", f"primary.{kind}-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    source_registry = SchemaRegistryClient({"url": registries["primary"]})
+    target_registry = SchemaRegistryClient({"url": registries["backup"]})
+    target_registry.register_schema(f"taken-{kind}-{unique}-value", Schema('"string"', "AVRO"))  # ids collide
+    if kind == "protobuf":
+        order = _protobuf_order(unique)
+        serialize = ProtobufSerializer(order, source_registry, {"use.deprecated.format": False})
+        make = lambda seq: order(id=seq, note=f"n{seq}")  # noqa: E731
+        deserializer = ProtobufDeserializer(order, {"use.deprecated.format": False}, target_registry)
+        plain = lambda msg: {"id": msg.id, "note": msg.note}  # noqa: E731
+    else:
+        json_schema = json.dumps({"$schema": "http://json-schema.org/draft-07/schema#", "title": f"Order{unique}",
+                                  "type": "object", "properties": {"id": {"type": "integer"},
+                                                                   "note": {"type": "string"}}})
+        serialize = JSONSerializer(json_schema, source_registry)
+        make = lambda seq: {"id": seq, "note": f"n{seq}"}  # noqa: E731
+        deserializer = JSONDeserializer(None, schema_registry_client=target_registry)
+        plain = lambda value: value  # noqa: E731
+    producer = Producer({"bootstrap.servers": clusters["primary"], "enable.idempotence": True})
+    sent: dict[int, bytes] = {}
+    for seq in range(50):
+        sent[seq] = serialize(make(seq), SerializationContext(topic, MessageField.VALUE))
+        producer.produce(topic, value=sent[seq], partition=seq % 2, headers=[("seq", str(seq).encode())])
+    assert producer.flush(30) == 0
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"primary.schema.registry.url = {registries['primary']}\n"
+                          f"backup.schema.registry.url = {registries['backup']}\n"
+                          "mirrorspark.schemas.sync.enabled = true\n")
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], remote, 50, timeout=180)
+    consumer = Consumer({"bootstrap.servers": clusters["backup"], "group.id": f"raw-{time.time_ns()}"})
+    copied: dict[int, bytes] = {}
+    try:
+        consumer.assign([TopicPartition(remote, p, 0) for p in range(2)])
+        deadline = time.monotonic() + 60
+        while len(copied) < 50 and time.monotonic() < deadline:
+            for msg in consumer.consume(100, 1.0):
+                if msg.error() is None:
+                    copied[int(dict(msg.headers())["seq"])] = msg.value()
+    finally:
+        consumer.close()
+    assert sorted(copied) == list(range(50))
+    source_id = int.from_bytes(sent[0][1:5], "big")
+    target_id = int.from_bytes(copied[0][1:5], "big")
+    assert target_id != source_id, "the target registry gave the schema another id"
+    assert all(copied[seq][:1] == b"\x00" and copied[seq][5:] == sent[seq][5:] for seq in range(50)), \
+        "every byte after the id is the source's"
+    assert {int.from_bytes(copied[seq][1:5], "big") for seq in range(50)} == {target_id}
+    source_schema, target_schema = source_registry.get_schema(source_id), target_registry.get_schema(target_id)
+    assert (target_schema.schema_type, target_schema.schema_str) == \
+        (source_schema.schema_type, source_schema.schema_str)
+    context = SerializationContext(remote, MessageField.VALUE)
+    read = {seq: plain(deserializer(copied[seq], context)) for seq in range(50)}
+    assert read == {seq: {"id": seq, "note": f"n{seq}"} for seq in range(50)}

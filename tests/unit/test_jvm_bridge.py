@@ -127,6 +127,7 @@ def test_the_written_rows_and_the_figures_are_drained_apart():
             class WrittenBatches:
                 drainResumed = staticmethod(store("resumed", ""))
                 drainExecutors = staticmethod(store("executors", "7"))
+                drainUnresolved = staticmethod(store("unresolved", "r\t0\t2\n"))
 
     from mirrorspark.sink_report import BatchReport, WrittenRun
 
@@ -136,7 +137,8 @@ def test_the_written_rows_and_the_figures_are_drained_apart():
     assert sorted(calls) == [("executors", "A->B"), ("runs", "A->B")]  # figures stay until the bookkeeping is done
     figures = jvm.drain_figures("A->B")
     assert not figures.runs and [s.count for s in figures.stats] == [5]
-    assert sorted(calls[2:]) == [("resumed", "A->B"), ("stats", "A->B")]
+    assert [(u.topic, u.partition, u.records) for u in figures.unresolved] == [("r", 0, 2)]
+    assert sorted(calls[2:]) == [("resumed", "A->B"), ("stats", "A->B"), ("unresolved", "A->B")]
 
 
 def test_a_drained_line_the_package_cannot_read_fails_as_sink_report_says():

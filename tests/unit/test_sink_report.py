@@ -10,6 +10,7 @@ from mirrorspark.sink_report import (
     PartitionStats,
     ResumedPartition,
     ResumeRange,
+    UnresolvedSchemas,
     WrittenRun,
     parse_report,
     resume_option,
@@ -22,7 +23,8 @@ def test_every_store_becomes_typed_rows():
         stats="A.t\t0\t5\t50\t1\t9\t20\t2\t8\t25\t4\t" + "\t".join(["1", "3"] + ["0"] * 13 + ["4"] + ["0"] * 14)
         + "\n",
         resumed="A.t\t1\t6\t2\n",
-        executors="1,driver,2")
+        executors="1,driver,2",
+        unresolved="A.t\t0\t3\n")
     assert report.runs == (WrittenRun.of("A.t", 0, 10, 100, 5), WrittenRun.of("-1", 0, -1, -1, 0),
                            WrittenRun.of("A.t", 1, 3, 7, 2))
     assert [run.written for run in report.runs] == [True, False, True]
@@ -31,6 +33,7 @@ def test_every_store_becomes_typed_rows():
                                            age_buckets=(1, 3, *[0] * 13), latency_buckets=(4, *[0] * 14)),)
     assert report.resumed == (ResumedPartition("A.t", 1, resumed=6, recopied=2),)
     assert report.executors == frozenset({"1", "2", "driver"})
+    assert report.unresolved == (UnresolvedSchemas("A.t", 0, records=3),)
 
 
 def test_topics_keep_every_character_but_tab():

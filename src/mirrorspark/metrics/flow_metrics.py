@@ -26,6 +26,7 @@ class PartitionFigures:
     records: int = 0
     bytes: int = 0
     recopied: int = 0
+    schema_unresolved: int = 0  # copied with a schema id neither registry knows (ADR 0028)
     latency_ms_avg: float | None = None
     age_ms_avg: float | None = None
     traffic: Window = field(default_factory=Window)  # records, bytes, replication latency
@@ -58,9 +59,11 @@ class FlowMetrics:
     def _labels(self, topic: str, partition: int) -> dict[str, str]:
         return {"source": self.source, "target": self.target, "topic": topic, "partition": str(partition)}
 
-    def batch_written(self, stats: Iterable[PartitionStats], recopied: Mapping[Partition, int]) -> None:
-        """Fold one batch in: the sink's figures per remote partition and the records written again
-        per remote partition (``WriteMarks`` and the resumed-batch comparison count them)."""
+    def batch_written(self, stats: Iterable[PartitionStats], recopied: Mapping[Partition, int],
+                      unresolved: Mapping[Partition, int] | None = None) -> None:
+        """Fold one batch in: the sink's figures per remote partition, the records written again
+        per remote partition (``WriteMarks`` and the resumed-batch comparison count them) and those
+        copied with a schema id neither registry knows."""
         m = self.metrics
         with self._lock:
             for s in stats:
@@ -82,6 +85,9 @@ class FlowMetrics:
                     if s.age_buckets:
                         m.record_age.add(topic, s.age_buckets, s.age_sum / 1000)
             self._recopied(recopied)
+            for where, records in (unresolved or {}).items():
+                m.schema_unresolved.labels(**self._labels(*where)).inc(records)
+                self.figures.partitions.setdefault(where, PartitionFigures()).schema_unresolved += records
             self.figures.last_batch_time = time.time()
             self.figures.batches += 1
             m.last_batch.labels(source=self.source, target=self.target).set(self.figures.last_batch_time)
@@ -149,6 +155,7 @@ class FlowMetrics:
                 "records": sum(f.records for f in self.figures.partitions.values()),
                 "bytes": sum(f.bytes for f in self.figures.partitions.values()),
                 "recopied": sum(f.recopied for f in self.figures.partitions.values()),
+                "schema_unresolved": sum(f.schema_unresolved for f in self.figures.partitions.values()),
                 "partitions": [{"topic": t, "partition": p, "records": f.records, "bytes": f.bytes,
                                 "recopied": f.recopied, "replication_latency_ms_avg": f.latency_ms_avg,
                                 "record_age_ms_avg": f.age_ms_avg}

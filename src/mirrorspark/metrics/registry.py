@@ -140,6 +140,9 @@ class MirrorMetrics:
         self.recopied = Counter("mirrorspark_records_recopied", "Records written again after a restart or by a "
                                 "writer that lost the flow (their source offset had been written before).",
                                 PARTITION, registry=r)
+        self.schema_unresolved = Counter("mirrorspark_schema_unresolved_records", "Records copied with a schema id "
+                                         "neither schema registry knows, unchanged (mirrorspark.schemas.unresolved "
+                                         "= copy).", PARTITION, registry=r)
         self.records_lost = Counter("mirrorspark_records_lost", "Source records that can no longer be copied "
                                     "(retention or deleteRecords ahead of the flow, a re-created or truncated "
                                     "topic, a remote topic deleted on the target).", SOURCE_PARTITION, registry=r)
@@ -208,7 +211,7 @@ class MirrorMetrics:
 
     def remote_partition_families(self) -> list:
         """Families labelled by the remote topic and partition (what a topic leaving a flow leaves behind)."""
-        return [self.records, self.bytes, self.recopied]
+        return [self.records, self.bytes, self.recopied, self.schema_unresolved]
 
     def source_partition_families(self) -> list:
         """Families labelled by the source topic (lag); the loss counter stays: it is the record of a loss."""

@@ -243,8 +243,15 @@ class BatchWriter:
             log.warning("flow %s: batch %d: %d record(s) copied twice (written again after an interrupted attempt; "
                         "counted in mirrorspark_records_recopied_total): %s", self.flow.name, batch_id,
                         sum(twice.values()), ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(twice.items())))
+        unresolved = {(row.topic, row.partition): row.records for row in figures.unresolved}
+        if unresolved:  # mirrorspark.schemas.unresolved = copy: never silent (ADR 0028)
+            log.warning("flow %s: batch %d: %d record(s) copied with a schema id neither registry knows, unchanged "
+                        "(mirrorspark.schemas.unresolved = copy; counted in "
+                        "mirrorspark_schema_unresolved_records_total): %s", self.flow.name, batch_id,
+                        sum(unresolved.values()),
+                        ", ".join(f"{t}[{p}]: {n}" for (t, p), n in sorted(unresolved.items())))
         if self.metrics is not None:
-            self.metrics.batch_written(figures.stats, recopied)
+            self.metrics.batch_written(figures.stats, recopied, unresolved)
 
     def sink_options_for(self, plan: TopicPlan) -> Mapping[str, str]:
         """The sink's options for a batch of ``plan``: each source topic's remote topic (the sink

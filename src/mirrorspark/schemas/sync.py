@@ -107,8 +107,8 @@ class SchemaSync:
             self.ids[schema_id] = schema_id
             self.unresolved.add(schema_id)
         log.warning("flow %s: the record at %s carries schema id %d, which the schema registry of %s does not know: "
-                    "records with it are copied unchanged (mirrorspark.schemas.unresolved = copy)", self.flow, where,
-                    schema_id, self.source.name)
+                    "records with it are copied unchanged and counted (mirrorspark.schemas.unresolved = copy)",
+                    self.flow, where, schema_id, self.source.name)
         return None
 
     def copied_map(self) -> dict[int, int]:
@@ -144,9 +144,9 @@ class SchemaSync:
         return "\n".join(sorted(name for source, name in remote.items() if self.topics is None or self.topics(source)))
 
     def option(self) -> str:
-        """The sink's ``schemaIds`` option."""
+        """The sink's ``schemaIds`` option; ``id:?`` for an id copied unchanged, whose records the sink counts."""
         with self._lock:
-            return ",".join(f"{s}:{t}" for s, t in sorted(self.ids.items()))
+            return ",".join(f"{s}:?" if s in self.unresolved else f"{s}:{t}" for s, t in sorted(self.ids.items()))
 
     def _subject(self, subject: str, up_to: int | None) -> None:
         """Copy ``subject``'s versions in order, up to ``up_to`` (None: all)."""

@@ -27,13 +27,13 @@ def test_runs_written_while_the_remote_topic_was_recreated_are_not_recorded(tmp_
     writer = BatchWriter(flow=SimpleNamespace(name="a->b"), selection=None, remote_topics=None,  # type: ignore[arg-type]
                          spark_log=None, guard=guard, sink_options={},  # type: ignore[arg-type]
                          on_written=lambda runs, source_of: mapped.extend(runs),
-                         metrics=SimpleNamespace(batch_written=lambda stats, recopied: counted.append(recopied)),  # type: ignore[arg-type]
+                         metrics=SimpleNamespace(batch_written=lambda stats, recopied, _: counted.append(recopied)),  # type: ignore[arg-type]
                          takeover={})
     runs = (WrittenRun.of("a.t", 0, 500, 0, 2),          # into the new topic: the refill copies it again
             WrittenRun.of("a.t", 1, 500, 17_940, 2),     # into the deleted one: gone with it
             WrittenRun.of("a.u", 0, 7, 7, 3))            # another topic's: recorded as ever
     jvm = SimpleNamespace(drain_written=lambda name: BatchReport(runs=runs),
-                          drain_figures=lambda name: SimpleNamespace(resumed=(), stats=()))
+                          drain_figures=lambda name: SimpleNamespace(resumed=(), stats=(), unresolved=()))
     plan = SimpleNamespace(remote={"t": "a.t", "u": "a.u"}, source_of={"a.t": "t", "a.u": "u"})
     writer._record(jvm, 4, "p", plan, lambda report: ({}, {}))  # type: ignore[arg-type]
     assert mapped == [runs[2]], "the refill writes the mapping of the new topic"

@@ -144,6 +144,7 @@ def test_the_sinks_message_names_the_id_and_an_unknown_one_fails_or_is_copied_as
     assert failed is not None and "schema id 77" in failed and "primary.orders[3]" in failed
     assert sync.handle_unknown(77, "there", fail_unresolved=False) is None
     assert sync.ids[77] == 77 and sync.unresolved == {77}, "copied unchanged from now on"
+    assert "77:?" in sync.option().split(","), "the sink counts its records"
 
 
 def test_only_the_chosen_topics_records_are_rewritten_never_the_heartbeats():

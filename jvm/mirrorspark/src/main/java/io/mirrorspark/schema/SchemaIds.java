@@ -3,6 +3,7 @@ package io.mirrorspark.schema;
 import java.io.Serializable;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 
 /**
  * A flow's source -> target schema id map, applied to keys and values in the Confluent wire format:
@@ -17,14 +18,21 @@ public final class SchemaIds implements Serializable {
     static final int PREFIX = 5;
 
     private final HashMap<Integer, Integer> ids;
+    /** Ids neither registry knows, copied unchanged ({@code mirrorspark.schemas.unresolved = copy}): counted. */
+    private final HashSet<Integer> unresolved;
 
-    private SchemaIds(HashMap<Integer, Integer> ids) {
+    private SchemaIds(HashMap<Integer, Integer> ids, HashSet<Integer> unresolved) {
         this.ids = ids;
+        this.unresolved = unresolved;
     }
 
-    /** The map from the sink's {@code schemaIds} option: {@code source:target} pairs, comma separated. */
+    /**
+     * The map from the sink's {@code schemaIds} option: {@code source:target} pairs, comma separated;
+     * {@code source:?} keeps an id neither registry knows, and its records are counted ({@link #unresolved}).
+     */
     public static SchemaIds parse(String option) {
         HashMap<Integer, Integer> ids = new HashMap<>();
+        HashSet<Integer> unresolved = new HashSet<>();
         if (option != null && !option.isBlank()) {
             for (String pair : option.split(",")) {
                 String[] parts = pair.trim().split(":");
@@ -32,13 +40,24 @@ public final class SchemaIds implements Serializable {
                     throw new IllegalArgumentException("schemaIds: expected source:target, got '" + pair + "'");
                 }
                 try {
-                    ids.put(Integer.parseInt(parts[0].trim()), Integer.parseInt(parts[1].trim()));
+                    int source = Integer.parseInt(parts[0].trim());
+                    if (parts[1].trim().equals("?")) {
+                        unresolved.add(source);
+                        ids.put(source, source);
+                    } else {
+                        ids.put(source, Integer.parseInt(parts[1].trim()));
+                    }
                 } catch (NumberFormatException e) {
                     throw new IllegalArgumentException("schemaIds: not a pair of ids: '" + pair + "'", e);
                 }
             }
         }
-        return new SchemaIds(ids);
+        return new SchemaIds(ids, unresolved);
+    }
+
+    /** True when {@code data} is in the wire format with an id neither registry knows (copied unchanged). */
+    public boolean unresolved(byte[] data) {
+        return !unresolved.isEmpty() && framed(data) && unresolved.contains(idOf(data));
     }
 
     /** True when {@code data} is in the wire format: the magic byte and room for an id. */

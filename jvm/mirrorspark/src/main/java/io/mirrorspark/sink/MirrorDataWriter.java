@@ -128,8 +128,10 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             ts = changed.timestamp() == null ? -1L : changed.timestamp();
             headers = changed.headers();
         }
+        boolean unresolved = false;  // a key or value whose id neither registry knows: copied unchanged, counted
         if (s.schemaIds != null && s.schemaTopics.contains(topic)) {  // after the transforms: the target's registry ids, before any comparison
             try {
+                unresolved = s.schemaIds.unresolved(key) || s.schemaIds.unresolved(value);
                 key = s.schemaIds.rewrite(key);
                 value = s.schemaIds.rewrite(value);
             } catch (SchemaIds.UnknownSchemaId e) {
@@ -149,6 +151,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
                 return;  // in a committed transaction already: paired from the progress, not sent again
             }
             Fences.check(s.flow, fence);
+            target.unresolvedSchemas += unresolved ? 1 : 0;
             TaskTransactions.send(txn, new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
                 new Ack(target, upstream, ts, bytes, age), bytes, now);
             return;
@@ -158,6 +161,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             return;
         }
         Fences.check(s.flow, fence);
+        target.unresolvedSchemas += unresolved ? 1 : 0;
         producer.send(new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
             new Ack(target, upstream, ts, bytes, age));
     }

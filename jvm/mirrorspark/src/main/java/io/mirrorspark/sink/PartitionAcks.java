@@ -23,6 +23,8 @@ final class PartitionAcks implements Serializable {
     /** Rows found already on the target (paired, not sent) and target records written again. */
     long resumed;
     long recopied;
+    /** Records sent with a schema id neither registry knows (copied unchanged, ADR 0028); task thread only. */
+    long unresolvedSchemas;
     /** Real-time mode: the next target offset of this partition's interrupted run still to compare
      *  with the next batch's rows (every row so far matched; -1: the comparison is over here). */
     long resumeNext = -1L;

@@ -20,6 +20,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 public final class WrittenBatches {
     private static final String EXECUTORS = "io.mirrorspark.sink.WrittenBatches.executors";
     private static final String RESUMED = "io.mirrorspark.sink.WrittenBatches.resumed";
+    private static final String UNRESOLVED = "io.mirrorspark.sink.WrittenBatches.unresolved";
 
     private WrittenBatches() {
     }
@@ -38,6 +39,10 @@ public final class WrittenBatches {
                 if (part.resumed > 0 || part.recopied > 0) {
                     JvmShared.<String>map(RESUMED).merge(flow,
                         part.topic + '\t' + part.partition + '\t' + part.resumed + '\t' + part.recopied + '\n', String::concat);
+                }
+                if (part.unresolvedSchemas > 0) {
+                    JvmShared.<String>map(UNRESOLVED).merge(flow,
+                        part.topic + '\t' + part.partition + '\t' + part.unresolvedSchemas + '\n', String::concat);
                 }
                 runs.computeIfAbsent(part.topic + '\u0000' + part.partition, k -> new OffsetRunList()).addAll(part.runs());
             }
@@ -159,6 +164,15 @@ public final class WrittenBatches {
      */
     public static String drainResumed(String flow) {
         String taken = JvmShared.<String>map(RESUMED).remove(flow);
+        return taken == null ? "" : taken;
+    }
+
+    /**
+     * Lines {@code topic TAB partition TAB records} since the last call: records sent with a schema id
+     * neither registry knows, copied unchanged ({@code mirrorspark.schemas.unresolved = copy}).
+     */
+    public static String drainUnresolved(String flow) {
+        String taken = JvmShared.<String>map(UNRESOLVED).remove(flow);
         return taken == null ? "" : taken;
     }
 

@@ -67,6 +67,17 @@ final class SchemaIdsTest {
     }
 
     @Test
+    void anIdNeitherRegistryKnowsIsKeptAndTold() throws Exception {
+        SchemaIds ids = SchemaIds.parse("1:7,9:?");
+        byte[] unknown = framed(9, (byte) 1);
+        assertSame(unknown, ids.rewrite(unknown), "copied unchanged");
+        assertTrue(ids.unresolved(unknown), "and counted");
+        assertFalse(ids.unresolved(framed(1)), "a mapped id is not");
+        assertFalse(ids.unresolved(null));
+        assertFalse(SchemaIds.parse("1:7").unresolved(framed(9)), "an id the map lacks is not kept, it fails");
+    }
+
+    @Test
     void aBadOptionIsRefusedNamingIt() {
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> SchemaIds.parse("1-7"));
         assertTrue(bad.getMessage().contains("schemaIds"), bad.getMessage());

@@ -292,3 +292,44 @@ def test_protobuf_and_json_schema_records_keep_everything_but_the_id(clusters, u
     context = SerializationContext(remote, MessageField.VALUE)
     read = {seq: plain(deserializer(copied[seq], context)) for seq in range(50)}
     assert read == {seq: {"id": seq, "note": f"n{seq}"} for seq in range(50)}
+
+
+def test_ids_kept_into_an_empty_registry_and_a_schema_the_target_numbers_otherwise_fails_the_flow(
+        clusters, unique, tmp_path: Path):
+    """``mirrorspark.schemas.ids = keep`` between two fresh registries: the target takes each schema under
+    its source id (Apicurio numbers as it goes, the sync registers in the source's id order), records
+    keep their ids and read with the target registry. Then a schema registered on the target behind the
+    flow's back takes the next id there: the next source version cannot keep its id, and the flow fails
+    naming the key before any record with that id is written."""
+    folders = {name: tmp_path / f"registry-{name}" for name in ("source", "target")}
+    try:
+        urls = {name: registry.url(registry.ensure(folder, java=java_executable(), port=free_port()))
+                for name, folder in folders.items()}
+        topic, remote = f"kept-{unique}", f"primary.kept-{unique}"
+        create_topic(clusters["primary"], topic, 2)
+        source_registry = SchemaRegistryClient({"url": urls["source"]})
+        target_registry = SchemaRegistryClient({"url": urls["target"]})
+        source_registry.register_schema(f"other-{unique}-value", Schema('"string"', "AVRO"))  # id 1
+        _produce(clusters["primary"], topic, AvroSerializer(source_registry, V1), 0, 100, None)  # id 2
+        config = write_config(tmp_path / "mm2.properties", clusters,
+                              f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                              f"primary.schema.registry.url = {urls['source']}\n"
+                              f"backup.schema.registry.url = {urls['target']}\n"
+                              "mirrorspark.schemas.sync.enabled = true\nmirrorspark.schemas.ids = keep\n"
+                              "mirrorspark.schemas.sync.interval.seconds = 3600\n")
+        with running_mirrorspark(config, tmp_path / "state", exit_code=(0, 1)) as mirror:
+            wait_for_count(clusters["backup"], remote, 100)
+            read = _read_all(clusters["backup"], remote, AvroDeserializer(target_registry))
+            assert read == {seq: {"id": seq} for seq in range(100)}
+            assert target_registry.get_latest_version(f"{remote}-value").schema_id == 2, "the source's id"
+            target_registry.register_schema(f"behind-{unique}-value", Schema('"bytes"', "AVRO"))  # the target's 3
+            _produce(clusters["primary"], topic, AvroSerializer(source_registry, V2), 100, 50, "new")  # source's 3
+            deadline = time.monotonic() + 180
+            while "mirrorspark.schemas.ids = keep, but" not in mirror.output() and time.monotonic() < deadline:
+                time.sleep(1)
+            output = mirror.output()
+        assert "mirrorspark.schemas.ids = keep, but the schema registry of backup gave" in output, output[-3000:]
+        assert _count(clusters["backup"], remote) == 100, "no record written with an id the target gave another schema"
+    finally:
+        for folder in folders.values():
+            registry.stop(folder)

@@ -296,6 +296,12 @@ KEYS: tuple[Key, ...] = (
         "MM2's heartbeats are never rewritten.", regex=True),
     Key("mirrorspark.schemas.sync.interval.seconds", Type.DOUBLE, "30",
         "Seconds between two passes over the source registry (new subjects and versions).", low=1),
+    Key("mirrorspark.schemas.ids", Type.STRING, "rewrite",
+        "`rewrite`: each schema takes the id the target registry gives it and the sink rewrites every record's id. "
+        "`keep`: each schema is registered with its source id (the subject in IMPORT mode meanwhile, in the source's "
+        "id order) and records keep their ids; for a target registry that is empty or holds only what the flow "
+        "copied. A schema the target registry gives another id fails the flow naming this key.",
+        choices=("rewrite", "keep")),
     Key("mirrorspark.schemas.unresolved", Type.STRING, "fail",
         "A record whose schema id neither registry knows: `fail` (the flow fails naming topic, partition, offset and "
         "id) or `copy` (copied unchanged, counted in the log and a metric).", choices=("fail", "copy")),

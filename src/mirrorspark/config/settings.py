@@ -121,6 +121,7 @@ class FlowSettings:
     schema_topics: tuple[str, ...]
     schemas_interval: float  # seconds
     schemas_fail_unresolved: bool
+    schemas_keep_ids: bool  # mirrorspark.schemas.ids = keep
 
     def where(self, key: str) -> str:
         return self.reader.where(key)
@@ -175,6 +176,7 @@ class FlowSettings:
             schema_topics=read.patterns("mirrorspark.schemas.topics")[0],
             schemas_interval=read.number("mirrorspark.schemas.sync.interval.seconds"),
             schemas_fail_unresolved=read.choice("mirrorspark.schemas.unresolved") == "fail",
+            schemas_keep_ids=read.choice("mirrorspark.schemas.ids") == "keep",
         )
 
 

@@ -206,7 +206,8 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                              subjects=_fullmatch(options.schema_subjects,
                                                  flow.where("mirrorspark.schemas.subjects")),
                              topics=_schema_topics(context.policy, _fullmatch(options.schema_topics,
-                                                                              flow.where("mirrorspark.schemas.topics"))))
+                                                                              flow.where("mirrorspark.schemas.topics"))),
+                             keep_ids=options.schemas_keep_ids)
         try:
             schemas.run()  # before the first batch: its records' ids are in the map
         except RegistryError as exc:  # not fatal: a batch meeting an id not copied yet waits for the registry

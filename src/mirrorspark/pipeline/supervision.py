@@ -18,7 +18,7 @@ from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.retriable import retriable
 from mirrorspark.schemas.registry import RegistryError
-from mirrorspark.schemas.sync import unknown_schema_id
+from mirrorspark.schemas.sync import IdsNotKept, unknown_schema_id
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +156,9 @@ class FlowSupervisor:
         except RegistryError as exc:  # a registry out of reach: retried for as long as it takes
             self._schema_last = None
             self._failed_once(str(exc), now, may_pass=True)
+            return True
+        except IdsNotKept as exc:  # mirrorspark.schemas.ids = keep and the target gave another id: a retry cannot help
+            self._failed_once(str(exc), now, final=True)
             return True
         if problem is not None:
             self._failed_once(problem, now, final=True)

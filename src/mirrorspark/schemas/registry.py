@@ -80,10 +80,14 @@ class Registry:
             raise
         return [(str(v["subject"]), int(v["version"])) for v in found]
 
-    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None) -> int:
+    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None,
+                 *, keep_id: bool = False) -> int:
         """Register ``schema`` under ``subject`` (its references renamed as given); the id the registry
-        gives it, the existing one when the subject holds that schema already."""
+        gives it, the existing one when the subject holds that schema already. ``keep_id``: asks for the
+        source's id and version (honoured by a registry whose subject is in IMPORT mode; the caller checks)."""
         body: dict[str, Any] = {"schema": schema.schema}
+        if keep_id:
+            body["id"], body["version"] = schema.id, schema.version
         if schema.schema_type != "AVRO":
             body["schemaType"] = schema.schema_type
         refs = schema.references if references is None else references
@@ -121,6 +125,17 @@ class Registry:
 
     def set_compatibility(self, subject: str, level: str) -> None:
         self._call("PUT", f"/config/{_quote(subject)}", {"compatibility": level}, subject=subject)
+
+    def set_mode(self, subject: str, mode: str) -> bool:
+        """Put ``subject`` in ``mode`` (IMPORT: versions registered with given ids; READWRITE); False when
+        the registry has no such API (it may still honour given ids, or not: the caller checks)."""
+        try:
+            self._call("PUT", f"/mode/{_quote(subject)}?force=true", {"mode": mode}, subject=subject)
+        except RegistryError as exc:
+            if exc.status in (404, 405, 422, 501):
+                return False
+            raise
+        return True
 
     def _call(self, method: str, path: str, body: Any = None, *, subject: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()

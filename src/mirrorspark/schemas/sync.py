@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from mirrorspark.errors import ConfigError
 from mirrorspark.schemas.registry import Reference, RegistryError, SchemaVersion
 from mirrorspark.schemas.subjects import target_subject
 
@@ -39,11 +40,18 @@ class SourceRegistry(Protocol):
     def compatibility(self, subject: str) -> str | None: ...
 
 
+class IdsNotKept(ConfigError):
+    """``mirrorspark.schemas.ids = keep`` and the target registry gave a schema another id than the
+    source's: records keeping their ids would name another schema there, or none. Not retried."""
+
+
 class TargetRegistry(Protocol):
     name: str
 
-    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None
-                 ) -> int: ...
+    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None,
+                 *, keep_id: bool = False) -> int: ...
+
+    def set_mode(self, subject: str, mode: str) -> bool: ...
 
     def lookup(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None
                ) -> tuple[int, int] | None: ...
@@ -58,11 +66,14 @@ class SchemaSync:
 
     def __init__(self, *, flow: str, source: SourceRegistry, target: TargetRegistry,
                  remote: Callable[[], Mapping[str, str]], subjects: Callable[[str], object] | None = None,
-                 topics: Callable[[str], object] | None = None) -> None:
+                 topics: Callable[[str], object] | None = None, keep_ids: bool = False) -> None:
         """``remote``: the flow's source topic -> remote topic names now; ``subjects``: whether a source
         subject is copied whole (a regex's ``fullmatch``; None: all); others are copied when a record or a
-        reference needs them. ``topics``: whether a source topic's records are in the wire format (None: all)."""
+        reference needs them. ``topics``: whether a source topic's records are in the wire format (None: all).
+        ``keep_ids``: each schema registered with its source id (the subject in IMPORT mode meanwhile), in
+        the order of the source's ids; a registry that gives another id raises ``IdsNotKept``."""
         self.flow = flow
+        self.keep_ids = keep_ids
         self.topics = topics
         self.source = source
         self.target = target
@@ -78,9 +89,15 @@ class SchemaSync:
         """One pass over the source's subjects; returns how many versions were copied."""
         with self._lock:
             before = len(self._copied)
-            for subject in sorted(self.source.subjects()):
-                if self.subjects is None or self.subjects(subject):
-                    self._subject(subject, None)
+            chosen = [subject for subject in sorted(self.source.subjects())
+                      if self.subjects is None or self.subjects(subject)]
+            if self.keep_ids:  # in the source's id order: a registry that numbers as it goes gives the same ids
+                pending = sorted((self.source.version(subject, version).id, subject, version) for subject in chosen
+                                 for version in self.source.versions(subject) if (subject, version) not in self._copied)
+                for _, subject, version in pending:
+                    self._subject(subject, version)
+            for subject in chosen:
+                self._subject(subject, None)
             return len(self._copied) - before
 
     def resolve(self, schema_id: int) -> int | None:
@@ -165,7 +182,20 @@ class SchemaSync:
             references.append(Reference(ref.name, target_ref, target_version))
         name = target_subject(subject, self.remote())
         refs = tuple(references)
-        target_id = self.target.register(name, schema, refs)
+        if self.keep_ids:
+            self.target.set_mode(name, "IMPORT")
+            try:
+                target_id = self.target.register(name, schema, refs, keep_id=True)
+            finally:
+                self.target.set_mode(name, "READWRITE")
+            if target_id != schema.id:
+                raise IdsNotKept(f"flow {self.flow}: mirrorspark.schemas.ids = keep, but the schema registry of "
+                                 f"{self.target.name} gave {name} version {version} id {target_id}, which is id "
+                                 f"{schema.id} on {self.source.name} (a target registry that held other schemas, one "
+                                 "that ignores IMPORT mode, or ids the source left unused): records keeping their "
+                                 "ids would name another schema there; use `rewrite`", "mirrorspark.schemas.ids")
+        else:
+            target_id = self.target.register(name, schema, refs)
         if subject not in self._levels:  # the subject's compatibility, once it exists (a first version needs none)
             level = self.source.compatibility(subject)
             if level and self.target.compatibility(name) != level:

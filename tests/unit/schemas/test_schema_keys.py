@@ -26,5 +26,15 @@ def test_the_keys_are_read_with_their_defaults(tmp_path):
                               "backup.schema.registry.basic.auth.user.info = me:secret\n", tmp_path)
     options = config.enabled_flows[0].options
     assert options.schemas and options.schemas_interval == 30 and options.schemas_fail_unresolved
+    assert not options.schemas_keep_ids, "ids are rewritten unless keep is asked for"
     assert options.schema_subjects == (".*",)
     assert not [w for w in config.warnings if "schema.registry" in w], config.warnings
+
+
+def test_keeping_ids_is_a_choice_and_a_wrong_one_is_refused_naming_the_key(tmp_path):
+    registries = "primary.schema.registry.url = http://p:1\nbackup.schema.registry.url = http://b:1\n"
+    kept = load_config_text(BASE + registries + "mirrorspark.schemas.ids = keep\n", tmp_path)
+    assert kept.enabled_flows[0].options.schemas_keep_ids
+    with pytest.raises(ConfigError) as refused:
+        load_config_text(BASE + registries + "mirrorspark.schemas.ids = same\n", tmp_path)
+    assert refused.value.key == "mirrorspark.schemas.ids"

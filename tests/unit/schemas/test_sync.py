@@ -13,9 +13,11 @@ from mirrorspark.schemas.sync import SchemaSync
 class Memory:
     """A registry as the Confluent API behaves: ids global, versions per subject, same schema same id."""
 
-    def __init__(self, name: str, first_id: int = 1) -> None:
+    def __init__(self, name: str, first_id: int = 1, honours_ids: bool = True) -> None:
         self.name = name
         self.next_id = first_id
+        self.honours_ids = honours_ids  # Confluent's registry in IMPORT mode; Apicurio's ccompat API is not
+        self.modes: dict[str, str] = {}
         self.by_schema: dict[tuple[str, str, tuple], int] = {}
         self.subject_versions: dict[str, list[SchemaVersion]] = {}
         self.levels: dict[str, str] = {}
@@ -36,11 +38,16 @@ class Memory:
     def subjects_of_id(self, schema_id: int) -> list[tuple[str, int]]:
         return [(s, v.version) for s, vs in self.subject_versions.items() for v in vs if v.id == schema_id]
 
-    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None) -> int:
+    def register(self, subject: str, schema: SchemaVersion, references: tuple[Reference, ...] | None = None,
+                 *, keep_id: bool = False) -> int:
         refs = schema.references if references is None else references
         for ref in refs:
             assert ref.version in self.versions(ref.subject), f"{ref} is not registered yet"
         key = (schema.schema, schema.schema_type, refs)
+        if keep_id and self.honours_ids and self.modes.get(subject) == "IMPORT" and key not in self.by_schema:
+            assert schema.id not in self.by_schema.values(), "Confluent refuses an id another schema holds"
+            self.by_schema[key] = schema.id
+            self.next_id = max(self.next_id, schema.id + 1)
         schema_id = self.by_schema.setdefault(key, self.next_id)
         if schema_id == self.next_id:
             self.next_id += 1
@@ -61,6 +68,10 @@ class Memory:
     def set_compatibility(self, subject: str, level: str) -> None:
         self.levels[subject] = level
         self.calls.append(("compatibility", subject))
+
+    def set_mode(self, subject: str, mode: str) -> bool:
+        self.modes[subject] = mode
+        return True
 
 
 REMOTE = {"orders": "primary.orders"}
@@ -171,3 +182,44 @@ def test_the_audit_finds_the_copied_ids_without_writing_to_either_registry():
     found = SchemaSync(flow="f", source=source, target=target, remote=lambda: REMOTE).copied_map()
     assert found == {address: 50, order: 51}, "the version never copied has no target id"
     assert late not in found and len(target.calls) == calls, "nothing written"
+
+
+def test_ids_kept_as_the_source_numbers_them_or_the_flow_refused_naming_the_key():
+    from mirrorspark.schemas.sync import IdsNotKept
+
+    def source_with_a_gap() -> Memory:
+        source = Memory("primary", first_id=1)
+        source.add("orders-value", '"int"')      # id 1
+        source.next_id = 3                        # id 2 was deleted on the source
+        source.add("orders-value", '"long"')     # id 3
+        source.add("payments-value", '"string"')  # id 4
+        return source
+
+    honours = Memory("backup")  # Confluent in IMPORT mode: each schema takes the id it is given
+    sync = SchemaSync(flow="f", source=source_with_a_gap(), target=honours, remote=lambda: REMOTE, keep_ids=True)
+    assert sync.run() == 3
+    assert sync.ids == {1: 1, 3: 3, 4: 4} and sync.option() == "1:1,3:3,4:4"
+    assert set(honours.modes.values()) == {"READWRITE"}, "no subject is left in IMPORT mode"
+    assert sync.run() == 0, "a second pass copies nothing"
+
+    numbers = Memory("backup", honours_ids=False)  # Apicurio: numbers as it goes, from 1
+    contiguous = Memory("primary")
+    contiguous.add("orders-value", '"int"')
+    contiguous.add("payments-value", '"string"')
+    contiguous.add("orders-value", '"long"')
+    kept = SchemaSync(flow="f", source=contiguous, target=numbers, remote=lambda: REMOTE, keep_ids=True)
+    kept.run()
+    assert kept.ids == {1: 1, 2: 2, 3: 3}, "registered in the source's id order, across subjects"
+
+    gap = SchemaSync(flow="f", source=source_with_a_gap(), target=Memory("backup", honours_ids=False),
+                     remote=lambda: REMOTE, keep_ids=True)
+    with pytest.raises(IdsNotKept) as refused:
+        gap.run()
+    assert refused.value.key == "mirrorspark.schemas.ids" and "id 2" in str(refused.value)
+    assert 3 not in gap.ids, "no record is written with an id the target gave another schema"
+
+    taken = Memory("backup", honours_ids=False)
+    taken.add("unrelated", '"bytes"')  # the target is not empty: its id 1 is another schema
+    occupied = SchemaSync(flow="f", source=contiguous, target=taken, remote=lambda: REMOTE, keep_ids=True)
+    with pytest.raises(IdsNotKept):
+        occupied.run()

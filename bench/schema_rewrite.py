@@ -156,7 +156,7 @@ def main() -> None:
         schema_lines = [f"src.schema.registry.url = {urls['src']}", f"dst.schema.registry.url = {urls['dst']}",
                         "mirrorspark.schemas.sync.enabled = true"]
         for n in range(args.rounds):
-            pair = [("mirrorspark, ids kept as they are", "mirrorspark", f"avro-plain-{n}", []),
+            pair = [("mirrorspark without schema sync", "mirrorspark", f"avro-plain-{n}", []),
                     ("mirrorspark, schemas synced and ids rewritten", "mirrorspark", f"avro-ids-{n}", schema_lines)]
             runs += pair if n % 2 == 0 else pair[::-1]
         for _, _, topic, _ in runs:
@@ -178,7 +178,7 @@ def main() -> None:
         for folder in folders.values():
             registry.stop(folder)
         local.down(purge=True)
-    plain = [r for r in measured if r["name"].endswith("as they are")]
+    plain = [r for r in measured if r["name"].endswith("without schema sync")]
     rewritten = [r for r in measured if r["name"].endswith("rewritten")]
 
     def middle(rows: list[dict], key: str) -> float:

@@ -333,3 +333,58 @@ def test_ids_kept_into_an_empty_registry_and_a_schema_the_target_numbers_otherwi
     finally:
         for folder in folders.values():
             registry.stop(folder)
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its own CA) and its key, PEM."""
+    import subprocess
+
+    cert, key = folder / "registry.pem", folder / "registry-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_a_target_registry_behind_tls_with_a_private_ca(clusters, unique, tmp_path: Path, registries):
+    """The target registry answers HTTPS only, with a certificate no system CA signed: trusted through
+    ``schema.registry.ssl.ca.location``, records copied and read with it; without that key the flow waits,
+    ``degraded``, naming the registry, and copies nothing with an id the target lacks."""
+    cert, key = _certificate(tmp_path)
+    folder = tmp_path / "registry-tls"
+    try:
+        port = registry.ensure(folder, java=java_executable(), port=free_port(), tls=(cert, key))
+        secure = registry.url(port, tls=True)
+        topic, remote = f"tls-{unique}", f"primary.tls-{unique}"
+        create_topic(clusters["primary"], topic, 2)
+        source_registry = SchemaRegistryClient({"url": registries["primary"]})
+        _produce(clusters["primary"], topic, AvroSerializer(source_registry, V1), 0, 60, None)
+        lines = (f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                 f"primary.schema.registry.url = {registries['primary']}\nbackup.schema.registry.url = {secure}\n"
+                 "mirrorspark.schemas.sync.enabled = true\n")
+        untrusted = write_config(tmp_path / "untrusted.properties", clusters, lines)
+        with running_mirrorspark(untrusted, tmp_path / "state-untrusted") as mirror:
+            deadline = time.monotonic() + 120
+            while "CERTIFICATE_VERIFY_FAILED" not in mirror.output() and time.monotonic() < deadline:
+                time.sleep(1)
+            output = mirror.output()
+        assert "CERTIFICATE_VERIFY_FAILED" in output and "schema registry of backup" in output, output[-3000:]
+        if _exists(clusters["backup"], remote):
+            assert _count(clusters["backup"], remote) == 0, "records written with ids the target may not hold"
+        trusted = write_config(tmp_path / "mm2.properties", clusters,
+                               lines + f"backup.schema.registry.ssl.ca.location = {cert}\n")
+        with running_mirrorspark(trusted, tmp_path / "state"):
+            wait_for_count(clusters["backup"], remote, 60, timeout=180)
+        target_registry = SchemaRegistryClient({"url": secure, "ssl.ca.location": str(cert)})
+        assert _read_all(clusters["backup"], remote, AvroDeserializer(target_registry)) == \
+            {seq: {"id": seq} for seq in range(60)}
+    finally:
+        registry.stop(folder)
+
+
+def _exists(bootstrap: str, topic: str) -> bool:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"exists-{time.time_ns()}"})
+    try:
+        return topic in consumer.list_topics(timeout=10).topics
+    finally:
+        consumer.close()

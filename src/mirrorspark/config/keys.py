@@ -283,6 +283,14 @@ KEYS: tuple[Key, ...] = (
     Key("schema.registry.basic.auth.user.info", Type.STRING, None,
         "`user:password` for the registry's basic authentication: `A.schema.registry.basic.auth.user.info`.",
         Scope.CLUSTER),
+    Key("schema.registry.ssl.ca.location", Type.STRING, None,
+        "A PEM file of the CAs that sign an HTTPS registry's certificate, when the system's do not: "
+        "`A.schema.registry.ssl.ca.location`.", Scope.CLUSTER),
+    Key("schema.registry.ssl.certificate.location", Type.STRING, None,
+        "A PEM client certificate for a registry that asks for one (with `schema.registry.ssl.key.location`).",
+        Scope.CLUSTER),
+    Key("schema.registry.ssl.key.location", Type.STRING, None,
+        "The PEM private key of `schema.registry.ssl.certificate.location` (unencrypted).", Scope.CLUSTER),
     Key("mirrorspark.schemas.sync.enabled", Type.BOOLEAN, "false",
         "Copy the source registry's subjects and versions to the target's registry, renamed as the remote topics "
         "are, and rewrite each record's schema id (keys and values in the Confluent wire format) to the target's. "

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from mirrorspark.config.keys import BY_NAME
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.config.properties_file import parse_properties
 from mirrorspark.config.providers import resolve_providers
@@ -171,6 +172,12 @@ def check_schema_registries(flow: FlowConfig) -> None:
             raise ConfigError(f"{flow.where('mirrorspark.schemas.sync.enabled')} is true but {where} is not set: the "
                               f"flow copies schemas from {flow.source.alias}'s registry to {flow.target.alias}'s",
                               where)
+        for name in sorted(cluster.settings):  # a registry setting not read would leave the registry unreachable
+            if name.startswith("schema.registry.") and name not in BY_NAME:
+                raise ConfigError(f"{cluster.alias}.{name} is not read by mirrorspark's schema sync (Java key stores "
+                                  "are not: give the CAs as PEM in schema.registry.ssl.ca.location, a client "
+                                  "certificate and key in schema.registry.ssl.certificate.location and "
+                                  "schema.registry.ssl.key.location)", f"{cluster.alias}.{name}")
 
 
 def check_offset_sync_keys(flow: FlowConfig) -> None:

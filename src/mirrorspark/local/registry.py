@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -23,8 +24,8 @@ class RegistryStartError(OperationalError):
     """The local registry did not start (no jar, a port taken, a JVM that exited)."""
 
 
-def url(port: int) -> str:
-    return f"http://127.0.0.1:{port}{API}"
+def url(port: int, *, tls: bool = False) -> str:
+    return f"{'https' if tls else 'http'}://127.0.0.1:{port}{API}"
 
 
 def _pid_file(folder: Path) -> Path:
@@ -42,8 +43,10 @@ def running_port(folder: Path) -> int | None:
     return int(json.loads(meta.read_text())["port"])
 
 
-def ensure(folder: Path, *, java: str, port: int, timeout: float = 120.0) -> int:
-    """Start the registry unless it runs; return its port once its API answers."""
+def ensure(folder: Path, *, java: str, port: int, timeout: float = 120.0,
+           tls: tuple[Path, Path] | None = None) -> int:
+    """Start the registry unless it runs; return its port once its API answers. ``tls``: a PEM
+    certificate and key, the API then answers HTTPS only on ``port`` (a registry behind TLS, as in production)."""
     found = running_port(folder)
     if found is not None:
         return found
@@ -54,7 +57,10 @@ def ensure(folder: Path, *, java: str, port: int, timeout: float = 120.0) -> int
     (folder / "registry").mkdir(parents=True, exist_ok=True)
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     log = (folder / "logs" / "registry.log").open("ab")
-    proc = subprocess.Popen([java, "-Xmx256m", f"-Dquarkus.http.port={port}", "-Dquarkus.http.host=127.0.0.1",
+    serve = [f"-Dquarkus.http.port={port}"] if tls is None else [
+        f"-Dquarkus.http.ssl-port={port}", "-Dquarkus.http.insecure-requests=disabled", "-Dquarkus.http.port=0",
+        f"-Dquarkus.http.ssl.certificate.files={tls[0]}", f"-Dquarkus.http.ssl.certificate.key-files={tls[1]}"]
+    proc = subprocess.Popen([java, "-Xmx256m", *serve, "-Dquarkus.http.host=127.0.0.1",
                              f"-Dmirrorspark.cluster.folder={folder}", "-jar", str(jar)],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                             cwd=jar.parent)
@@ -67,7 +73,8 @@ def ensure(folder: Path, *, java: str, port: int, timeout: float = 120.0) -> int
             raise RegistryStartError(f"the schema registry of {folder.name} exited with code {proc.returncode}; see "
                                      f"{folder / 'logs' / 'registry.log'}")
         try:
-            with urllib.request.urlopen(url(port) + "/subjects", timeout=2):
+            trust = None if tls is None else ssl.create_default_context(cafile=str(tls[0]))
+            with urllib.request.urlopen(url(port, tls=tls is not None) + "/subjects", timeout=2, context=trust):
                 return port
         except OSError:
             if time.monotonic() > deadline:

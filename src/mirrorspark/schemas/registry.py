@@ -2,7 +2,9 @@
 Karapace): what the schema sync reads from the source registry and writes to the target's.
 
 One HTTP request per call, no cache: the sync keeps what it learnt (ADR 0028). Credentials (basic
-auth ``user:password``) go in a header only, never in a message."""
+auth ``user:password``) go in a header only, never in a message. An HTTPS registry is trusted by the
+system's CAs, or by the PEM file ``schema.registry.ssl.ca.location`` names; a client certificate and key
+(PEM) answer a registry that asks for one."""
 from __future__ import annotations
 
 import base64
@@ -15,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mirrorspark.errors import OperationalError
+from mirrorspark.errors import ConfigError, OperationalError
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -52,7 +54,11 @@ class Registry:
     def __init__(self, *, name: str, url: str, user_info: str | None = None,
                  ssl_context: ssl.SSLContext | None = None, timeout: float = 15.0) -> None:
         self.name = name
-        self.url = url.rstrip("/")
+        parts = urllib.parse.urlsplit(url.rstrip("/"))
+        if parts.username is not None:  # https://user:password@host: credentials go in the header, never a message
+            user_info = user_info or urllib.parse.unquote(f"{parts.username}:{parts.password or ''}")
+            parts = parts._replace(netloc=parts.netloc.rsplit("@", 1)[1])
+        self.url = urllib.parse.urlunsplit(parts)
         self._auth = ("Basic " + base64.b64encode(user_info.encode()).decode()) if user_info else None
         self._ssl = ssl_context
         self.timeout = timeout
@@ -161,10 +167,39 @@ class Registry:
             raise RegistryError(f"{where}: {method} {path} answered something that is not JSON") from None
 
 
+TLS_KEYS = ("schema.registry.ssl.ca.location", "schema.registry.ssl.certificate.location",
+            "schema.registry.ssl.key.location")
+
+
 def registry_of(*, alias: str, settings: Mapping[str, str]) -> Registry:
     """The registry a cluster's ``schema.registry.*`` keys name (checked present when the file is read)."""
     return Registry(name=alias, url=settings["schema.registry.url"].strip(),
-                    user_info=(settings.get("schema.registry.basic.auth.user.info") or "").strip() or None)
+                    user_info=(settings.get("schema.registry.basic.auth.user.info") or "").strip() or None,
+                    ssl_context=tls_context(alias=alias, settings=settings))
+
+
+def tls_context(*, alias: str, settings: Mapping[str, str]) -> ssl.SSLContext | None:
+    """The TLS context of a cluster's registry keys (None: the system's defaults); a file that cannot be
+    read or is not PEM is refused naming its key."""
+    ca, cert, key = ((settings.get(name) or "").strip() or None for name in TLS_KEYS)
+    if ca is None and cert is None and key is None:
+        return None
+    if (cert is None) != (key is None):
+        missing = TLS_KEYS[2] if key is None else TLS_KEYS[1]
+        raise ConfigError(f"{alias}.{missing} is needed with {alias}.{TLS_KEYS[1 if key is None else 2]}: a client "
+                          "certificate goes with its key", f"{alias}.{missing}")
+    try:
+        context = ssl.create_default_context()
+    except ssl.SSLError as exc:  # pragma: no cover - the interpreter's own trust store
+        raise ConfigError(f"the system's CA certificates cannot be read for {alias}'s registry: {exc}") from None
+    for name, load in ((TLS_KEYS[0], lambda: context.load_verify_locations(cafile=ca) if ca else None),
+                       (TLS_KEYS[1], lambda: context.load_cert_chain(cert, key) if cert and key else None)):
+        try:
+            load()
+        except (OSError, ssl.SSLError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigError(f"{alias}.{name}: cannot be read as PEM ({reason})", f"{alias}.{name}") from None
+    return context
 
 
 def _quote(subject: str) -> str:

@@ -4,9 +4,11 @@ the config in logs or REST output."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from helpers.config import write_config
@@ -126,3 +128,56 @@ def test_state_of_other_clusters_is_refused(clusters, unique, tmp_path):
     assert done.returncode == 2, done.stderr
     assert "belongs to other clusters" in done.stderr and "primary was cluster someOtherCluster" in done.stderr
     assert not (tmp_path / "state" / "flows" / "primary" / "backup" / "checkpoint").exists()
+
+
+def test_a_stop_signal_while_the_spark_jvm_starts_stops_the_process(clusters, unique, tmp_path):
+    """SIGTERM sent to the process group as soon as Spark's JVM exists, before it answers: the process
+    stops by itself (mirrorspark used to ignore SIGTERM for the JVM's start, and a stop that came then was
+    lost: the process replicated on), and no JVM of it is left."""
+    import signal
+    import subprocess
+
+    from helpers.processes import MIRRORSPARK
+
+    topic = f"stop-early-{unique}"
+    create_topic(clusters["primary"], topic, 1)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n")
+    log = (tmp_path / "run.log").open("wb")
+    proc = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(tmp_path / "state")],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        jvm = wait_until(lambda: _spark_jvm(proc.pid), timeout=120, what="Spark's JVM to be started")
+        os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    output = (tmp_path / "run.log").read_text(errors="replace")
+    assert code == 0, output[-3000:]
+    wait_until(lambda: not os.path.exists(f"/proc/{jvm}"), timeout=30, what="the Spark JVM to exit")
+
+
+def _spark_jvm(pid: int) -> int | None:
+    """Spark's driver JVM (spark-submit's java) among ``pid``'s descendants, once it runs."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    for child in parents:
+        ancestor = parents.get(child)
+        while ancestor not in (None, 0, 1, pid):
+            ancestor = parents.get(ancestor)
+        if ancestor != pid:
+            continue
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if cmdline.startswith(("java", "/")) and "SparkSubmit" in cmdline and "java" in cmdline.split("\0")[0]:
+            return child
+    return None

@@ -263,8 +263,7 @@ class Replicator:
     def _open_while_spark_starts(self) -> None:
         """The control plane's part in a thread while this one starts the Spark JVM: the first waits on
         the brokers (remote topics, leases, offsets), the second on the JVM, 5 to 8 s each at thousands
-        of partitions, which one after the other made the first copy wait for both. The JVM starts
-        from this thread, which alone can keep SIGTERM from it (``spark_session``)."""
+        of partitions, which one after the other made the first copy wait for both."""
         failed: list[BaseException] = []
 
         def open_() -> None:

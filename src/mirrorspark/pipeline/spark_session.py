@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from mirrorspark import jdk, paths
 from mirrorspark.config import redaction
@@ -115,7 +113,7 @@ def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> py
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        session = _start_jvm_ignoring_sigterm(lambda: _new_session(conf) if _no_context() else builder.getOrCreate())
+        session = _new_session(conf) if _no_context() else builder.getOrCreate()
     except PySparkRuntimeError as exc:  # the JVM exited before it answered: its own lines are above
         hint = ""
         if conf.get("spark.jars.packages"):
@@ -125,19 +123,6 @@ def build_session(user: Mapping[str, str], files: Sequence[Path] = ()):  # -> py
         raise SparkUnavailable(f"the Spark JVM did not start: {reason}{hint}") from None
     session.sparkContext.setLogLevel("WARN")
     return session
-
-
-def _start_jvm_ignoring_sigterm(start: Callable[[], Any]) -> Any:
-    """Start the Spark JVM with SIGTERM ignored (an ignored signal is inherited and the JVM keeps it
-    ignored), so a SIGTERM sent to the whole process group reaches only this Python process, which
-    then stops the queries between batches. The JVM still exits when this process does."""
-    if threading.current_thread() is not threading.main_thread():
-        return start()
-    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        return start()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 # Lines the JVM prints on every start that tell a user nothing: Spark's launcher always adds the
@@ -154,7 +139,12 @@ def _no_context() -> bool:
 def _new_session(conf: Mapping[str, str]):  # -> pyspark.sql.SparkSession
     """A new session whose JVM's standard error passes through a filter: what the JVM says goes to
     ours, except ``JVM_NOISE``. The pipe is read from before the JVM starts, so a JVM that writes a
-    lot before it answers (Ivy resolving packages on first use) never blocks on a full pipe."""
+    lot before it answers (Ivy resolving packages on first use) never blocks on a full pipe.
+
+    The JVM runs in a session of its own, so a SIGTERM (or Ctrl-C) sent to mirrorspark's process group
+    reaches only this Python process, which then stops the queries between batches; the JVM still exits
+    when this process does (pyspark's gateway ends when its standard input closes). Ignoring SIGTERM
+    here while the JVM started instead lost a stop that came in those seconds: the process ran on."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
@@ -164,7 +154,7 @@ def _new_session(conf: Mapping[str, str]):  # -> pyspark.sql.SparkSession
     threading.Thread(target=_forward_stderr, args=(read_end,), name="spark-jvm-stderr", daemon=True).start()
     try:
         gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(on_command_line.items())),
-                                 popen_kwargs={"stderr": write_end})
+                                 popen_kwargs={"stderr": write_end, "start_new_session": True})
     finally:
         os.close(write_end)  # the JVM holds its own copy; the reader ends when the JVM does
     # The secrets go to the JVM's SparkConf through py4j, before the SparkContext reads it.

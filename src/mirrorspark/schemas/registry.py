@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mirrorspark.errors import ConfigError, OperationalError
+from mirrorspark.errors import ClusterFailure, ConfigError
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
-class RegistryError(OperationalError):
-    """A registry refused a request or did not answer; ``status`` is the HTTP status (0: no answer)."""
+class RegistryError(ClusterFailure):
+    """A registry refused a request or did not answer; ``status`` is the HTTP status (0: no answer). Its
+    message says all (a log line without the HTTP library's stack)."""
 
     def __init__(self, message: str, *, status: int = 0, code: int = 0) -> None:
         super().__init__(message)

@@ -20,6 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from helpers.config import write_config
 from helpers.kafka import create_topic, wait_for_count
 from helpers.processes import run_cli, running_mirrorspark
+from helpers.waiting import wait_until
 
 from mirrorspark.local import registry
 from mirrorspark.local.cluster import free_port, java_executable
@@ -187,9 +188,12 @@ def test_records_whose_id_neither_registry_knows_are_copied_unchanged_and_counte
                           f"primary.schema.registry.url = {registries['primary']}\n"
                           f"backup.schema.registry.url = {registries['backup']}\n"
                           "mirrorspark.schemas.sync.enabled = true\nmirrorspark.schemas.unresolved = copy\n")
+    said = "copied with a schema id neither registry knows"
     with running_mirrorspark(config, tmp_path / "state") as mirror:
         wait_for_count(clusters["backup"], remote, 90, timeout=180)
-        output = mirror.output()
+        # Said once the batch's bookkeeping is done, a moment after its records are on the target.
+        wait_until(lambda: said in mirror.output(), timeout=60, what="the count of records with an unknown id")
+    output = mirror.output()  # every batch's line, the process stopped
     counted = sum(int(m) for m in re.findall(r"(\d+) record\(s\) copied with a schema id neither registry knows",
                                               output))
     assert counted == 30, output[-3000:]

@@ -37,17 +37,17 @@ class MirrorsparkProcess:
 
 
 @contextmanager
-def running_mirrorspark(config: Path, state_dir: Path, *args: str,
-                        exit_code: int | tuple[int, ...] = 0) -> Iterator[MirrorsparkProcess]:
+def running_mirrorspark(config: Path, state_dir: Path, *args: str, exit_code: int | tuple[int, ...] = 0,
+                        env: dict[str, str] | None = None) -> Iterator[MirrorsparkProcess]:
     """``mirrorspark run CONFIG`` in its own process; on exit it must stop with ``exit_code`` (0: cleanly;
     1 when a flow had failed before the stop; 143 when the stop overran ``mirrorspark.shutdown.timeout.ms``),
-    or one of them."""
+    or one of them. ``env``: added to this process's environment (a drill's fault point)."""
     log = state_dir / f"mirrorspark-{time.time_ns()}.log"
     state_dir.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
         proc = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state_dir),
                                  "--progress-interval", "2", *args],
-                                stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
+                                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     handle = MirrorsparkProcess(proc, log)
     try:
         yield handle

@@ -7,7 +7,8 @@ consumer reads it: each source record exactly once, in source order per partitio
 - ``kill -9`` of the replicator at three moments of a transaction: records sent, progress added but
   not committed, committed but not yet acknowledged to Spark;
 - a writer stopped (SIGSTOP) mid-backlog while a standby takes over (the stale writer is fenced);
-- ``kill -9`` of an executor JVM mid-transaction on a 2-worker standalone cluster.
+- ``kill -9`` of an executor JVM mid-transaction on a 2-worker standalone cluster;
+- the remote topic deleted as a transaction begins (its batch ends within the transaction timeout).
 
 After the kills a group failed over with the checkpoints reads from the exact record it stopped at.
 """
@@ -373,3 +374,47 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_exactly_once(clu
     assert in_source_order(records, 2)
     assert detail["records_lost"] == 0 and "DATA LOSS" not in output
     assert "was re-created" in output
+
+
+def test_a_remote_topic_deleted_as_a_transaction_begins_ends_its_batch_and_is_refilled_exactly_once(
+        clusters, unique, tmp_path):
+    """The eleventh soak: a batch began a transaction on a remote topic deleted after its producer had read
+    the topic's metadata. The producer retried adding the partition to the transaction for ever, the batch
+    never ended, and the restart that re-creates the topic waited for it for 9 minutes. Now the flush is cut
+    when the transaction has run its transaction.timeout.ms (10 s here), the batch fails retriably, the
+    topic is re-created and refilled from the source, and every record lands once. The fault point holds
+    the task just before the transaction begins, while the drill deletes the topic."""
+    from mirrorspark.control.admin import topic_partitions
+
+    topic, remote = f"eosgone-{unique}", f"primary.eosgone-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, numbered(0, 2_000, 2))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          f"refresh.topics.interval.seconds = 2\nbackup.producer.transaction.timeout.ms = 10000\n{EOS}")
+    state, marker = tmp_path / "state", tmp_path / "held"
+    target = admin_client({"bootstrap.servers": clusters["backup"]})
+    hold = {"MIRRORSPARK_FAULT_POINT": f"hold-begin@{remote}:2000:0:{marker}"}
+    with running_mirrorspark(config, state, env=hold) as mirror:
+        wait_committed(clusters["backup"], remote, 2_000)
+        produce(clusters["primary"], topic, numbered(2_000, 2_100, 2))  # its batch holds before its transaction
+        wait_until(marker.exists, "the task held before its transaction begins", 120)
+        target.delete_topics([remote])[remote].result(30)
+        wait_until(lambda: remote not in topic_partitions(target), "remote topic deletion", 30)
+        marker.write_text("release")
+        released = time.monotonic()
+        wait_until(lambda: remote in topic_partitions(target), "remote topic re-created", 150)
+        recreated = time.monotonic() - released
+        produce(clusters["primary"], topic, numbered(2_100, 2_200, 2))
+        wait_committed(clusters["backup"], remote, 2_200, timeout=180)
+        time.sleep(5)  # a record copied twice would land meanwhile
+        detail = flow_detail(state, "primary->backup")
+        output = mirror.output()
+    records = committed_records(clusters["backup"], remote)
+    lost, duplicated = lost_and_duplicated(range(2_200), [s for _, _, s in records])
+    print(f"remote topic deleted as a transaction began: re-created {recreated:.1f} s after the release, "
+          f"lost {len(lost)}, duplicated {duplicated}, reported lost {detail['records_lost']}")
+    assert not lost and duplicated == 0 and in_source_order(records, 2)
+    assert detail["records_lost"] == 0
+    assert "did not end within transaction.timeout.ms (10000 ms)" in output
+    assert recreated < 45, f"the batch held the restart {recreated:.0f} s"

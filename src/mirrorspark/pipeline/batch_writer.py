@@ -102,11 +102,18 @@ class BatchWriter:
             self.starts.forget()  # a rewind (re-created topic) may have rewritten the entries meanwhile
             self.rerun = rerun
 
-    def stopping(self) -> int | None:
-        """Refuse batches that start from now on; returns the last batch written (its commit is awaited)."""
-        with self._lock:  # waits for the batch in flight
+    def stopping(self, wait: float) -> tuple[bool, int | None]:
+        """Refuse batches that start from now on and wait at most ``wait`` seconds for the batch in flight:
+        one that never ends (a write the target never takes) must not hold a restart or a stop for ever.
+        Returns whether it ended, and the last batch written (its commit is awaited)."""
+        self._stopping = True  # a batch that starts reads it under the lock
+        if not self._lock.acquire(timeout=wait):
+            return False, self.last_written
+        try:
             self._stopping = True
-            return self.last_written
+            return True, self.last_written
+        finally:
+            self._lock.release()
 
     def __call__(self, df, batch_id: int) -> None:
         with self._lock:

@@ -285,8 +285,11 @@ class FlowQuery:
     def stop(self, commit_timeout: float = 60.0) -> None:
         """Let a batch being written finish and be committed to the checkpoint, keep later ones
         from writing, then stop the query: a restart then neither loses nor re-copies records."""
-        last = self.writer.stopping()
-        if last is not None and self.query is not None and self.query.isActive:
+        ended, last = self.writer.stopping(commit_timeout)
+        if not ended:  # stopping the query cancels the batch's tasks: its next attempt skips what it committed
+            log.warning("flow %s: the batch in flight did not end within %.0f s; it is cancelled (the flow's next "
+                        "start runs it again, skipping what it committed)", self.flow.name, commit_timeout)
+        elif last is not None and self.query is not None and self.query.isActive:
             deadline = time.monotonic() + commit_timeout
             while (self.spark_log.commits.read(str(last)) is None and self.query.isActive
                    and time.monotonic() < deadline):

@@ -32,8 +32,10 @@ _RETRIABLE = re.compile("|".join([
 ]))
 
 # A transaction the broker aborted when transaction.timeout.ms ran out (a source stalled mid-transaction):
-# retried, although the exception behind it (InvalidProducerEpoch) otherwise means a newer writer.
-_TRANSACTION_TIMED_OUT = re.compile(r"was aborted by the target after \d+ ms")
+# retried, although the exception behind it (InvalidProducerEpoch) otherwise means a newer writer; and
+# a flush cut when its transaction ran out (the sink closes the producer: a deleted topic, a target away).
+_TRANSACTION_TIMED_OUT = re.compile(
+    r"was aborted by the target after \d+ ms|did not end within transaction\.timeout\.ms")
 
 # What a retry cannot fix even when a timeout is mentioned next to it.
 _PERMANENT = re.compile("|".join([

@@ -2,6 +2,7 @@
 ``degraded``; what it cannot fix fails the flow after ``mirrorspark.flow.restart.attempts``."""
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -113,6 +114,9 @@ def test_what_a_retry_cannot_fix_fails_the_flow_after_the_attempts(tmp_path):
     ('cimpl.KafkaException: KafkaError{code=_NOENT,val=-156,str="Failed to query partition leaders: No leaders '
      'found"}', True),
     ("Timeout expired while fetching topic metadata", True),  # the soak: Kafka's message alone, no class name
+    # the eleventh soak: a batch began a transaction on a remote topic deleted after its metadata was read
+    ("java.io.IOException: flow src->dst: the transaction on src.soak-t2-0 did not end within transaction.timeout.ms "
+     "(60000 ms): the target has not taken its records", True),
     (AUTH, False),
     ("TimeoutException after SaslAuthenticationException: bad credentials", False),
     ("RecordTooLargeException: The message is 2000000 bytes", False),
@@ -140,3 +144,35 @@ def test_a_batch_that_finishes_after_the_lease_was_lost_records_nothing():
     with pytest.raises(Fenced, match="5 record"):
         writer._record(jvm, 3, "planned", SimpleNamespace(), lambda r: ({}, {}))  # type: ignore[arg-type]
     assert recorded == []
+
+
+def test_a_stop_waits_for_the_batch_in_flight_at_most_its_timeout():
+    """The eleventh soak: a batch that never ended (its transaction's producer waiting for a deleted topic)
+    held a restart for 9 minutes. The stop now waits for it a bounded time, then cancels it by stopping the
+    query; later batches are refused either way."""
+    import threading
+
+    from mirrorspark.pipeline import batch_writer
+
+    writer = batch_writer.BatchWriter(
+        flow=SimpleNamespace(name="a->b"), selection=None, remote_topics=None, spark_log=None,  # type: ignore[arg-type]
+        guard=None, sink_options={}, on_written=None, metrics=None, takeover={})  # type: ignore[arg-type]
+    writer.last_written = 6
+    in_flight, release = threading.Event(), threading.Event()
+
+    def stuck_batch() -> None:
+        with writer._lock:
+            in_flight.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=stuck_batch)
+    thread.start()
+    in_flight.wait(10)
+    started = time.monotonic()
+    assert writer.stopping(0.3) == (False, 6)
+    assert 0.25 <= time.monotonic() - started < 5
+    release.set()
+    thread.join(10)
+    assert writer.stopping(5) == (True, 6)
+    with pytest.raises(batch_writer.StopRequested):
+        writer(None, 7)

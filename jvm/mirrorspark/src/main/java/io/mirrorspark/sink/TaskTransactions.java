@@ -1,15 +1,22 @@
 package io.mirrorspark.sink;
 
 import java.io.IOException;
+import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.mirrorspark.kafka.OffsetRunList;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
@@ -27,6 +34,12 @@ import org.apache.kafka.common.errors.ProducerFencedException;
  * once it has run half that timeout ({@link #budgetMs}) or once what it sent and the target has not
  * acknowledged would not drain in what is left of that half at the partition's measured speed
  * ({@link #due}): its last transaction's, or this one's so far when slower.
+ *
+ * <p>A flush that is still waiting when the transaction has run its whole timeout is cut: the broker
+ * aborts the transaction then anyway, and the producer may never finish it by itself (a remote topic
+ * deleted after its metadata was read: the producer retries adding the partition to the transaction
+ * for ever, and the batch, and a restart waiting for it, would hang). The producer is closed and the
+ * task fails, retriably; the batch runs again and skips what committed transactions hold.
  */
 final class TaskTransactions {
     /** Records this JVM sent in transactions: where the fault drills' moments are counted from. */
@@ -64,26 +77,57 @@ final class TaskTransactions {
         }
     }
 
+    /** Closes the producers of flushes that outlive their transaction ({@link #flushWithin}). */
+    private static final ScheduledExecutorService CUTTER = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "mirrorspark-transaction-cutter");
+        t.setDaemon(true);
+        return t;
+    });
+
     private final long budgetMs;
+    private final long timeoutMs;
 
     TaskTransactions(WriteSettings settings, WriterClients clients) {
         this.settings = settings;
         this.clients = clients;
-        this.budgetMs = budgetMs(settings.producer);
+        this.timeoutMs = timeoutMs(settings.producer);
+        this.budgetMs = Math.max(1L, timeoutMs / 2);
     }
 
     /** Half the producer's {@code transaction.timeout.ms} (Kafka's default 60 s): what a transaction may last. */
     static long budgetMs(Map<String, String> producer) {
+        return Math.max(1L, timeoutMs(producer) / 2);
+    }
+
+    /** The producer's {@code transaction.timeout.ms} (Kafka's default 60 s): when the broker aborts a transaction. */
+    static long timeoutMs(Map<String, String> producer) {
         String set = producer.get("transaction.timeout.ms");
-        long timeout = 60_000L;
         if (set != null) {
             try {
-                timeout = Long.parseLong(set.trim());
+                return Math.max(1L, Long.parseLong(set.trim()));
             } catch (NumberFormatException e) {
-                timeout = 60_000L;  // the producer refuses it itself, naming the key
+                return 60_000L;  // the producer refuses it itself, naming the key
             }
         }
-        return Math.max(1L, timeout / 2);
+        return 60_000L;
+    }
+
+    /**
+     * Flushes {@code producer}; when that is still waiting at {@code deadlineMs} (wall clock) the producer is
+     * closed at once, which fails what it holds and ends the flush. Returns false when it was cut so.
+     */
+    static boolean flushWithin(Producer<byte[], byte[]> producer, long deadlineMs) {
+        AtomicBoolean cut = new AtomicBoolean();
+        ScheduledFuture<?> timer = CUTTER.schedule(() -> {
+            cut.set(true);
+            producer.close(Duration.ZERO);
+        }, Math.max(0L, deadlineMs - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
+        try {
+            producer.flush();
+        } finally {
+            timer.cancel(false);
+        }
+        return !cut.get();
     }
 
     /**
@@ -170,6 +214,7 @@ final class TaskTransactions {
     /** Sends {@code record} in the partition's transaction, beginning it with the first record. */
     static void send(Open txn, ProducerRecord<byte[], byte[]> record, Callback ack, long bytes, long now) {
         if (!txn.begun) {
+            FaultPoints.reached(FaultPoints.BEGIN, txn.target.topic, SENT.get(), 0L);
             txn.entry.producer.beginTransaction();
             txn.begun = true;
             txn.begunAt = now;
@@ -198,7 +243,13 @@ final class TaskTransactions {
 
     private void commit(Open txn, MirrorDataWriter.Failure failure) throws IOException {
         try {
-            txn.entry.producer.flush();
+            if (!flushWithin(txn.entry.producer, txn.begunAt + timeoutMs)) {
+                txn.broken = true;
+                throw new IOException("flow " + settings.flow + ": the transaction on " + txn.entry.target
+                    + " did not end within transaction.timeout.ms (" + timeoutMs + " ms): the target has not taken "
+                    + "its records (the topic deleted, or the cluster out of reach); its producer is closed, none of "
+                    + "it is visible, and the batch runs again");
+            }
             failure.check();
             FaultPoints.reached(FaultPoints.SENT, SENT.get(), txn.sent);
             OffsetRunList runs = txn.target.runs();

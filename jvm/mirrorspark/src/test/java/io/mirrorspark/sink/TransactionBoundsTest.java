@@ -4,9 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
+import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -37,6 +42,45 @@ final class TransactionBoundsTest {
         assertEquals(30_000L, TaskTransactions.budgetMs(Map.of()), "half of Kafka's default 60 s");
         assertEquals(450_000L, TaskTransactions.budgetMs(Map.of("transaction.timeout.ms", "900000")), "half of the set one");
         assertEquals(30_000L, TaskTransactions.budgetMs(Map.of("transaction.timeout.ms", "soon")), "unreadable: default");
+    }
+
+    /** A producer whose flush waits until it is closed, as one adding a deleted topic's partition to its transaction. */
+    private static final class StuckProducer extends MockProducer<byte[], byte[]> {
+        private final CountDownLatch closed = new CountDownLatch(1);
+
+        StuckProducer() {
+            super(false, null, new ByteArraySerializer(), new ByteArraySerializer());
+        }
+
+        @Override
+        public void flush() {
+            try {
+                closed.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        @Override
+        public void close(Duration timeout) {
+            super.close(timeout);
+            closed.countDown();
+        }
+    }
+
+    @Test
+    void aFlushStillWaitingWhenTheTransactionTimesOutIsCutByClosingItsProducer() {
+        StuckProducer stuck = new StuckProducer();
+        long start = System.nanoTime();
+        assertFalse(TaskTransactions.flushWithin(stuck, System.currentTimeMillis() + 300L), "cut");
+        long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(took >= 250L && took < 10_000L, "cut at its deadline, not before and not never: " + took + " ms");
+        assertTrue(stuck.closed(), "the producer is closed: it can hold nothing more");
+        MockProducer<byte[], byte[]> prompt = new MockProducer<>(true, null, new ByteArraySerializer(),
+            new ByteArraySerializer());
+        assertTrue(TaskTransactions.flushWithin(prompt, System.currentTimeMillis() + 60_000L), "a flush that ends");
+        assertFalse(prompt.closed(), "and its producer is kept");
+        assertEquals(60_000L, TaskTransactions.timeoutMs(Map.of()), "Kafka's default transaction.timeout.ms");
     }
 
     @Test

@@ -554,10 +554,18 @@ class Soak:
             lost_total = doubled_total = 0
             for topic in topics:
                 acked = feeder.acked.get(topic, set())
-                landed = read_seqs(self.boot[target], f"{source}.{topic}")
+                records = read_records(self.boot[target], f"{source}.{topic}")
+                landed = [seq for seq, _, _ in records]
                 on_source = set(read_seqs(self.boot[source], topic))
                 lost = acked - set(landed)
                 doubled = len(landed) - len(set(landed))
+                if doubled:  # where each copy is, to find the moment in the instances' logs
+                    copies: dict[int, list[tuple[int, int]]] = {}
+                    for seq, partition, offset in records:
+                        copies.setdefault(seq, []).append((partition, offset))
+                    twice = sorted((seq, where) for seq, where in copies.items() if len(where) > 1)
+                    self.say(f"{flow} {topic}: doubled (seq: partition, offsets) "
+                             + "; ".join(f"{seq}: {where[0][0]}, {[o for _, o in where]}" for seq, where in twice[:30]))
                 still_there = lost & on_source
                 lost_total += len(lost)
                 doubled_total += doubled

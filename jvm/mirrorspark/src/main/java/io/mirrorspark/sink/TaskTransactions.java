@@ -5,9 +5,8 @@ import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -78,11 +77,18 @@ final class TaskTransactions {
     }
 
     /** Closes the producers of flushes that outlive their transaction ({@link #flushWithin}). */
-    private static final ScheduledExecutorService CUTTER = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "mirrorspark-transaction-cutter");
-        t.setDaemon(true);
-        return t;
-    });
+    private static final ScheduledThreadPoolExecutor CUTTER = cutter();
+
+    /** One daemon thread; a timer cancelled by a flush that ended leaves its queue at once. */
+    private static ScheduledThreadPoolExecutor cutter() {
+        ScheduledThreadPoolExecutor cutter = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "mirrorspark-transaction-cutter");
+            t.setDaemon(true);
+            return t;
+        });
+        cutter.setRemoveOnCancelPolicy(true);
+        return cutter;
+    }
 
     private final long budgetMs;
     private final long timeoutMs;

@@ -24,7 +24,7 @@ FILES = sorted(CORPUS.glob("*.properties"))
 
 # file -> what mirrorspark's refusal names (a feature it does not implement)
 REFUSED_ON_PURPOSE: dict[str, str] = {
-    # a Java ReplicationPolicy (MM2 loads it from its plugin path; mirrorspark cannot load Java plug-ins yet)
+    # a Java ReplicationPolicy whose jar is not here (MM2 and mirrorspark load it from plugin.path; neither has it)
     "010-bimoqi-kafka-mm2.properties": "CustomMM2ReplicationPolicy",
     # source->target enabled while clusters lists only `source`: the flow the file asks for cannot run
     "012-bunyaminonum-deploy-cp-kafka-docker.properties": "which is not in clusters",

@@ -1,4 +1,7 @@
-"""MM2's MirrorClient / RemoteClusterUtils in Python: no Spark, no Java, one cluster at a time.
+"""MM2's MirrorClient / RemoteClusterUtils in Python: no Spark, one cluster at a time. Java-style
+settings (as in mm2.properties) are read by Kafka's Java clients, as MM2's own MirrorClient reads them
+(Kerberos, a callback handler, a Java key store mean what they mean there); librdkafka's settings by
+librdkafka.
 
 Everything is read from the cluster the client is connected to: heartbeat topics tell which
 clusters replicate into it and over how many hops, checkpoint topics tell where a consumer group
@@ -10,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mirrorspark.control.admin import admin_client
-from mirrorspark.control.client_settings import librdkafka_admin
+from mirrorspark.control.client_settings import java_conf
 from mirrorspark.formats import Checkpoint
 from mirrorspark.offsets.checkpoint_store import decode_checkpoints, read_compacted_topic
 from mirrorspark.partition import Partition
@@ -23,8 +26,9 @@ class MirrorClient:
     def __init__(self, conf: Mapping[str, Any], policy: ReplicationPolicy | None = None,
                  java_style: bool = True, timeout: float = 30.0) -> None:
         """``conf``: the cluster's client settings, Java-style as in mm2.properties (``bootstrap.servers``,
-        ``security.protocol``, ``ssl.*``, ``sasl.*``) or librdkafka's with ``java_style=False``."""
-        self.conf = librdkafka_admin(conf) if java_style else dict(conf)
+        ``security.protocol``, ``ssl.*``, ``sasl.*``), or librdkafka's (or the control plane's own, as
+        ``admin_settings`` makes them) with ``java_style=False``."""
+        self.conf = java_conf({k: str(v) for k, v in conf.items()}, []) if java_style else dict(conf)
         self.policy = policy or DefaultReplicationPolicy()
         self.timeout = timeout
         self._admin = admin_client(self.conf)

@@ -35,15 +35,51 @@ _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 def is_secret(key: str) -> bool:
     """True for keys whose value must never be shown (by name), misspelt or not: a user's
-    ``ssl.truststore.pasword`` is a password whatever Kafka calls it."""
+    ``ssl.truststore.pasword`` is a password whatever Kafka calls it, ``...tokn`` a token and
+    ``...kye`` key material. A word one typing slip from a secret word counts, unless it is a word
+    of a key mirrorspark knows (``spark.jars`` is no misspelt ``jaas``)."""
     if SECRET.search(key):
         return True
-    for word in (w.lower() for w in _WORD.findall(key)):
-        if "pass" in word or "pwd" in word or "jaas" in word or word in ("jass", "jas"):
+    words = [w.lower() for w in _WORD.findall(key)]
+    known = _known_words()
+    for word in words:
+        if "pass" in word or "pwd" in word or "jaas" in word or word in ("jass", "jas", "pw"):
             return True
         if len(word) >= 5 and difflib.get_close_matches(word, _SECRET_WORDS, n=1, cutoff=0.75):
             return True
-    return False
+        if len(word) >= 3 and word not in known and any(_one_slip(word, s) for s in _SLIP_WORDS):
+            return True
+    last = words[-1] if words else ""
+    # Key material: a last word that is, or ends in, "key" (``apikey``, ``private.key``), or one slip from it.
+    return last.endswith("key") or (last not in known and 2 <= len(last) <= 4 and _one_slip(last, "key"))
+
+
+_SLIP_WORDS = ("token", "secret", "jaas", "passwd", "password", "credentials")
+
+
+def _one_slip(word: str, target: str) -> bool:
+    """``word`` is ``target`` with one letter added, dropped, changed, or two neighbours swapped."""
+    if word == target or abs(len(word) - len(target)) > 1:
+        return False
+    if len(word) == len(target):
+        diff = [i for i, (a, b) in enumerate(zip(word, target, strict=True)) if a != b]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and word[diff[0]] == target[diff[1]] and word[diff[1]] == target[diff[0]])
+    short, long = (word, target) if len(word) < len(target) else (target, word)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+_KNOWN: set[str] = set()
+
+
+def _known_words() -> set[str]:
+    """The words of every key mirrorspark knows, and of Spark's close to a secret word (read once)."""
+    if not _KNOWN:
+        from mirrorspark.config.keys import KEYS
+
+        _KNOWN.update(w.lower() for k in KEYS for w in _WORD.findall(k.name))
+        _KNOWN.update(("jars", "taken"))  # spark.jars and the like: words of Spark's and Kafka's own keys
+    return _KNOWN
 
 
 def _unquote(value: str) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping
 
+from mirrorspark.config.java_regex import JavaRegexError, compile_java
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.control.admin import topic_partitions
 from mirrorspark.control.remote_topics import RemoteTopics, TopicPlan
@@ -57,15 +57,18 @@ class QueryStart:
         """Spark's startingOffsets for the first start after MM2: its positions where it has them, the
         flow's auto.offset.reset elsewhere (``none``, as in MM2: a partition without one is an error).
         Spark wants an offset for every partition its pattern assigns, so every source topic the
-        pattern matches is listed (the pattern is valid Python too; a topic created meanwhile fails the
-        start, and the restart lists it)."""
+        pattern matches, as Java matches it, is listed (a topic created meanwhile fails the start, and
+        the restart lists it)."""
         reset, where = self.flow.source_reset()
         default = -2 if reset == "earliest" else -1
         plan = self.remote_topics.plan.partitions
+        # Spark's source matches its subscribePattern with java.util.regex (matches()): so does this list.
         try:
-            matched = {t: n for t, n in topic_partitions(self.remote_topics.source).items() if re.search(pattern, t)}
-        except re.error:  # a Java-only construct in the flow's topics: the planned topics are the best guess
+            java = compile_java(pattern)
+        except JavaRegexError:  # the flow's patterns were checked at load: the planned topics then
             matched = dict(plan)
+        else:
+            matched = {t: n for t, n in topic_partitions(self.remote_topics.source).items() if java.fullmatch(t)}
         offsets = {topic: {str(p): self.takeover.get((topic, p), default) for p in range(count)}
                    for topic, count in sorted(matched.items())}
         if reset == "none":

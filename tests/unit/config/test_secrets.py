@@ -224,6 +224,20 @@ def test_storage_format_gets_no_scram_password(tmp_path, monkeypatch):
         assert stat.S_IMODE((tmp_path / "local" / "s" / name).stat().st_mode) == 0o600
 
 
+def test_secret_keys_are_hidden_misspelt_by_one_slip():
+    """Issue 44: any key naming a password, secret, JAAS entry, token or key material is hidden,
+    misspelt or not; a word of a key mirrorspark knows is no misspelling."""
+    from mirrorspark.config.redaction import is_secret
+
+    for key in ("A.sasl.oauthbearer.tokn", "A.ssl.keystore.kye", "A.ssl.truststore.pw", "A.sasl.jaa.config",
+                "A.apikey", "A.api.key", "A.sceret", "A.client.secert", "A.ssl.truststore.pasword"):
+        assert is_secret(key), key
+    for key in ("spark.jars", "spark.jars.packages", "A.key.converter", "A.ssl.keystore.location",
+                "A.ssl.truststore.type", "A.sasl.mechanism", "A.ssl.keystore.certificate.chain", "A.client.id",
+                "A.sasl.kerberos.service.name", "A.ssl.endpoint.identification.algorithm"):
+        assert not is_secret(key), key
+
+
 def test_cloud_storage_credentials_are_secrets():
     """A state location on Azure, S3 or GCS carries its credentials as spark.hadoop.* keys."""
     from mirrorspark.config.redaction import is_secret

@@ -41,6 +41,14 @@ def test_mm2_positions_where_it_has_them_and_the_reset_elsewhere():
     assert json.loads(latest) == {"orders": {"0": -1, "1": 9}}  # an assignment: only its topics
 
 
+def test_the_topics_listed_are_those_javas_matches_accepts_as_sparks_source_does():
+    """Issue 44: Spark's source matches its pattern with java.util.regex, whole names only; so does the
+    list of starting offsets (a Java-only construct matched, a partial match not)."""
+    offsets = start("earliest", {}).starting_offsets(r"\p{Lower}+s|other")
+    assert offsets == {"orders": {"0": -2, "1": -2}, "payments": {"0": -2}, "other": {"0": -2, "1": -2, "2": -2}}
+    assert start("earliest", {}).starting_offsets("order") == {}  # Python's search would take "orders"
+
+
 def test_reset_none_refuses_a_partition_without_a_saved_position_naming_the_key():
     with pytest.raises(ConfigError, match=r"a.consumer.auto.offset.reset = none.*payments-0"):
         start("none", {("orders", 0): 5, ("orders", 1): 0}).starting_offsets("orders|pay.*")

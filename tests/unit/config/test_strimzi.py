@@ -78,6 +78,39 @@ def test_the_v1_layout_and_mutual_tls(tmp_path):
     assert props["cluster-a.ssl.keystore.key"] == f"${{mounted:{tmp_path}/cluster-a-user:user.key}}"
 
 
+@pytest.mark.parametrize(("auth", "expected"), [
+    ("{type: scram-sha-256, username: u, passwordSecret: {secretName: s, password: pw}}",
+     {"sasl.mechanism": "SCRAM-SHA-256", "security.protocol": "SASL_SSL"}),
+    ("{type: plain, username: u, passwordSecret: {secretName: s, password: pw}}",
+     {"sasl.mechanism": "PLAIN", "security.protocol": "SASL_SSL"}),
+    ("{type: oauth, clientId: c, clientSecret: {secretName: s, key: k}, tokenEndpointUri: 'https://idp/token', "
+     "scope: kafka}",
+     {"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url": "https://idp/token",
+      "sasl.login.callback.handler.class":
+          "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"}),
+])
+def test_each_sasl_authentication_becomes_mm2s_keys_and_loads(auth, expected, tmp_path):
+    """Issue 44: scram-sha-256, plain and oauth (the corpus has scram-sha-512 and tls) convert to the keys an
+    MM2 user writes, and the converted file loads with the mounted secret in the JAAS entry."""
+    file = tmp_path / "kmm2.yaml"
+    file.write_text("apiVersion: kafka.strimzi.io/v1beta2\nkind: KafkaMirrorMaker2\nmetadata:\n  name: x\nspec:\n"
+                    "  connectCluster: b\n  clusters:\n  - {alias: a, bootstrapServers: 'a:9093', tls: "
+                    f"{{trustedCertificates: []}}, authentication: {auth}}}\n"
+                    "  - {alias: b, bootstrapServers: 'b:9092'}\n"
+                    "  mirrors:\n  - {sourceCluster: a, targetCluster: b, sourceConnector: {}, topicsPattern: 'orders.*'}\n")
+    secrets = tmp_path / "secrets"
+    (secrets / "s").mkdir(parents=True)
+    (secrets / "s" / "pw").write_text("pa55")
+    (secrets / "s" / "k").write_text("pa55")
+    props = convert(file.read_text(), file.name, secrets).properties
+    for key, value in expected.items():
+        assert props[f"a.{key}"] == value, key
+    mirror = load_config(file, secrets=secrets)
+    source = mirror.clusters["a"].settings
+    assert "pa55" in source["sasl.jaas.config"] and "${" not in source["sasl.jaas.config"]
+    assert [f.name for f in mirror.enabled_flows] == ["a->b"]
+
+
 def test_three_clusters_two_mirrors_into_one_target(tmp_path):
     file = CORPUS / "15-dalelane-eventstreams-aggregate-central-mm2.yaml"
     mirror = load_config(file, offline=True, secrets=tmp_path)

@@ -1,6 +1,9 @@
-"""MM2's Java plug-ins against real brokers: a ReplicationPolicy, a TopicFilter and a GroupFilter,
-compiled by the test as a user builds them for MM2, found on plugin.path and used where MM2 uses them."""
+"""MM2's Java plug-ins against real brokers: a ReplicationPolicy, a TopicFilter, a GroupFilter and a
+transformation, compiled by the test as a user builds them for MM2, found on plugin.path and used where
+MM2 uses them (the policy in a cycle of flows too)."""
 from __future__ import annotations
+
+import time
 
 import pytest
 from helpers.config import write_config
@@ -50,3 +53,40 @@ def test_a_java_policy_and_filters_copy_what_they_select_under_the_names_they_gi
         assert checkpoints(clusters["backup"], "primary", dropped_group) == {}
         assert "Java topic.filter.class accepts other topics" in mirror.output()
     assert len(read_all(clusters["backup"], remote)) == 220 and len(read_all(clusters["backup"], remote_late)) == 30
+
+
+def test_a_custom_transformation_from_plugin_path_and_a_java_policy_in_a_cycle(clusters, unique, tmp_path):
+    """Issue 44: a transformation compiled by the test as a user builds one for MM2, found on plugin.path,
+    applied to every record of the flow that names it (not to the other); and both flows of a cycle enabled
+    under a Java policy: MM2 runs it, stopping records that come back by the policy's topicSource, and so
+    does mirrorspark: each record is copied once each way, none round the cycle."""
+    plugins = build_plugin_jar(tmp_path / "build").parent
+    east, west = f"cyc{unique}-east", f"cyc{unique}-west"
+    create_topic(clusters["primary"], east, 2)
+    create_topic(clusters["backup"], west, 1)
+    produce(clusters["primary"], east, records(120, 2, f"{unique}-e"))
+    produce(clusters["backup"], west, records(80, 1, f"{unique}-w"))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nbackup->primary.enabled = true\nplugin.path = {plugins}\n"
+                          "replication.policy.class = com.example.mm2.PrefixPolicy\n"
+                          f"topics = .*cyc{unique}.*\n"
+                          "primary->backup.transforms = stamp\n"
+                          "primary->backup.transforms.stamp.type = com.example.mm2.StampHeader\n"
+                          "primary->backup.transforms.stamp.header = dc\n"
+                          "primary->backup.transforms.stamp.value = east\n"
+                          "refresh.topics.interval.seconds = 2\n")
+    east_copy, west_copy = f"dc_primary__{east}", f"dc_backup__{west}"
+    with running_mirrorspark(config, tmp_path / "state"):
+        wait_for_count(clusters["backup"], east_copy, 120)
+        wait_for_count(clusters["primary"], west_copy, 80)
+        produce(clusters["primary"], east, records(30, 2, f"{unique}-e2"))
+        wait_for_count(clusters["backup"], east_copy, 150)
+        time.sleep(6)  # three topic refreshes: a remote topic copied back would be created by now
+        on_primary = topic_partitions(admin_client({"bootstrap.servers": clusters["primary"]}))
+        on_backup = topic_partitions(admin_client({"bootstrap.servers": clusters["backup"]}))
+    stamped = read_all(clusters["backup"], east_copy)
+    assert len(stamped) == 150 and all(dict(r.headers).get("dc") == b"east" for r in stamped)
+    unstamped = read_all(clusters["primary"], west_copy)
+    assert len(unstamped) == 80 and not any(name == "dc" for r in unstamped for name, _ in r.headers)
+    came_back = [t for t in (*on_primary, *on_backup) if t.count("__") > 1 and f"cyc{unique}" in t]
+    assert came_back == [], came_back

@@ -97,7 +97,8 @@ def test_each_sasl_authentication_becomes_mm2s_keys_and_loads(auth, expected, tm
                     "  connectCluster: b\n  clusters:\n  - {alias: a, bootstrapServers: 'a:9093', tls: "
                     f"{{trustedCertificates: []}}, authentication: {auth}}}\n"
                     "  - {alias: b, bootstrapServers: 'b:9092'}\n"
-                    "  mirrors:\n  - {sourceCluster: a, targetCluster: b, sourceConnector: {}, topicsPattern: 'orders.*'}\n")
+                    "  mirrors:\n  - {sourceCluster: a, targetCluster: b, sourceConnector: {}, "
+                    "topicsPattern: 'orders.*'}\n")
     secrets = tmp_path / "secrets"
     (secrets / "s").mkdir(parents=True)
     (secrets / "s" / "pw").write_text("pa55")

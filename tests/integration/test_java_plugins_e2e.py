@@ -55,11 +55,13 @@ def test_a_java_policy_and_filters_copy_what_they_select_under_the_names_they_gi
     assert len(read_all(clusters["backup"], remote)) == 220 and len(read_all(clusters["backup"], remote_late)) == 30
 
 
-def test_a_custom_transformation_from_plugin_path_and_a_java_policy_in_a_cycle(clusters, unique, tmp_path):
+def test_a_custom_transformation_reporter_and_java_policy_in_a_cycle(clusters, unique, tmp_path):
     """Issue 44: a transformation compiled by the test as a user builds one for MM2, found on plugin.path,
-    applied to every record of the flow that names it (not to the other); and both flows of a cycle enabled
-    under a Java policy: MM2 runs it, stopping records that come back by the policy's topicSource, and so
-    does mirrorspark: each record is copied once each way, none round the cycle."""
+    applied to every record of the flow that names it (not to the other); a metrics reporter from
+    plugin.path loaded by every kind of client, the control plane's admin included, as MM2's clients all
+    load it; and both flows of a cycle enabled under a Java policy: MM2 runs it, stopping records that come
+    back by the policy's topicSource, and so does mirrorspark: each record is copied once each way, none
+    round the cycle."""
     plugins = build_plugin_jar(tmp_path / "build").parent
     east, west = f"cyc{unique}-east", f"cyc{unique}-west"
     create_topic(clusters["primary"], east, 2)
@@ -74,9 +76,11 @@ def test_a_custom_transformation_from_plugin_path_and_a_java_policy_in_a_cycle(c
                           "primary->backup.transforms.stamp.type = com.example.mm2.StampHeader\n"
                           "primary->backup.transforms.stamp.header = dc\n"
                           "primary->backup.transforms.stamp.value = east\n"
+                          "metric.reporters = com.example.mm2.FileReporter\n"
                           "refresh.topics.interval.seconds = 2\n")
     east_copy, west_copy = f"dc_primary__{east}", f"dc_backup__{west}"
-    with running_mirrorspark(config, tmp_path / "state"):
+    reported = tmp_path / "reporters"
+    with running_mirrorspark(config, tmp_path / "state", env={"MIRRORSPARK_TEST_REPORTER_FILE": str(reported)}):
         wait_for_count(clusters["backup"], east_copy, 120)
         wait_for_count(clusters["primary"], west_copy, 80)
         produce(clusters["primary"], east, records(30, 2, f"{unique}-e2"))
@@ -90,3 +94,5 @@ def test_a_custom_transformation_from_plugin_path_and_a_java_policy_in_a_cycle(c
     assert len(unstamped) == 80 and not any(name == "dc" for r in unstamped for name, _ in r.headers)
     came_back = [t for t in (*on_primary, *on_backup) if t.count("__") > 1 and f"cyc{unique}" in t]
     assert came_back == [], came_back
+    kinds = set(reported.read_text().split())
+    assert {"kafka.admin.client", "kafka.consumer", "kafka.producer"} <= kinds, kinds

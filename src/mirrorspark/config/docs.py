@@ -35,8 +35,8 @@ def render() -> str:
         "Kafka Connect worker settings that MM2 files often carry: `transforms*`, `predicates*` and the "
         "`*.converter` keys are read by the sink's transformation chain, as MM2's worker reads them "
         "([ADR 0025](adr/0025-single-message-transforms.md)); `client.dns.lookup` goes to the clients; "
-        "`metric.reporters` is read by Spark's Java clients and named in a warning (the control plane does not "
-        "report to it); `errors.*` keys are refused unless they hold MM2's default (below). Accepted and ignored, "
+        "`metric.reporters` (top or cluster level) goes to every client of the cluster, the control plane's "
+        "included, as MM2 gives it to each of its clients (classes on `plugin.path` or `spark.jars`); `errors.*` keys are refused unless they hold MM2's default (below). Accepted and ignored, "
         "as they configure a Connect worker mirrorspark does not run: keys starting with "
         + ", ".join(f"`{p}`" for p in CONNECT_PREFIXES if p not in READ_CONNECT_PREFIXES) + ".",
         "",

@@ -107,19 +107,9 @@ def _passthrough(name: str) -> bool:
 EOS_WORKER_KEY = "exactly.once.source.support"  # a Connect worker setting: MM2 reads it per target cluster only
 
 
-def _java_client_only(name: str, where: str, warnings: list[str]) -> None:
-    """Java client keys the control plane's clients do not take: said, never dropped. (A cluster's
-    ``ssl.engine.factory.class`` makes its control plane use Kafka's Java clients: ``java_only``.)"""
-    if name.endswith("metric.reporters"):
-        warnings.append(f"{where}: Spark's Java clients load these reporters (their classes on plugin.path or "
-                        "spark.jars); the control plane's clients do not report to them (mirrorspark's own metrics "
-                        "are on /metrics)")
-
-
 def check_flow_or_top(name: str, value: str, where: str, warnings: list[str], top_level: bool,
                       disabled: frozenset[str] = frozenset()) -> None:
     _refuse_unsupported(name, value, where)
-    _java_client_only(name, where, warnings)
     key = BY_NAME.get(name)
     if name == EOS_WORKER_KEY:
         check_value(BY_NAME[name], value, where)
@@ -170,7 +160,6 @@ def _unknown(name: str, where: str, warnings: list[str]) -> None:
 def check_cluster(alias: str, name: str, value: str, warnings: list[str]) -> None:
     where = f"{alias}.{name}"
     _refuse_unsupported(name, value, where)
-    _java_client_only(name, where, warnings)
     if name == "bootstrap.servers" or is_connection_key(name) or name.startswith(_CLUSTER_PREFIXES) \
             or name.startswith(CONNECT_PREFIXES):
         if name == "security.protocol":

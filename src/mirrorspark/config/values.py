@@ -14,7 +14,9 @@ from mirrorspark.errors import ConfigError
 
 # MM2's client connection keys (MirrorClientConfig.CLIENT_CONFIG_DEF): these flow from the
 # cluster (or top) level into every client talking to that cluster.
-_CONNECTION_KEY = re.compile(r"^(bootstrap\.servers|security\.protocol|ssl\..+|sasl\..+|client\.dns\.lookup)$")
+# What every client of a cluster takes (MM2 gives its cluster settings to each client it makes).
+_CONNECTION_KEY = re.compile(
+    r"^(bootstrap\.servers|security\.protocol|ssl\..+|sasl\..+|client\.dns\.lookup|metric\.reporters)$")
 
 
 def parse_bool(value: str, where: str) -> bool:

@@ -81,6 +81,14 @@ def admin_settings(cluster: ClusterConfig) -> dict[str, str]:
 
 _CLASS_KEYS = ("sasl.login.callback.handler.class", "sasl.client.callback.handler.class", "sasl.login.class",
                "ssl.engine.factory.class")
+_LIST_CLASS_KEYS = ("metric.reporters",)
+
+
+def _named_classes(props: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(key, class)`` for each class of the user's a client key names (Kafka's own are always there)."""
+    named = [(key, props.get(key, "").strip()) for key in _CLASS_KEYS]
+    named += [(key, item.strip()) for key in _LIST_CLASS_KEYS for item in props.get(key, "").split(",")]
+    return [(key, name) for key, name in named if name and not name.startswith("org.apache.kafka.")]
 
 
 def client_class_jars(clusters: list[ClusterConfig]) -> list[Path]:
@@ -90,13 +98,10 @@ def client_class_jars(clusters: list[ClusterConfig]) -> list[Path]:
 
     jars: list[Path] = []
     for cluster in clusters:
-        props = admin_properties(cluster)
-        for key in _CLASS_KEYS:
-            name = props.get(key, "").strip()
-            if name and not name.startswith("org.apache.kafka."):
-                place = class_location(name, plugin_classpath(cluster.client_options))
-                if place is not None and place.is_file() and place not in jars:
-                    jars.append(place)
+        for _key, name in _named_classes(admin_properties(cluster)):
+            place = class_location(name, plugin_classpath(cluster.client_options))
+            if place is not None and place.is_file() and place not in jars:
+                jars.append(place)
     return jars
 
 
@@ -125,10 +130,7 @@ def _check_classes(props: Mapping[str, str], classpath: list[Path], cluster: Clu
     MM2 needs it on its plugin path: refused naming the key, before a client is made."""
     from mirrorspark.plugins.jars import class_location, where_looked
 
-    for key in _CLASS_KEYS:
-        name = props.get(key, "").strip()
-        if not name or name.startswith("org.apache.kafka."):
-            continue
+    for key, name in _named_classes(props):
         if class_location(name, classpath) is None:
             where = f"{cluster.alias}.{key}"
             missing = [p for p in cluster.client_options.get("plugin.path", "").split(",")
@@ -141,7 +143,10 @@ def _check_classes(props: Mapping[str, str], classpath: list[Path], cluster: Clu
 def java_only(props: Mapping[str, str]) -> bool:
     """True when librdkafka cannot honour ``props`` as Kafka's Java client does: Kerberos (GSSAPI, the
     Java default mechanism), a SASL login or client callback handler of the user's (MSK IAM), a login
-    class, an SSL engine factory, Java cipher suite names, a store type beyond JKS, PKCS12 and PEM."""
+    class, an SSL engine factory, Java cipher suite names, a store type beyond JKS, PKCS12 and PEM, a
+    metrics reporter of the user's."""
+    if any(key in _LIST_CLASS_KEYS for key, _ in _named_classes(props)):
+        return True
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol.startswith("SASL_"):
         mechanism = props.get("sasl.mechanism", "GSSAPI").strip().upper()

@@ -62,11 +62,27 @@ def test_an_oauthbearer_login_the_control_plane_cannot_run_is_refused_naming_the
     assert caught.value.key == key and "s3cr3t" not in str(caught.value)
 
 
-def test_java_client_keys_are_never_dropped_without_a_word():
+def test_java_client_keys_are_never_dropped_without_a_word(tmp_path):
+    """Issue 44: ``metric.reporters`` reaches every client of the cluster, the control plane's included,
+    as MM2 gives its cluster settings to each client; a reporter no jar holds is refused naming the key."""
     from mirrorspark.config import parse_config
     from mirrorspark.config.properties_file import parse_properties
+    from mirrorspark.control.client_settings import admin_settings, java_only
+    from mirrorspark.control.java_clients import JAVA_PROPERTIES
 
     assert librdkafka_admin({"client.dns.lookup": "use_all_dns_ips"})["client.dns.lookup"] == "use_all_dns_ips"
-    mirror = parse_config(parse_properties("clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
-                                           "A->B.enabled = true\nA.metric.reporters = com.example.Reporter\n"))
-    assert any(w.startswith("A.metric.reporters: Spark's Java clients load these reporters") for w in mirror.warnings)
+    text = ("clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nA->B.enabled = true\n"
+            "metric.reporters = org.apache.kafka.common.metrics.JmxReporter\n")
+    mirror = parse_config(parse_properties(text))
+    flow = mirror.flows[0]
+    for props in (flow.source_consumer(), flow.target_producer()):
+        assert props["metric.reporters"] == "org.apache.kafka.common.metrics.JmxReporter"
+    import json
+    assert json.loads(admin_settings(mirror.clusters["A"])[JAVA_PROPERTIES])["metric.reporters"] == \
+        "org.apache.kafka.common.metrics.JmxReporter"
+    assert not java_only({"metric.reporters": "org.apache.kafka.common.metrics.JmxReporter"})
+    assert java_only({"metric.reporters": "com.example.Reporter"})  # auto: only Kafka's Java clients load it
+    mine = parse_config(parse_properties(text + f"A.metric.reporters = com.example.Reporter\nplugin.path = {tmp_path}\n"))
+    with pytest.raises(ConfigError) as caught:
+        admin_settings(mine.clusters["A"])
+    assert caught.value.key == "A.metric.reporters"

@@ -36,7 +36,8 @@ def render() -> str:
         "`*.converter` keys are read by the sink's transformation chain, as MM2's worker reads them "
         "([ADR 0025](adr/0025-single-message-transforms.md)); `client.dns.lookup` goes to the clients; "
         "`metric.reporters` (top or cluster level) goes to every client of the cluster, the control plane's "
-        "included, as MM2 gives it to each of its clients (classes on `plugin.path` or `spark.jars`); `errors.*` keys are refused unless they hold MM2's default (below). Accepted and ignored, "
+        "included, as MM2 gives it to each of its clients (classes on `plugin.path` or `spark.jars`); "
+        "`errors.*` keys are refused unless they hold MM2's default (below). Accepted and ignored, "
         "as they configure a Connect worker mirrorspark does not run: keys starting with "
         + ", ".join(f"`{p}`" for p in CONNECT_PREFIXES if p not in READ_CONNECT_PREFIXES) + ".",
         "",

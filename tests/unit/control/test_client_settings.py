@@ -82,7 +82,8 @@ def test_java_client_keys_are_never_dropped_without_a_word(tmp_path):
         "org.apache.kafka.common.metrics.JmxReporter"
     assert not java_only({"metric.reporters": "org.apache.kafka.common.metrics.JmxReporter"})
     assert java_only({"metric.reporters": "com.example.Reporter"})  # auto: only Kafka's Java clients load it
-    mine = parse_config(parse_properties(text + f"A.metric.reporters = com.example.Reporter\nplugin.path = {tmp_path}\n"))
+    mine = parse_config(parse_properties(text + "A.metric.reporters = com.example.Reporter\n"
+                                         f"plugin.path = {tmp_path}\n"))
     with pytest.raises(ConfigError) as caught:
         admin_settings(mine.clusters["A"])
     assert caught.value.key == "A.metric.reporters"

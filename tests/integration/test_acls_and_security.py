@@ -236,8 +236,9 @@ spec:
 def test_replication_and_checkpoints_from_an_oauthbearer_source(clusters, secure_cluster, tmp_path, unique):
     """OAUTHBEARER with Kafka's client-credentials login against a real OIDC flow: the broker validates
     RS256 tokens against its JWKS, both planes (the JVM's login handler, librdkafka's OIDC method) get
-    tokens from the token endpoint; records and a group's checkpoint cross. A wrong client secret stops
-    the run before any data moves (exit 2), naming the cluster and the key, without echoing the secret."""
+    tokens from the token endpoint; records and a group's checkpoint cross. A wrong client secret, or an
+    expired token, stops the run before any data moves (exit 2), naming the cluster (and the key), without
+    echoing the secret."""
     from mirrorspark.control.groups import RdkafkaGroups
     from mirrorspark.local.security import Secrets
 
@@ -274,3 +275,17 @@ def test_replication_and_checkpoints_from_an_oauthbearer_source(clusters, secure
     assert done.returncode == 2, done.stderr[-2000:]
     assert "cluster 'oauth' refused this client's credentials (check oauth.sasl.jaas.config" in done.stderr
     assert "refused" in answers() and "not-" + secret[4:] not in done.stderr + done.stdout
+
+    # Issue 44: an expired token (a file token, Kafka's file: endpoint) fails as fast, naming the cluster.
+    from mirrorspark.local.oidc import sign
+
+    token = tmp_path / "expired.jwt"
+    token.write_text(sign(folder, "mirrorspark", seconds=-120))
+    expired = dict(source, **{"sasl.oauthbearer.token.endpoint.url": token.as_uri(),
+                              "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                                  "required;"})
+    config.write_text("clusters = oauth, backup\n" + secured_lines("oauth", expired) + body)
+    done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state3"))
+    output = done.stderr + done.stdout
+    assert done.returncode == 2 and "cluster 'oauth'" in output and "Traceback" not in output, output[-3000:]
+    assert not (tmp_path / "state3" / "flows").exists() or not any((tmp_path / "state3" / "flows").rglob("checkpoint"))

@@ -90,8 +90,16 @@ def kill9_when(driver: subprocess.Popen, ready, log: Path, missed: str, timeout:
         driver.wait(30)
 
 
-def java_of(pid: int) -> int:
-    """The JVM that a mirrorspark process started (Spark's driver, local executors inside)."""
+# What tells a mirrorspark process's two JVMs apart on their command lines.
+JVM_MARKERS = {"spark": "org.apache.spark.deploy.SparkSubmit",  # Spark's driver, local executors inside
+               "clients": "py4j.GatewayServer"}  # the control plane's Kafka clients and Java plug-ins
+
+
+def java_of(pid: int, kind: str = "spark") -> int:
+    """The JVM of ``kind`` that a mirrorspark process started: ``spark`` (the records' writer) or ``clients``
+    (the control plane: the lease, offset syncs, checkpoints). Both are its children; a drill that stops
+    "the writer's JVM" must stop the one it means."""
+    marker = JVM_MARKERS[kind]
     children = {int(p) for p in os.listdir("/proc") if p.isdigit()}
     frontier, seen = [pid], set()
     while frontier:
@@ -104,9 +112,13 @@ def java_of(pid: int) -> int:
             if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
                 seen.add(child)
                 frontier.append(child)
-                if "java" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+                try:
+                    command = Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace")
+                except OSError:
+                    continue
+                if "java" in command and marker in command:
                     return child
-    raise AssertionError(f"no JVM under process {pid}")
+    raise AssertionError(f"no {kind} JVM under process {pid}")
 
 
 @contextmanager

@@ -6,7 +6,8 @@ Two single-broker clusters, two flows in two trigger modes run by two instances 
 unique over the run) into each flow's topics while a seeded random schedule of real faults runs:
 
 - ``kill -9`` of a flow's writer (restarted a few seconds later; the standby takes over);
-- SIGSTOP of a writer's JVM for 5-40 s, then SIGCONT (it is fenced, the standby took over);
+- SIGSTOP of a writer's JVM for 5-40 s, then SIGCONT (it is fenced, the standby took over): its Spark
+  JVM, or one time in three its client JVM (the control plane: lease, offset syncs, checkpoints);
 - a cluster's only broker stopped for 5-200 s (``make soak``; 5-40 s in the short form);
 - a source topic deleted and re-created, its producer paused first (long form only);
 - a remote topic deleted on the target (long form only): the flow re-creates and refills it;
@@ -271,8 +272,11 @@ class Soak:
         if state is None:
             return
         seconds = self.rng.uniform(5, 40)
-        jvm = java_of(self.procs[state].pid)
-        self.say(f"SIGSTOP the writer of {flow} ({state.name}) for {seconds:.0f} s")
+        # Its Spark JVM (the records' writer) mostly; else its client JVM (the lease, syncs, checkpoints).
+        kind = self.rng.choice(("spark", "spark", "clients"))
+        jvm = java_of(self.procs[state].pid, kind)
+        self.say(f"SIGSTOP the writer of {flow} ({state.name}) for {seconds:.0f} s"
+                 + ("" if kind == "spark" else " (its client JVM: the control plane)"))
         os.kill(jvm, signal.SIGSTOP)
         time.sleep(seconds)
         os.kill(jvm, signal.SIGCONT)

@@ -77,6 +77,22 @@ def start(config: Path, state: Path) -> subprocess.Popen:
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def kill9(proc: subprocess.Popen | int) -> None:
+    """``kill -9`` a mirrorspark process and every process under it at once, as a host or a pod dies: its
+    Spark JVM and its client JVM run in sessions of their own (a signal to the process group would leave
+    them to exit on their own when their input closes, running their shutdown hooks)."""
+    from helpers.process_views import descendants
+
+    pid = proc if isinstance(proc, int) else proc.pid
+    for victim in [pid, *descendants(pid)]:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    if not isinstance(proc, int):
+        proc.wait(30)
+
+
 def kill9_when(driver: subprocess.Popen, ready, log: Path, missed: str, timeout: float = 180) -> None:
     """``kill -9`` the driver's process group as soon as ``ready()``; fails with ``missed`` if it never is."""
     try:
@@ -86,8 +102,7 @@ def kill9_when(driver: subprocess.Popen, ready, log: Path, missed: str, timeout:
             assert driver.poll() is None, log.read_text()[-3000:]
             time.sleep(0.02)
     finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(30)
+        kill9(driver)
 
 
 # What tells a mirrorspark process's two JVMs apart on their command lines.
@@ -136,4 +151,4 @@ def writer_and_standby(config: Path, first: Path, second: Path, flow: str) -> It
     finally:
         for proc in started:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill9(proc)

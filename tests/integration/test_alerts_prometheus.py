@@ -37,7 +37,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 from helpers.kafka import create_topic, produce, wait_for_count
 from helpers.offsets import commit_on
-from helpers.processes import start
+from helpers.processes import kill9, start
 from helpers.prometheus import (
     PROMETHEUS,
     PrometheusServer,
@@ -137,7 +137,7 @@ class Instance:
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            kill9(self.proc)
             self.proc.wait(30)
 
 

@@ -28,7 +28,7 @@ from helpers.kafka import (
     wait_for_count,
     wait_for_every_seq,
 )
-from helpers.processes import java_of, start, writer_and_standby
+from helpers.processes import java_of, kill9, start, writer_and_standby
 from helpers.rest import flow_detail, recopied, wait_role
 from helpers.waiting import wait_until
 
@@ -93,7 +93,7 @@ def test_deployments_in_separate_lease_groups_restart_without_setting_each_other
     finally:
         for proc in running.values():
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill9(proc)
 
 
 @pytest.mark.long
@@ -188,7 +188,7 @@ def test_a_remote_topic_deleted_after_a_takeover_reports_the_earlier_generations
         wait_until(lambda: recreate(source, topic, 1), "source topic re-creation", 60)
         _produce(clusters["primary"], topic, 1_000, 500)
         wait_for_count(clusters["backup"], remote, 1_500)  # the first instance saw the new topic
-        os.killpg(a.pid, signal.SIGKILL)
+        kill9(a)
         wait_role(second, FLOW, "writer", 120)  # without the first one's state
         target.delete_topics([remote])[remote].result(30)
         wait_until(lambda: flow_detail(second, FLOW)["records_lost"], "the deletion reported", 90)

@@ -33,7 +33,7 @@ from confluent_kafka.admin import OffsetSpec
 from helpers.config import cluster_config, write_config
 from helpers.kafka import create_topic, limit_client, lost_and_duplicated, produce, recreate
 from helpers.offsets import checkpoints, commit_on
-from helpers.processes import MIRRORSPARK, java_of, running_mirrorspark, writer_and_standby
+from helpers.processes import MIRRORSPARK, java_of, kill9, running_mirrorspark, writer_and_standby
 from helpers.records import numbered
 from helpers.rest import flow_detail, wait_role
 from helpers.waiting import wait_until
@@ -205,7 +205,7 @@ def test_kill9_at_each_moment_of_a_transaction_leaves_each_record_once(clusters,
         assert driver.poll() is None, (state / "first.log").read_text()[-3000:]
         time.sleep(1)
     finally:
-        os.killpg(driver.pid, signal.SIGKILL)
+        kill9(driver)
         driver.wait(30)
     at_kill = len(committed_seqs(clusters["backup"], remote))
     written_at_kill = sum(log_ends(clusters["backup"], remote).values())

@@ -6,8 +6,6 @@ same topic name, active/active: each record once on each cluster, none back, fai
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -17,7 +15,7 @@ from confluent_kafka import Producer
 from helpers.config import write_config
 from helpers.kafka import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
 from helpers.offsets import checkpoints, commit_on, consume, read_from
-from helpers.processes import MIRRORSPARK, cli_json, run_cli, running_mirrorspark
+from helpers.processes import MIRRORSPARK, cli_json, kill9, run_cli, running_mirrorspark
 from helpers.records import numbered
 from helpers.rest import flow_detail
 from helpers.spark_state import committed_records, latest
@@ -254,7 +252,7 @@ def test_active_active_writer_killed_mid_batch_resumes_past_its_copies_among_the
             assert driver.poll() is None, (state / "run.log").read_text()[-3000:]
             time.sleep(0.02)
     finally:
-        os.killpg(driver.pid, signal.SIGKILL)
+        kill9(driver)
         driver.wait(30)
         stop.set()
         writer.join(30)

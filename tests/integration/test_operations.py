@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers.config import write_config
 from helpers.kafka import count, create_topic, produce, read_all, wait_for_count
-from helpers.processes import run_cli, running_mirrorspark
+from helpers.processes import kill9, run_cli, running_mirrorspark
 from helpers.records import records
 from helpers.rest import metric
 from helpers.waiting import wait_until
@@ -152,7 +152,7 @@ def test_a_stop_signal_while_the_spark_jvm_starts_stops_the_process(clusters, un
         code = proc.wait(120)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill9(proc)
             proc.wait(30)
     output = (tmp_path / "run.log").read_text(errors="replace")
     assert code == 0, output[-3000:]

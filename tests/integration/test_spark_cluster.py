@@ -29,7 +29,7 @@ from helpers.kafka import (
     wait_for_every_seq,
 )
 from helpers.offsets import checkpoints, consume, read_from
-from helpers.processes import MIRRORSPARK, run_cli, running_mirrorspark, start
+from helpers.processes import MIRRORSPARK, kill9, run_cli, running_mirrorspark, start
 from helpers.records import records, sample_records
 from helpers.rest import flow_detail, recopied, wait_role
 from helpers.spark_state import committed_records, latest
@@ -140,7 +140,7 @@ def test_driver_kill9_drill_loses_nothing_recopies_only_in_flight_and_fails_over
             assert time.monotonic() < deadline, "no batch caught in the middle of its write"
             time.sleep(0.02)
     finally:
-        os.killpg(driver.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, no goodbye
+        kill9(driver)  # the Python driver and its Spark JVM, no goodbye
         driver.wait(30)
     time.sleep(3)  # the executors' in-flight sends land or fail
     at_kill = len(seqs(clusters["backup"], remote))
@@ -298,12 +298,12 @@ def test_a_stopped_drivers_executors_stop_sending_once_the_standby_holds_the_flo
         time.sleep(15)  # what the stale executors still sent lands now (at their pace, some 10,000 records)
         landed = seqs(clusters["backup"], remote)
         reported = recopied(second, remote)
-        os.killpg(a.pid, signal.SIGKILL)  # its application ends, and its executors with it
+        kill9(a)  # its application ends, and its executors with it
         a.wait(30)
     finally:
         for proc in (a, b):
             if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill9(proc)
     lost, duplicated = lost_and_duplicated(range(total), landed)
     group = f"xfence-{unique}"
     said = [line for path in tmp_path_factory.getbasetemp().rglob("stderr") if path.is_file()

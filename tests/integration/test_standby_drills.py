@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from helpers.config import write_config
 from helpers.kafka import create_topic, lost_and_duplicated, produce_backlog, seqs, wait_for_count, wait_for_every_seq
-from helpers.processes import java_of, start, writer_and_standby
+from helpers.processes import java_of, kill9, start, writer_and_standby
 from helpers.rest import recopied, wait_role
 
 pytestmark = pytest.mark.broker
@@ -107,7 +107,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
             assert standby_gauge(first).endswith(" 1.0")
             time.sleep(5)
 
-            os.killpg(b.pid, signal.SIGKILL)  # the new writer is killed: the old one takes the flow back
+            kill9(b)  # the new writer is killed: the old one takes the flow back
             b.wait(30)
             second_takeover = wait_role(first, flow, "writer", 90)
             time.sleep(5)
@@ -140,7 +140,7 @@ def test_one_writer_a_stopped_writer_is_fenced_and_a_killed_one_replaced_copying
     finally:
         for proc in (a, b):
             if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill9(proc)
 
 
 @pytest.mark.long

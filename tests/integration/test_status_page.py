@@ -5,8 +5,6 @@ standby; their screenshots carry the green and the grey badge."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 import urllib.request
@@ -18,7 +16,7 @@ from helpers.chromium import browser, chromium
 from helpers.config import write_config
 from helpers.kafka import create_topic, produce_backlog, wait_for_count
 from helpers.png import decode, hex_colour
-from helpers.processes import start
+from helpers.processes import kill9, start
 
 from mirrorspark.rest.status_page import BADGES
 
@@ -122,5 +120,5 @@ def test_status_pages_of_a_writer_and_its_standby_in_chromium(clusters, unique, 
     finally:
         for proc in started:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill9(proc)
                 proc.wait(30)

@@ -49,7 +49,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
-from helpers.processes import java_of, run_cli, start
+from helpers.processes import java_of, kill9, run_cli, start
 from helpers.rest import flow_detail, role
 
 from mirrorspark.control.admin import admin_client
@@ -234,7 +234,7 @@ class Soak:
         proc = self.procs.get(state)
         if proc is not None and proc.poll() is None:
             self.killed.add(state)
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill9(proc)
             proc.wait(30)
 
     def start(self, state: Path) -> None:

@@ -54,7 +54,8 @@ def lines(alias: str, settings: dict[str, str]) -> str:
 def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secure_cluster, tmp_path, unique,
                                                                   monkeypatch):
     """GSSAPI with a keytab, as MM2 users configure it (Krb5LoginModule in sasl.jaas.config, the realm
-    from KRB5_CONFIG): records, a group's checkpoint and its synced offset cross; the control plane's
+    from KRB5_CONFIG): records, a group's checkpoint and its synced offset cross, and the group's failover
+    plan reads its offsets on the Kerberos cluster; the control plane's
     requests and Spark's consumers log in to the KDC; the plain target is asked through Kafka's Java
     clients too (``mirrorspark.control.clients = java``: the lease, checkpoints, group sync). A keytab
     that does not hold the principal stops the run before any data moves (exit 2) naming the cluster
@@ -94,6 +95,15 @@ def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secur
         sorted(r.content() for r in read_all(source, topic))
     issued = (folder / "kerberos" / "kdc.log").read_text().count("ISSUE:")
     assert issued - issued_before >= 2  # the control plane's login and Spark's consumers' (tickets from the KDC)
+    # Issue 44: failing the group over reads its committed offsets on the Kerberos cluster (the failover
+    # command asks clusters as the control plane does: Kafka's Java clients), as MM2's tooling would.
+    plan = run_cli("failover", "--config", str(config), "--group", group, "--from", "kerb", "--to", "backup",
+                   "--state-dir", str(tmp_path / "state"), "--json")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    body_json = __import__("json").loads(plan.stdout)
+    assert body_json["source_reachable"] is True
+    assert {(row["partition"], row["source_committed"], row["translated"]) for row in body_json["partitions"]} == {
+        (0, 10, 10), (1, 8, 8)}
 
     wrong = dict(kerb, **{"sasl.jaas.config": kerb["sasl.jaas.config"].replace("client.keytab", "broker.keytab")})
     config.write_text("clusters = kerb, backup\n" + lines("kerb", wrong) + body)

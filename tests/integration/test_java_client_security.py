@@ -51,8 +51,9 @@ def lines(alias: str, settings: dict[str, str]) -> str:
 
 @pytest.mark.skipif(shutil.which("krb5kdc") is None and not Path("/usr/sbin/krb5kdc").exists(),
                     reason="no MIT KDC on this machine (make setup installs krb5-kdc when it runs as root)")
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
 def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secure_cluster, tmp_path, unique,
-                                                                  monkeypatch):
+                                                                  monkeypatch, protocol):
     """GSSAPI with a keytab, as MM2 users configure it (Krb5LoginModule in sasl.jaas.config, the realm
     from KRB5_CONFIG): records, a group's checkpoint and its synced offset cross, and the group's failover
     plan reads its offsets on the Kerberos cluster; the control plane's
@@ -62,7 +63,7 @@ def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secur
     and the key."""
     from mirrorspark.local import kerberos
 
-    kerb, folder = secure_cluster("kerb", SecurityOptions("SASL_PLAINTEXT", "GSSAPI"))
+    kerb, folder = secure_cluster("kerb", SecurityOptions(protocol, "GSSAPI"))  # over TLS too (issue 44)
     monkeypatch.setenv("KRB5_CONFIG", str(kerberos.krb5_conf(folder)))  # for every JVM started from here
     source = java_conf(kerb, [])
     topic, group = f"krb-{unique}", f"krb-group-{unique}"

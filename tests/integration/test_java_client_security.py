@@ -55,15 +55,25 @@ def lines(alias: str, settings: dict[str, str]) -> str:
 def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secure_cluster, tmp_path, unique,
                                                                   monkeypatch, protocol):
     """GSSAPI with a keytab, as MM2 users configure it (Krb5LoginModule in sasl.jaas.config, the realm
-    from KRB5_CONFIG): records, a group's checkpoint and its synced offset cross, and the group's failover
-    plan reads its offsets on the Kerberos cluster; the control plane's
+    from KRB5_CONFIG): records, a group's checkpoint, its synced offset and the topic's ACL cross, and the
+    group's failover plan reads its offsets on the Kerberos cluster; the control plane's
     requests and Spark's consumers log in to the KDC; the plain target is asked through Kafka's Java
     clients too (``mirrorspark.control.clients = java``: the lease, checkpoints, group sync). A keytab
     that does not hold the principal stops the run before any data moves (exit 2) naming the cluster
     and the key."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
     from mirrorspark.local import kerberos
 
-    kerb, folder = secure_cluster("kerb", SecurityOptions(protocol, "GSSAPI"))  # over TLS too (issue 44)
+    # over TLS too, and with an authorizer whose topic ACLs are synced (issue 44)
+    kerb, folder = secure_cluster("kerb", SecurityOptions(protocol, "GSSAPI", authorizer=True))
     monkeypatch.setenv("KRB5_CONFIG", str(kerberos.krb5_conf(folder)))  # for every JVM started from here
     source = java_conf(kerb, [])
     topic, group = f"krb-{unique}", f"krb-group-{unique}"
@@ -71,11 +81,23 @@ def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secur
     sent = records(40, 2, unique)
     produce(source, topic, sent)
     RdkafkaGroups(admin=admin_client(source), cluster="kerb").commit(group, {(topic, 0): (10, ""), (topic, 1): (8, "")})
+    reader_acl = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:reader-{unique}", "*",
+                            AclOperation.READ, AclPermissionType.ALLOW)
+    for future in admin_client(source).create_acls([reader_acl]).values():
+        future.result(30)
+    target_admin = admin_client({"bootstrap.servers": clusters["backup"]})
+
+    def synced_acls() -> set[tuple[str, AclOperation]]:
+        found = target_admin.describe_acls(AclBindingFilter(
+            ResourceType.TOPIC, f"kerb.{topic}", ResourcePatternType.LITERAL, None, None, AclOperation.ANY,
+            AclPermissionType.ANY)).result(30)
+        return {(b.principal, b.operation) for b in found}
     issued_before = (folder / "kerberos" / "kdc.log").read_text().count("ISSUE:")
     config = tmp_path / "mm2.properties"
     # The target's control plane too on Kafka's Java clients: the lease, checkpoints and group sync.
     body = (f"backup.bootstrap.servers = {clusters['backup']}\n" + BODY + "mirrorspark.control.clients = java\n"
-            f"kerb->backup.enabled = true\nkerb->backup.topics = {topic}\nkerb->backup.groups = {group}\n")
+            f"kerb->backup.enabled = true\nkerb->backup.topics = {topic}\nkerb->backup.groups = {group}\n"
+            "sync.topic.acls.interval.seconds = 1\n")
     config.write_text("clusters = kerb, backup\n" + lines("kerb", kerb) + body)
     with running_mirrorspark(config, tmp_path / "state"):
         wait_for_count(clusters["backup"], f"kerb.{topic}", len(sent))
@@ -90,6 +112,8 @@ def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secur
                 return [tp.offset for tp in found] == [10, 8]
 
             wait_until(synced, timeout=90, what="the group's offsets synced to the target")
+            wait_until(lambda: (f"User:reader-{unique}", AclOperation.READ) in synced_acls(), timeout=60,
+                       what="the source topic's ACL synced over Kerberos")
         finally:
             reader.close()
     assert sorted(r.content() for r in read_all(clusters["backup"], f"kerb.{topic}")) == \

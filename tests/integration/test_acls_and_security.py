@@ -268,6 +268,12 @@ def test_replication_and_checkpoints_from_an_oauthbearer_source(clusters, secure
     assert sorted(r.content() for r in read_all(clusters["backup"], f"oauth.{topic}")) == \
         sorted(r.content() for r in read_all(admin, topic))
     assert answers().count("granted mirrorspark") >= 2  # the control plane's and the JVM's logins
+    # Issue 44: the group's failover plan reads its committed offsets on the OAuth cluster.
+    plan = run_cli("failover", "--config", str(config), "--group", group, "--from", "oauth", "--to", "backup",
+                   "--state-dir", str(tmp_path / "state"), "--json")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    rows = __import__("json").loads(plan.stdout)["partitions"]
+    assert {(row["partition"], row["source_committed"]) for row in rows} == {(0, 10), (1, 10)}
 
     wrong = dict(source, **{"sasl.jaas.config": source["sasl.jaas.config"].replace(secret, "not-" + secret[4:])})
     config.write_text("clusters = oauth, backup\n" + secured_lines("oauth", wrong) + body)

@@ -104,6 +104,10 @@ class JvmFences:
     def revoke(self, flow: str) -> None:
         _call("Fences.revoke", lambda: self._java.revoke(flow))
 
+    def drop_unsent(self, flow: str) -> int:
+        """Close ``flow``'s producers in this JVM, dropping what they still retry (``Fences.dropUnsent``)."""
+        return int(_call("Fences.dropUnsent", lambda: self._java.dropUnsent(flow)))
+
     def late_writes(self, flow: str, flush_ms: int) -> str:
         """What the JVM's producers sent for ``flow`` after its deadline (JSON, read by ``stale_writes``)."""
         return str(_call("Fences.lateWrites", lambda: self._java.lateWrites(flow, flush_ms)))

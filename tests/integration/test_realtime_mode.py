@@ -168,3 +168,63 @@ def resumed(output: str, topic: str) -> tuple[int, set[int]]:
     found = [(int(b), int(n)) for b, n in
              re.findall(rf"batch (\d+) resumed {re.escape(topic)}\[\d+\]: (\d+) record", output)]
     return sum(n for _, n in found), {b for b, n in found if n}
+
+
+def test_a_remote_topic_deleted_under_a_steady_stream_is_refilled_without_a_copy_twice(clusters, unique, tmp_path):
+    """The twelfth soak run: the remote topic deleted while records flowed in real-time mode; the restart
+    made it again while the stopped query's producer still retried the records it had sent to the deleted
+    topic, which landed at the new topic's first offsets, and its refill from the source's start copied
+    them again (3 records a partition, none reported). Now the restart drops what the producers still hold
+    for a topic before making it again: every record lands once, in source order, and nothing is lost."""
+    from helpers.kafka import wait_for_every_seq
+
+    from mirrorspark.control.admin import admin_client, topic_partitions
+
+    topic, remote = f"rtgone-{unique}", f"primary.rtgone-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{REALTIME}"
+                          "refresh.topics.interval.seconds = 2\n")
+    stop, sent = threading.Event(), [0]
+
+    def steady() -> None:
+        producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 5})
+        while not stop.is_set():
+            for record in numbered(sent[0], sent[0] + 20, 2):
+                producer.produce(topic, **record)
+            sent[0] += 20
+            producer.poll(0)
+            time.sleep(0.05)
+        producer.flush(30)
+
+    feeder = threading.Thread(target=steady, daemon=True)
+    target = admin_client({"bootstrap.servers": clusters["backup"]})
+    state = tmp_path / "state"
+    with running_mirrorspark(config, state) as mirror:
+        feeder.start()
+        try:
+            wait_for_count(clusters["backup"], remote, 3_000, timeout=180)
+            target.delete_topics([remote])[remote].result(30)
+            wait_until_recreated = time.monotonic() + 120
+            while remote in topic_partitions(target) and time.monotonic() < wait_until_recreated:
+                time.sleep(0.2)  # gone first
+            while remote not in topic_partitions(target):
+                assert time.monotonic() < wait_until_recreated, "the remote topic was not made again"
+                time.sleep(0.5)
+            time.sleep(10)  # the refill and the stream after it
+        finally:
+            stop.set()
+            feeder.join(30)
+        landed = wait_for_every_seq(clusters["backup"], remote, sent[0], timeout=240)
+        time.sleep(5)  # a copy made twice would land meanwhile
+        landed = seqs(clusters["backup"], remote)
+        detail = flow_detail(state, "primary->backup")
+        output = mirror.output()
+    lost, duplicated = lost_and_duplicated(range(sent[0]), landed)
+    print(f"remote topic deleted under a steady real-time stream: {sent[0]} sent, lost {len(lost)}, "
+          f"duplicated {duplicated}, reported lost {detail['records_lost']}, recopied {detail['records_recopied']}")
+    assert not lost and detail["records_lost"] == 0
+    assert duplicated == detail["records_recopied"] == 0
+    for partition in (0, 1):
+        assert [s for s in landed if s % 2 == partition] == list(range(partition, sent[0], 2))
+    assert "is refilled from" in output

@@ -82,6 +82,10 @@ class Clusters:
         self._driver: SparkJvm | None = None
         self._driver_known = threading.Event()  # set once Spark runs, or failed to start
 
+    def driver_jvm(self) -> SparkJvm | None:
+        """The driver JVM, once Spark runs (None before, or when it failed to start)."""
+        return self._driver
+
     def use_jvm(self, jvm: SparkJvm | None) -> None:
         """The driver JVM, once Spark runs: group requests go through Kafka's Admin client there.
         None: Spark failed to start, and a request waiting for it fails now."""

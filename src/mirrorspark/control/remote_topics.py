@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -75,8 +76,12 @@ class RemoteTopics:
 
     def __init__(self, *, flow: FlowConfig, selection: TopicSelection, source: AdminClient, target: AdminClient,
                  target_refresh_seconds: float = 600.0, configs: TopicConfigs | None = None,
-                 names: RemoteNames | None = None) -> None:
+                 names: RemoteNames | None = None,
+                 before_recreate: Callable[[list[str]], None] | None = None) -> None:
+        """``before_recreate``: called with remote topics deleted on the target just before they are made
+        again (the restart drops what this process's producers still retry for them)."""
         self.flow = flow
+        self.before_recreate = before_recreate
         self.selection = selection
         self.policy = selection.policy
         self.source = source
@@ -147,6 +152,8 @@ class RemoteTopics:
             new = [t for t in new if remote[t] not in deleted]
         else:
             self.gone -= deleted
+        if deleted and recreate and self.before_recreate is not None:
+            self.before_recreate(sorted(deleted))
         described = self.configs.describe(new) if self.configs is not None and new else {}
         to_create = [NewTopic(remote[t], wanted[t], self.flow.options.replication_factor,
                               config=self.configs.for_creation(described.get(t, {})) if self.configs else {})

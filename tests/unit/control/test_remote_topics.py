@@ -244,3 +244,22 @@ def test_the_schedulers_refresh_leaves_a_deleted_remote_topic_to_the_restart():
     assert "A.orders" not in target.topics and topics.gone == {"A.orders"}
     topics.refresh(force_target_check=True)  # the restart's
     assert target.topics == {"A.orders": 2} and not topics.gone
+
+
+def test_what_producers_still_retry_for_a_deleted_remote_topic_is_dropped_before_it_is_made_again():
+    """The twelfth soak run: the restart re-created a deleted remote topic while the stopped query's
+    producer still retried 3 records a partition for it; they landed at its first offsets and its refill
+    copied them again. The restart now hears of the topics it is about to make again first (and drops what
+    this JVM's producers hold); a topic never seen is created without it."""
+    source, target = FakeAdmin({"orders": 2, "pay": 1}), FakeAdmin()
+    heard: list[tuple[list[str], dict]] = []
+    topics = remote_topics(source, target)
+    topics.before_recreate = lambda names: heard.append((names, dict(target.topics)))
+    topics.refresh(force_target_check=True)
+    assert heard == []  # first creation: nothing can have been sent to them
+    del target.topics["A.orders"]
+    topics.refresh(force_target_check=True, recreate=False)
+    assert heard == []  # the scheduler's refresh leaves it to the restart
+    topics.refresh(force_target_check=True)
+    assert heard == [(["A.orders"], {"A.pay": 1})]  # told before the topic exists again
+    assert target.topics == {"A.orders": 2, "A.pay": 1}

@@ -49,6 +49,16 @@ public final class Fences {
         UNTIL.computeIfAbsent(flow, f -> new AtomicLong()).set(0L);
     }
 
+    /**
+     * The flow's producers in this JVM are closed at once, dropping what they hold unsent: called when a
+     * remote topic deleted on the target is about to be made again, so that sends of the stopped query
+     * that the producers still retry for the deleted topic cannot land in the new one ahead of its
+     * refill (the refill copies those records itself). Returns how many were closed.
+     */
+    public static int dropUnsent(String flow) {
+        return Producers.abort(flow);
+    }
+
     /** The flow no longer runs here with a lease (stopped, or leases switched off): no fence. */
     public static void forget(String flow) {
         UNTIL.remove(flow);

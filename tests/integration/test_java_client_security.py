@@ -126,7 +126,7 @@ def test_kerberos_source_replicates_checkpoints_and_syncs_groups(clusters, secur
                    "--state-dir", str(tmp_path / "state"), "--json")
     assert plan.returncode == 0, plan.stderr[-3000:]
     body_json = __import__("json").loads(plan.stdout)
-    assert body_json["source_reachable"] is True
+    assert body_json["from_reachable"] is True
     assert {(row["partition"], row["source_committed"], row["translated"]) for row in body_json["partitions"]} == {
         (0, 10, 10), (1, 8, 8)}
 

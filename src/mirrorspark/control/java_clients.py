@@ -143,12 +143,13 @@ class _JavaClient:
         """What the new Java client needs of the old one's state (an assignment, pending deliveries)."""
 
     def _allow(self, props: Mapping[str, str]) -> None:
-        """Let Kafka's client ask the OAuth endpoints the file names. Since Kafka 4.0 it asks only URLs a
+        """Let Kafka's client ask the OAuth endpoints the file names (a token file's ``file:`` URL too).
+        Since Kafka 4.0 it asks only URLs a
         JVM property lists (against connector configs from Connect's REST, which mirrorspark has not):
         the operator's file is trusted as MM2's worker file is. A property set in ``KAFKA_OPTS`` (as for
         MM2) or ``JAVA_TOOL_OPTIONS`` is the operator's own list and is left as it is."""
         urls = [props.get(key, "").strip() for key in _OAUTH_URL_KEYS]
-        urls = [url for url in urls if url.lower().startswith(("http://", "https://"))]
+        urls = [url for url in urls if url.lower().startswith(("http://", "https://", "file:"))]  # file: a token
         if not urls or any(_ALLOWED_URLS in os.environ.get(v, "") for v in ("KAFKA_OPTS", "JAVA_TOOL_OPTIONS")):
             return
         system = self._home.gateway.jvm.java.lang.System

@@ -1,5 +1,6 @@
 package com.example.mm2;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 import org.apache.kafka.common.config.ConfigDef;
@@ -27,7 +28,8 @@ public class StampHeader<R extends ConnectRecord<R>> implements Transformation<R
     public R apply(R record) {
         R copy = record.newRecord(record.topic(), record.kafkaPartition(), record.keySchema(), record.key(),
             record.valueSchema(), record.value(), record.timestamp(), record.headers().duplicate());
-        copy.headers().addString(header, value);
+        // Bytes, as MM2's ByteArrayConverter writes headers (a String header would fail there, as here).
+        copy.headers().addBytes(header, value.getBytes(StandardCharsets.UTF_8));
         return copy;
     }
 

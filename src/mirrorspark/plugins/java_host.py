@@ -181,8 +181,9 @@ def own_errors() -> None:
 
 def host_for(classpath: list[Path]) -> JavaHost:
     """The process's JVM for this plug-in classpath, started on first use, and again if it died: a
-    replicator outlives a JVM that was killed or ran out of memory, as it outlives a broker."""
-    key = tuple(str(p) for p in classpath)
+    replicator outlives a JVM that was killed or ran out of memory, as it outlives a broker. A JVM reads
+    the Kerberos configuration (``KRB5_CONFIG``) once, when it starts: another one gets a JVM of its own."""
+    key = (*(str(p) for p in classpath), os.environ.get("KRB5_CONFIG", ""))
     with _lock:
         host = _hosts.get(key)
         if host is not None and not host.alive():

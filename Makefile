@@ -14,8 +14,8 @@ lint: setup
 	.venv/bin/python scripts/import_cycles.py
 	.venv/bin/python scripts/import_cycles.py --packages
 
-# The JVM code's unit tests (JUnit 5, jvm/mirrorspark/src/test): no broker, no Spark running.
-JVM_TESTS = mvn -B -q -Dstyle.color=never -f jvm/mirrorspark/pom.xml test
+# The JVM code's unit tests (JUnit 5, jvm/*/src/test): no broker, no Spark running.
+JVM_TESTS = mvn -B -q -Dstyle.color=never -f jvm/pom.xml test
 
 # Lint, the JVM unit tests, then every Python test (unit and against real local brokers and Spark)
 # but the long drills (`make drills`), two at a time (each pytest worker starts its own session
@@ -26,9 +26,10 @@ test: lint
 	.venv/bin/pytest -n 2 --dist worksteal -m "not long and not image" --durations=15
 
 # The long fault drills (marker `long`: outages of minutes, backlogs, kill -9 at each moment of a
-# transaction, writers stopped and fenced, the fault soak's 2-minute form); CI runs them after make test.
+# transaction, writers stopped and fenced, cutovers killed at each step); CI runs them after make test.
+# The randomized fault soak (marker `soak`) runs only in `make soak`.
 drills: setup
-	.venv/bin/pytest -n 2 --dist worksteal -m "long and not image" --durations=15
+	.venv/bin/pytest -n 2 --dist worksteal -m "long and not image and not soak" --durations=15
 
 # The unit tests only (the JVM's, then tests/unit): no broker, no Spark, no network; under a minute.
 test-unit: setup
@@ -44,7 +45,7 @@ image: setup
 image-test: setup
 	.venv/bin/pytest -s -m image tests/image
 
-# The randomized fault soak, long form (make test runs a 2-minute form): SOAK_MINUTES (default 60) and
+# The randomized fault soak: SOAK_MINUTES (default 60; `SOAK_MINUTES=2` for a quick look) and
 # SOAK_SEED (default random) are printed with the fault schedule; the report goes to build/soak-report.txt.
 SOAK_MINUTES ?= 60
 SOAK_SEED ?= $(shell date +%s)

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Build the mirrorspark wheel (``make dist``) with mirrorspark's JVM jar inside it.
+"""Build the mirrorspark wheel (``make dist``) with mirrorspark's JVM jars inside it.
 
-The jar is a build output of scripts/setup.sh (build/mirrorspark-jvm/mirrorspark.jar), so it is not
-committed: the sources are staged in a temporary folder, the jar is copied in as package data
-(mirrorspark/jars/mirrorspark-jvm.jar) and pip builds the wheel from there. Staging also keeps
+The jars are build outputs of scripts/setup.sh (build/mirrorspark-jvm/mirrorspark.jar and
+build/mirrorspark-clients/mirrorspark-clients.jar), so they are not committed: the sources are staged
+in a temporary folder, the jars are copied in as package data (mirrorspark/jars/mirrorspark-jvm.jar,
+mirrorspark/jars/mirrorspark-clients.jar) and pip builds the wheel from there. Staging also keeps
 setuptools' own build/lib away from the checkout's build/ folder, where stale files could slip in.
 Usage: build_wheel.py OUTPUT_DIR
 """
@@ -18,14 +19,16 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-JAR = ROOT / "build" / "mirrorspark-jvm" / "mirrorspark.jar"
-REQUIRED = ("mirrorspark/jars/mirrorspark-jvm.jar", "mirrorspark/jars/kafka-jars.tsv")
+JARS = {ROOT / "build" / "mirrorspark-jvm" / "mirrorspark.jar": "mirrorspark-jvm.jar",
+        ROOT / "build" / "mirrorspark-clients" / "mirrorspark-clients.jar": "mirrorspark-clients.jar"}
+REQUIRED = (*(f"mirrorspark/jars/{name}" for name in JARS.values()), "mirrorspark/jars/kafka-jars.tsv")
 
 
 def build(out: Path) -> Path:
-    """Stage, build, check that the jar and the Kafka jar list are in the wheel; return its path."""
-    if not JAR.is_file():
-        sys.exit(f"build_wheel: {JAR} is missing; run `make setup` first")
+    """Stage, build, check that the jars and the Kafka jar list are in the wheel; return its path."""
+    for jar in JARS:
+        if not jar.is_file():
+            sys.exit(f"build_wheel: {jar} is missing; run `make setup` first")
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mirrorspark-wheel-") as tmp:
         stage = Path(tmp)
@@ -33,7 +36,8 @@ def build(out: Path) -> Path:
             shutil.copy2(ROOT / name, stage / name)
         shutil.copytree(ROOT / "src", stage / "src",
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.jar"))
-        shutil.copy2(JAR, stage / "src" / "mirrorspark" / "jars" / "mirrorspark-jvm.jar")
+        for jar, name in JARS.items():
+            shutil.copy2(jar, stage / "src" / "mirrorspark" / "jars" / name)
         built = Path(tmp) / "wheel"
         subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
                         "-w", str(built), str(stage)], check=True)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent, cached set-up: .venv with mirrorspark installed, Kafka and Spark-connector jars from
-# Maven Central, and mirrorspark's own jar (the Maven module jvm/mirrorspark). Each step is skipped
+# Maven Central, and mirrorspark's own jars (the Maven modules of jvm/pom.xml). Each step is skipped
 # when its inputs have not changed since it last ran (a stamp file records the hash of those inputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,13 +69,15 @@ schema_registry() {
 }
 
 jvm_jar() {
-  # mirrorspark's own JVM code (source, sink, state files) as a Maven module, compiled with warnings
-  # fatal against the Spark and Kafka client versions it runs with (jvm/mirrorspark/pom.xml). Its unit
-  # tests run in `make test`, not here (not even compiled). Compiled afresh each time, so that no class
-  # of a removed source stays in the jar.
-  rm -rf "$BUILD/mirrorspark-jvm" "$BUILD/mirrorspark-maven/classes" && mkdir -p "$BUILD/mirrorspark-jvm"
-  mvn -B -q -Dstyle.color=never -f jvm/mirrorspark/pom.xml -Dmaven.test.skip=true package
+  # mirrorspark's own JVM code as Maven modules (jvm/pom.xml), compiled with warnings fatal against the
+  # Spark and Kafka client versions each runs with: mirrorspark.jar (Spark and the client JVM) and
+  # mirrorspark-clients.jar (the client JVM only). Their unit tests run in `make test`, not here (not
+  # even compiled). Compiled afresh each time, so that no class of a removed source stays in a jar.
+  rm -rf "$BUILD/mirrorspark-jvm" "$BUILD/mirrorspark-clients" "$BUILD/mirrorspark-maven/classes" \
+    "$BUILD/clients-maven/classes" && mkdir -p "$BUILD/mirrorspark-jvm" "$BUILD/mirrorspark-clients"
+  mvn -B -q -Dstyle.color=never -f jvm/pom.xml -Dmaven.test.skip=true package
   cp "$BUILD/mirrorspark-maven/mirrorspark.jar" "$BUILD/mirrorspark-jvm/mirrorspark.jar"
+  cp "$BUILD/clients-maven/mirrorspark-clients.jar" "$BUILD/mirrorspark-clients/mirrorspark-clients.jar"
 }
 
 apt_optional() {
@@ -134,5 +136,5 @@ kerberos_kdc
 step kafka-libs jvm/kafka-libs.pom.xml -- kafka_libs
 step spark-kafka-jars jvm/spark-kafka.pom.xml -- spark_kafka_jars
 step schema-registry jvm/schema-registry.artifact -- schema_registry
-step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml jvm/mirrorspark/pom.xml jvm/mirrorspark/.mvn/maven.config \
-  $(find jvm/mirrorspark/src/main -type f | sort) -- jvm_jar
+step jvm-jar pyproject.toml jvm/spark-kafka.pom.xml jvm/kafka-libs.pom.xml jvm/pom.xml jvm/mirrorspark/pom.xml \
+  jvm/clients/pom.xml jvm/.mvn/maven.config $(find jvm/mirrorspark/src/main jvm/clients/src/main -type f | sort) -- jvm_jar

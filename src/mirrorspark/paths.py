@@ -16,6 +16,7 @@ from pathlib import Path
 from mirrorspark.errors import OperationalError
 
 PACKAGED_JAR = Path(__file__).with_name("jars") / "mirrorspark-jvm.jar"
+PACKAGED_CLIENTS_JAR = Path(__file__).with_name("jars") / "mirrorspark-clients.jar"
 # What the connector needs beyond pyspark's own jars: the same four jars scripts/setup.sh copies
 # (connector, token provider, kafka-clients, commons-pool2). Its other dependencies are already in
 # pyspark/jars (hadoop-client-* alone would add 50 MB of duplicates), so Ivy is told to leave them out.
@@ -72,14 +73,23 @@ def _jar_folder(name: str) -> Path:
 
 def mirrorspark_jar() -> Path:
     """mirrorspark's own JVM code: the checkout's fresh build first, else the copy inside the wheel."""
-    built = _local_jars("mirrorspark-jvm")
+    return _own_jar("mirrorspark-jvm", PACKAGED_JAR)
+
+
+def clients_jar() -> Path:
+    """The client JVM's code for a newer Kafka client than Spark's (share groups): built or packaged."""
+    return _own_jar("mirrorspark-clients", PACKAGED_CLIENTS_JAR)
+
+
+def _own_jar(folder: str, packaged: Path) -> Path:
+    built = _local_jars(folder)
     if built:
         return built[0]
-    if PACKAGED_JAR.is_file():
-        return PACKAGED_JAR
+    if packaged.is_file():
+        return packaged
     raise SetupMissing(
-        f"mirrorspark's jar is missing: neither {build_dir() / 'mirrorspark-jvm'} (a checkout: run `make setup`) "
-        f"nor {PACKAGED_JAR} (an install: use a wheel built by `make dist`) exists"
+        f"mirrorspark's jar is missing: neither {build_dir() / folder} (a checkout: run `make setup`) "
+        f"nor {packaged} (an install: use a wheel built by `make dist`) exists"
     )
 
 

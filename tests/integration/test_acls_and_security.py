@@ -232,6 +232,7 @@ spec:
     assert password not in mirror.output()
 
 
+@pytest.mark.long  # minutes of one worker: in `make drills`, keeping `make test` under 30 minutes
 @pytest.mark.broker
 def test_replication_and_checkpoints_from_an_oauthbearer_source(clusters, secure_cluster, tmp_path, unique):
     """OAUTHBEARER with Kafka's client-credentials login against a real OIDC flow: the broker validates

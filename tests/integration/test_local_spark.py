@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from helpers.process_views import assert_environ_private, assert_off_command_lines
 from helpers.processes import run_cli
 
@@ -115,6 +116,7 @@ def _pids(state: Path, workers: int) -> list[int]:
     return [p for p in pids if p is not None]
 
 
+@pytest.mark.long  # minutes of one worker: in `make drills`, keeping `make test` under 30 minutes
 def test_up_run_application_down(tmp_path):
     state = str(tmp_path)
     started = time.monotonic()
@@ -166,6 +168,7 @@ def test_up_run_application_down(tmp_path):
     assert after.returncode == 0 and "master: stopped" in after.stdout
 
 
+@pytest.mark.long  # in `make drills`: keeps `make test` under 30 minutes
 def test_down_stops_executors_of_a_running_application(tmp_path):
     local = LocalSpark(tmp_path)
     master = local.up(workers=1)
@@ -192,6 +195,7 @@ def test_down_stops_executors_of_a_running_application(tmp_path):
         local.down(purge=True)
 
 
+@pytest.mark.long  # minutes of one worker: in `make drills`, keeping `make test` under 30 minutes
 def test_cluster_answers_only_drivers_that_know_its_secret(tmp_path):
     local = LocalSpark(tmp_path)
     master = local.up(workers=1)

@@ -116,6 +116,7 @@ def test_avro_records_read_on_the_target_with_the_target_registry_alone(clusters
     assert report["totals"]["matched"] == 400 and report["totals"]["differing"] == 0, report["totals"]
 
 
+@pytest.mark.long  # in `make drills`: keeps `make test` under 30 minutes
 def test_a_target_registry_that_does_not_answer_holds_the_records_that_need_it(clusters, unique, tmp_path: Path,
                                                                                registries):
     """The target registry stopped (SIGSTOP, so it keeps its schemas) for 30 s while records of a version it
@@ -350,6 +351,7 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
     return cert, key
 
 
+@pytest.mark.long  # minutes of one worker: in `make drills`, keeping `make test` under 30 minutes
 def test_a_target_registry_behind_tls_with_a_private_ca(clusters, unique, tmp_path: Path, registries):
     """The target registry answers HTTPS only, with a certificate no system CA signed: trusted through
     ``schema.registry.ssl.ca.location``, records copied and read with it; without that key the flow waits,

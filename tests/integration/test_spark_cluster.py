@@ -40,6 +40,7 @@ from mirrorspark.control.admin import admin_client
 pytestmark = pytest.mark.broker
 
 
+@pytest.mark.long  # minutes of one worker: in `make drills`, keeping `make test` under 30 minutes
 def test_fidelity_spread_over_executors_restart_elsewhere_and_new_topic(clusters, spark_cluster, unique, tmp_path):
     topic = f"cl-{unique}"
     create_topic(clusters["primary"], topic, 4)

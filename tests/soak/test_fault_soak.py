@@ -26,7 +26,7 @@ skip nothing: for every partition, the translated offset is at or before the cop
 group would have read next on the source. A group whose topic was re-created since its commit is left
 out (its commit names the old topic's offsets), as is a record that was lost (counted above).
 
-``MIRRORSPARK_SOAK_MINUTES`` (default 2: the short form in ``make drills``; ``make soak``: 60) and
+``MIRRORSPARK_SOAK_MINUTES`` (default 2 when run by hand; ``make soak``: 60, or SOAK_MINUTES) and
 ``MIRRORSPARK_SOAK_SEED`` (default: a fixed one; ``make soak``: random) are printed with the schedule,
 so a failure replays. ``MIRRORSPARK_SOAK_CLIENTS`` (``mirrorspark.control.clients``, default ``java``,
 the product's) soaks the control plane on librdkafka with ``librdkafka``.
@@ -58,7 +58,7 @@ from mirrorspark.local import ClusterSpec, LocalClusters
 pytestmark = pytest.mark.broker
 
 MINUTES = float(os.environ.get("MIRRORSPARK_SOAK_MINUTES", "2"))
-# The short form in `make drills` replays one schedule (a CI run must not depend on a random draw);
+# Run by hand without a seed, it replays one schedule (a fixed seed, so a failure is found again);
 # `make soak` draws a new seed each time unless SOAK_SEED is given.
 SEED = int(os.environ.get("MIRRORSPARK_SOAK_SEED") or 20261126)
 LONG = MINUTES >= 20
@@ -601,6 +601,7 @@ class Soak:
 
 
 @pytest.mark.long
+@pytest.mark.soak  # `make soak` only: CI's 90 minutes hold make test and the drills
 def test_randomized_faults_lose_and_double_nothing_without_a_count(tmp_path):
     soak = Soak(tmp_path)
     try:

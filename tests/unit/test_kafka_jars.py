@@ -24,6 +24,18 @@ def test_shipped_list_matches_the_jars_maven_resolved():
     assert (folder / f"kafka_2.13-{listed.kafka_version}.jar").is_file()
 
 
+def test_the_client_jvms_own_code_is_compiled_against_the_kafka_and_jackson_it_runs_with():
+    """jvm/clients (share groups) is compiled against the versions of the client JVM's classpath."""
+    import re
+
+    pom = (Path(__file__).parents[2] / "jvm" / "clients" / "pom.xml").read_text()
+    folder = paths.build_dir() / "kafka-libs"
+    kafka = re.search(r"<kafka.version>([^<]+)<", pom).group(1)
+    jackson = re.search(r"<jackson.version>([^<]+)<", pom).group(1)
+    assert kafka == kafka_jars.load_list().kafka_version
+    assert (folder / f"kafka-clients-{kafka}.jar").is_file() and (folder / f"jackson-databind-{jackson}.jar").is_file()
+
+
 def _fake_repo(tmp_path: Path) -> tuple[str, JarList]:
     """Two small 'jars' in a Maven layout under a file:// repository (urllib reads it like HTTPS)."""
     repo = tmp_path / "repo"

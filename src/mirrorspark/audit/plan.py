@@ -27,6 +27,7 @@ class PartitionRuns:
     remote_topic: str
     partition: int
     runs: tuple[RangeRow, ...]
+    aside: tuple[tuple[int, int], ...] = ()  # [first, end) source ranges ``reconcile`` moved aside: not compared
 
     @property
     def source_span(self) -> tuple[int, int]:

@@ -7,6 +7,7 @@ URI, which Spark's JVM reads), and Spark is stopped whatever happens.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from mirrorspark.audit import cluster, job, settings, verdicts
@@ -15,6 +16,7 @@ from mirrorspark.audit.report import AuditReport
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.integrity import loss
 from mirrorspark.integrity.failover_verdict import read_checkpoints
+from mirrorspark.offsets import moved_aside
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.policy.topic_selection import TopicSelection
 
@@ -75,6 +77,8 @@ def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_di
         plans = settings.plans_for(RangeLog(folder.child("offset-ranges")).load(), flow=flow, selection=selection,
                                    pattern=pattern, topics=topics, folder_uri=folder.uri(),
                                    where=location.describe())
+        aside = moved_aside.load(folder)
+        plans = [replace(p, aside=tuple(aside.get((p.source_topic, p.partition), ()))) for p in plans]
         source_admin = reach(flow.source, admin_settings(flow.source))
         target_admin = reach(flow.target, admin_settings(flow.target))
         level = settings.source_isolation(flow)
@@ -101,7 +105,9 @@ def run_audit(config: MirrorConfig, flow_name: str, topics: str | None, state_di
             source_alias=flow.source.alias, plans=plans, partitions=partitions, checkpoints=checkpoints,
             committed=committed, ends=cluster.source_ends(source_admin, committed, source_bounds, level),
             losses=losses, interval=flow.options.checkpoints_interval)
-        notes = verdicts.absent_partitions(plans, source_alias=flow.source.alias, target_alias=flow.target.alias,
+        notes = [f"{p.source_topic}[{p.partition}] offsets {lo}..{hi - 1} were moved aside by `mirrorspark "
+                 f"reconcile` (kept in side topics, not compared)" for p in plans for lo, hi in p.aside]
+        notes += verdicts.absent_partitions(plans, source_alias=flow.source.alias, target_alias=flow.target.alias,
                                            source_bounds=source_bounds, target_bounds=target_bounds)
         return AuditReport(flow=flow.name, state=folder.uri(), partitions=partitions, data_loss=losses,
                            groups=groups, checkpoints_skipped=skipped, notes=notes,

@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from mirrorspark.cli import audit_command, local_commands, migrate_command, offsets_commands, status_command
+from mirrorspark.cli import (
+    audit_command,
+    local_commands,
+    migrate_command,
+    offsets_commands,
+    promote_command,
+    reconcile_command,
+    status_command,
+)
 from mirrorspark.cli.config_file import ConfigArg, ConfigOption, SecretsDir, config_file
 from mirrorspark.cli.reporting import reported
 
@@ -81,7 +89,11 @@ def run(
     scrub_secrets(mirror.secret_values())
     for warning in mirror.warnings:
         logging.getLogger("mirrorspark.config").warning("%s", warning)
-    replicator = Replicator(mirror, (state_dir or default_state_dir()).resolve(), fresh_copy=fresh_copy)
+    from mirrorspark.cutover.journal import Journals
+    from mirrorspark.state.files import LocalFiles
+    state = (state_dir or default_state_dir()).resolve()
+    replicator = Replicator(mirror, state, fresh_copy=fresh_copy,
+                            promotions=Journals(LocalFiles(state / "promote")).view)
     replicator.install_signal_handlers()
     replicator.launch()
     doing = f"replicating {', '.join(f.name for f in replicator.writing())}" if mirror.enabled_flows \
@@ -145,6 +157,8 @@ def demo(state_dir: StateDir = None) -> None:
 app.command()(reported(offsets_commands.failover))
 app.command()(reported(status_command.status))
 app.command()(reported(audit_command.audit))
+app.command()(reported(promote_command.promote))
+app.command()(reported(reconcile_command.reconcile))
 offsets_commands.app.command()(reported(offsets_commands.translate))
 migrate_command.app.command("from-mm2")(reported(migrate_command.from_mm2))
 migrate_command.app.command("from-strimzi")(reported(migrate_command.from_strimzi))

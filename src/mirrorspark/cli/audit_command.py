@@ -6,7 +6,6 @@ Exit codes: 0 nothing missing, duplicated or differing; 1 something is (or the j
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -70,19 +69,10 @@ def audit(
     batch job): missing, duplicated and differing records per partition, checksums, and whether
     each consumer group with checkpoints is safe to fail over. Exit 1 when anything differs."""
     from mirrorspark.audit.run import run_audit
-    from mirrorspark.cli.logging_setup import scrub_secrets, setup_logging
-    from mirrorspark.config import load_config
-    from mirrorspark.paths import default_state_dir
+    from mirrorspark.cli.rest_options import load_for_command
 
-    setup_logging(verbose)
-    mirror = load_config(config_file(config, config_option))
-    scrub_secrets(mirror.secret_values())
-    from mirrorspark.control.client_settings import use_state_dir
-
-    use_state_dir((state_dir or default_state_dir()).resolve())  # converted key material kept there, private
-    for warning in mirror.warnings:
-        logging.getLogger("mirrorspark.config").warning("%s", warning)
-    report = run_audit(mirror, flow, topics, (state_dir or default_state_dir()).resolve())
+    mirror, state = load_for_command(config_file(config, config_option), state_dir, verbose)
+    report = run_audit(mirror, flow, topics, state)
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2))
     else:

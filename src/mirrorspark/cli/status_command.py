@@ -1,19 +1,16 @@
 """``mirrorspark status``: a readable table of a running replicator's flows, from its REST API."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import ssl
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from mirrorspark.cli.reporting import EXIT_RUNTIME, fail
+from mirrorspark.rest.client import RestUnanswered, read_json
 
 
 def read_marker(state_dir: Path) -> dict[str, Any] | None:
@@ -56,27 +53,11 @@ def endpoint(state_dir: Path, url: str | None, token_file: Path | None) -> tuple
 
 
 def get_json(url: str, token: str | None, cacert: Path | None = None) -> Any:
-    """GET ``url``; an https server's certificate is checked against ``cacert`` (or
-    ``$MIRRORSPARK_REST_CACERT``), else the system's CAs."""
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    context = None
-    if url.startswith("https://"):
-        cafile = cacert or (Path(os.environ["MIRRORSPARK_REST_CACERT"]) if os.environ.get("MIRRORSPARK_REST_CACERT")
-                            else None)
-        try:
-            context = ssl.create_default_context(cafile=str(cafile) if cafile is not None else None)
-        except (OSError, ssl.SSLError) as exc:
-            fail(f"--cacert {cafile}: {getattr(exc, 'strerror', None) or exc}", EXIT_RUNTIME)
+    """``read_json``, a failure ending the command (exit 1)."""
     try:
-        with urllib.request.urlopen(request, timeout=15, context=context) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")
-        with contextlib.suppress(ValueError):
-            detail = json.loads(detail).get("detail", detail)
-        fail(f"{url} answered {exc.code}: {detail}", EXIT_RUNTIME)
-    except (urllib.error.URLError, OSError) as exc:
-        fail(f"cannot reach {url}: {getattr(exc, 'reason', exc)}; is mirrorspark running?", EXIT_RUNTIME)
+        return read_json(url, token, cacert)
+    except RestUnanswered as exc:
+        fail(str(exc), EXIT_RUNTIME)
 
 
 def _age(timestamp: float | None) -> str:
@@ -91,7 +72,20 @@ def table(flows: list[dict[str, Any]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines += [f"{f['name']}: {f['error']}" for f in flows if f.get("error")]
+    lines += [f"{f['name']}: {promotion_line(f['promotion'])}" for f in flows if f.get("promotion")]
     return lines
+
+
+def promotion_line(promotion: dict[str, Any]) -> str:
+    """A ``promote`` under way, as one line: its step among the steps, since when, what it fenced."""
+    if promotion.get("error"):
+        return f"promotion journal unreadable: {promotion['error']}"
+    steps = promotion.get("steps") or []
+    step = promotion.get("step", "?")
+    where = f" ({steps.index(step) + 1} of {len(steps)})" if step in steps else ""
+    fenced = f", {promotion['fenced']} topic(s) fenced by ACLs" if promotion.get("fenced") else ""
+    return (f"promotion under way: next step {step}{where}, started {_age(promotion.get('started'))}, "
+            f"{promotion.get('topics', 0)} topic(s), {promotion.get('groups', 0)} group(s){fenced}")
 
 
 def status(

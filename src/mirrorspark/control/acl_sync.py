@@ -22,12 +22,40 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from mirrorspark.control.admin import not_answering
+from mirrorspark.errors import ClusterFailure
+
 log = logging.getLogger(__name__)
 
 # confluent-kafka annotates name, principal and host as str, but documents None as "match any" in a filter.
 _ALL_LITERAL_TOPICS = AclBindingFilter(
     ResourceType.TOPIC, None, ResourcePatternType.LITERAL, None, None,  # type: ignore[arg-type]
     AclOperation.ANY, AclPermissionType.ANY)
+
+
+def _delete_nothing(admin: AdminClient, timeout: float) -> None:
+    """Delete ACLs with a filter naming a random principal on a random resource: it matches nothing,
+    and a broker without an authorizer refuses it with SECURITY_DISABLED (librdkafka's DescribeAcls
+    does not tell "no ACLs" from "no authorizer")."""
+    probe = AclBindingFilter(ResourceType.TOPIC, f"mirrorspark-probe-{uuid.uuid4().hex}",
+                             ResourcePatternType.LITERAL, f"User:mirrorspark-probe-{uuid.uuid4().hex}",
+                             None,  # type: ignore[arg-type]  # host: None matches any (stub says str)
+                             AclOperation.ANY, AclPermissionType.ANY)
+    for future in admin.delete_acls([probe], request_timeout=timeout).values():
+        future.result()
+
+
+def has_authorizer(admin: AdminClient, *, cluster: str, timeout: float = 30.0) -> bool:
+    """Whether the cluster runs an authorizer; raises ClusterFailure when it does not answer."""
+    try:
+        _delete_nothing(admin, timeout)
+    except KafkaException as exc:
+        if exc.args[0].code() == KafkaError.SECURITY_DISABLED:
+            return False
+        if not_answering(exc):
+            raise ClusterFailure(f"{cluster} did not answer whether it has an authorizer: {exc.args[0].str()}") \
+                from None
+    return True  # any other refusal (e.g. no ALTER on the cluster) comes from an authorizer
 
 
 def remote_binding(binding: AclBinding, remote: Mapping[str, str]) -> AclBinding | None:
@@ -100,14 +128,9 @@ class AclSync:
         Deleting with a filter naming a random principal on a random resource matches nothing; a
         broker without an authorizer refuses it with SECURITY_DISABLED (raised to the caller).
         """
-        probe = AclBindingFilter(ResourceType.TOPIC, f"mirrorspark-probe-{uuid.uuid4().hex}",
-                                 ResourcePatternType.LITERAL, f"User:mirrorspark-probe-{uuid.uuid4().hex}",
-                                 None,  # type: ignore[arg-type]  # host: None matches any (stub says str)
-                                 AclOperation.ANY, AclPermissionType.ANY)
         self._authorizer_checked = True
         try:
-            for future in self.source.delete_acls([probe], request_timeout=self.timeout).values():
-                future.result()
+            _delete_nothing(self.source, self.timeout)
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.SECURITY_DISABLED:
                 raise

@@ -118,21 +118,23 @@ def end_offsets(cluster: str | dict[str, Any], topic: str, timeout: float = 10.0
         if metadata.error is not None:
             return {}
         deadline = time.monotonic() + timeout
-        return {p: _watermark_end(reader, TopicPartition(topic, p), timeout, deadline)
+        return {p: watermarks(reader, TopicPartition(topic, p), deadline=deadline)[1]
                 for p in sorted(metadata.partitions)}
     finally:
         reader.close()
 
 
-_SETTLING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)
+_SETTLING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+             KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH)
 
 
-def _watermark_end(consumer: Consumer, tp: TopicPartition, timeout: float, deadline: float) -> int:
-    """The partition's end; a partition whose leader is still being elected (just created) is asked
-    again until ``deadline``."""
+def watermarks(consumer: Consumer, tp: TopicPartition, *, deadline: float) -> tuple[int, int]:
+    """The partition's log start and end; a partition whose leader is still being elected (just
+    created) or moving (a broker restarted) is asked again until ``deadline`` (monotonic)."""
     while True:
         try:
-            return consumer.get_watermark_offsets(tp, timeout=timeout)[1]
+            low, high = consumer.get_watermark_offsets(tp, timeout=max(1.0, deadline - time.monotonic()))
+            return low, high
         except KafkaException as exc:
             if exc.args[0].code() not in _SETTLING or time.monotonic() >= deadline:
                 raise
@@ -292,7 +294,7 @@ def read_to_end(conf: dict[str, Any], topic: str, timeout: float = 60.0, partiti
         ends: dict[int, int] = {}
         starts: list[TopicPartition] = []
         for partition in sorted(metadata.partitions if partitions is None else partitions):
-            low, high = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            low, high = watermarks(reader, TopicPartition(topic, partition), deadline=time.monotonic() + timeout)
             if high > low:
                 ends[partition] = high
                 starts.append(TopicPartition(topic, partition, low))

@@ -48,10 +48,12 @@ class GroupRequestRefused(OperationalError):
 
 @dataclass(frozen=True)
 class GroupDescription:
-    """A group's state as Kafka names it (``EMPTY``, ``STABLE``, ``DEAD``...) and its member count."""
+    """A group's state as Kafka names it (``EMPTY``, ``STABLE``, ``DEAD``...), its member count and,
+    where the client gives them, its members as ``client-id@host`` (to name them in a refusal)."""
 
     state: str
     members: int
+    names: tuple[str, ...] = ()
 
     @property
     def idle(self) -> bool:
@@ -96,7 +98,7 @@ class RdkafkaGroups:
     def describe(self, group: str) -> GroupDescription:
         found = self._ask(f"describing group {group}", lambda: self.admin.describe_consumer_groups(
             [group], request_timeout=TIMEOUT_S)[group].result())
-        return GroupDescription(state=_KAFKA_NAMES.get(found.state.name, found.state.name), members=len(found.members))
+        return _described(found)
 
     def describe_all(self, groups: Sequence[str]) -> dict[str, GroupDescription | GroupRequestRefused]:
         if not groups:
@@ -110,8 +112,7 @@ class RdkafkaGroups:
             except GroupRequestRefused as exc:
                 out[group] = exc
                 continue
-            out[group] = GroupDescription(state=_KAFKA_NAMES.get(found.state.name, found.state.name),
-                                          members=len(found.members))
+            out[group] = _described(found)
         return out
 
     def commit(self, group: str, offsets: Offsets) -> None:
@@ -135,6 +136,12 @@ class RdkafkaGroups:
                 self._answered = False  # ask the cluster first again before the next request
                 raise GroupsNotAnswering(f"{self.cluster}: {what}: {exc}") from None
             raise GroupRequestRefused(f"{self.cluster}: {what}: {exc}") from None
+
+
+def _described(found) -> GroupDescription:
+    """librdkafka's ConsumerGroupDescription as Kafka's Java client names it."""
+    return GroupDescription(state=_KAFKA_NAMES.get(found.state.name, found.state.name), members=len(found.members),
+                            names=tuple(sorted(f"{m.client_id}@{(m.host or '').lstrip('/')}" for m in found.members)))
 
 
 class JavaGroups:

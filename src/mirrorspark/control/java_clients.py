@@ -86,6 +86,7 @@ _TIMESTAMP_TYPES = {0: TIMESTAMP_NOT_AVAILABLE, 1: TIMESTAMP_CREATE_TIME, 2: TIM
 _OFFSET_SPECS = {"EarliestSpec": -2, "LatestSpec": -1, "MaxTimestampSpec": -3}
 # Kafka's group states by confluent-kafka's names (it has none for the new protocol's ASSIGNING and
 # RECONCILING: a group in either has members, as in a rebalance).
+_CONFIG_SOURCES = {"DYNAMIC_GROUP_CONFIG": "GROUP_CONFIG"}
 _SENDS_PER_CALL = 500  # sends packed into one py4j call at most (ADR 0024)
 _GROUP_STATES = {"PREPARING_REBALANCE": "PREPARING_REBALANCING", "COMPLETING_REBALANCE": "COMPLETING_REBALANCING",
                  "ASSIGNING": "PREPARING_REBALANCING", "RECONCILING": "PREPARING_REBALANCING"}
@@ -227,6 +228,13 @@ def _ms(timeout: float | None, default: float = 30.0) -> int:
     return int(1000 * (default if timeout is None or timeout < 0 else timeout))
 
 
+def _config_source(java_name: str) -> ConfigSource:
+    """A config's source by librdkafka's name: Kafka's Java client says DYNAMIC_GROUP_CONFIG where
+    librdkafka says GROUP_CONFIG (a group's own setting)."""
+    name = _CONFIG_SOURCES.get(java_name, java_name)
+    return ConfigSource[name] if name in ConfigSource.__members__ else ConfigSource.UNKNOWN_CONFIG
+
+
 def _state(java_name: str) -> str:
     return _GROUP_STATES.get(java_name, java_name)
 
@@ -299,8 +307,7 @@ class JavaAdminClient(_JavaClient):
         found = self._ask("describing configs", lambda java: java.describeConfigs(json.dumps(wanted),
                                                                                     _ms(request_timeout)))
         futures = _each(found, lambda _, rows: {
-            name: ConfigEntry(name, value, source=ConfigSource[source] if source in ConfigSource.__members__
-                              else ConfigSource.UNKNOWN_CONFIG, is_read_only=ro, is_default=default,
+            name: ConfigEntry(name, value, source=_config_source(source), is_read_only=ro, is_default=default,
                               is_sensitive=sensitive)
             for name, value, source, ro, default, sensitive in rows})
         return {r: futures[f"{r.restype.name}:{r.name}"] for r in resources}
@@ -404,6 +411,16 @@ class JavaAdminClient(_JavaClient):
                 continue
             out[group] = _done(ConsumerGroupTopicPartitions(group, list(request.topic_partitions or [])))
         return out
+
+    def delete_consumer_groups(self, groups: list[str], request_timeout: float = 30, **_: Any) -> dict[str, Future]:
+        answer = self._ask("deleting groups", lambda java: java.deleteGroups(json.dumps(list(groups)),
+                                                                           _ms(request_timeout)))
+        return _each(answer, lambda group, ok: None)
+
+    def ask_share_groups(self, what: str, thunk: Callable[[Any], str]) -> Any:
+        """``thunk`` of the share groups' admin over this client (``io.mirrorspark.control.ShareGroupAdmin``,
+        Kafka's Admin API only: librdkafka has none), its JSON answer parsed."""
+        return self._ask(what, lambda java: thunk(self._home.gateway.jvm.io.mirrorspark.control.ShareGroupAdmin(java)))
 
     def _group_offsets(self, group: str, timeout_ms: int) -> list:
         return self._ask(f"reading the offsets of group {group}", lambda java: java.listGroupOffsets(group, timeout_ms))

@@ -30,6 +30,7 @@ Stamped = tuple[Checkpoint, int]  # a checkpoint and its record's timestamp (ms)
 class Reason:
     ok: bool
     text: str
+    kind: str = ""  # checkpoints, lag, loss or audit: what a cutover, which drains the lag, looks at
 
 
 @dataclass(frozen=True)
@@ -106,46 +107,49 @@ def _checkpoint_reason(source: str, by_source: Mapping[Partition, Stamped], comm
     if newest is not None:
         text += f", newest {max(0.0, now - newest / 1000):.0f} s old (emitted every {interval:g} s)"
     if committed is None:
-        return Reason(False, f"{text}; the group's commits on {source} could not be read to compare")
+        return Reason(False, f"{text}; the group's commits on {source} could not be read to compare",
+                      kind="checkpoints")
     pairs = [(committed[k], c.upstream) for k, (c, _) in by_source.items() if k in committed]
     behind = sum(max(0, mine - ckpt) for mine, ckpt in pairs)
     ahead = sum(max(0, ckpt - mine) for mine, ckpt in pairs)
     uncovered = sorted(k for k, offset in committed.items() if k not in by_source and offset > 0)
     if not (behind or ahead or uncovered):
-        return Reason(True, f"{text}, matching the group's commits on {source}")
+        return Reason(True, f"{text}, matching the group's commits on {source}", kind="checkpoints")
     if behind:
         text += f"; {behind} record(s) consumed on {source} after the checkpoints would be read again"
     if ahead:
         text += f"; the checkpoints are {ahead} record(s) ahead of the group's commits (those would be skipped)"
     if uncovered:
         text += f"; no checkpoint yet for {_names(uncovered)}, where the group has consumed records"
-    return Reason(False, text)
+    return Reason(False, text, kind="checkpoints")
 
 
 def _lag_reason(source: str, committed: Mapping[Partition, int] | None, ends: Mapping[Partition, int],
                 replicated: Mapping[Partition, int]) -> Reason:
     if committed is None:
-        return Reason(False, f"lag on {source}: unknown (the group's commits could not be read)")
+        return Reason(False, f"lag on {source}: unknown (the group's commits could not be read)", kind="lag")
     lag = sum(max(0, ends[k] - offset) for k, offset in committed.items() if k in ends)
     behind = sum(max(0, ends[k] - max(offset, replicated.get(k, 0))) for k, offset in committed.items() if k in ends)
     text = f"lag on {source}: {lag} record(s) not consumed yet"
     if behind:
-        return Reason(False, f"{text}, {behind} of them not replicated yet (they would be left behind)")
-    return Reason(True, f"{text}, all of them replicated" if lag else text)
+        return Reason(False, f"{text}, {behind} of them not replicated yet (they would be left behind)",
+                      kind="lag")
+    return Reason(True, f"{text}, all of them replicated" if lag else text, kind="lag")
 
 
 def _loss_reason(reports: Sequence[LossReport]) -> Reason:
     if not reports:
-        return Reason(True, "data loss: none reported for its topics")
+        return Reason(True, "data loss: none reported for its topics", kind="loss")
     last = max(reports, key=lambda r: r.time)
     return Reason(False, f"data loss: {sum(r.records for r in reports)} record(s) of its topics were never "
                          f"replicated ({len(reports)} report(s); latest {last.topic}[{last.partition}] offsets "
-                         f"{last.first}..{last.last}: {last.reason})")
+                         f"{last.first}..{last.last}: {last.reason})", kind="loss")
 
 
 def _audit_reason(reads: set[str], problems: Mapping[str, Mapping[str, int]]) -> Reason:
     kinds = ("missing", "duplicated", "differing")
     totals = {k: sum(problems.get(t, {}).get(k, 0) for t in reads) for k in kinds}
     if not any(totals.values()):
-        return Reason(True, "audit: no missing, duplicated or differing records in its topics")
-    return Reason(False, "audit: " + ", ".join(f"{totals[k]} {k}" for k in kinds) + " record(s) in its topics")
+        return Reason(True, "audit: no missing, duplicated or differing records in its topics", kind="audit")
+    return Reason(False, "audit: " + ", ".join(f"{totals[k]} {k}" for k in kinds) + " record(s) in its topics",
+                  kind="audit")

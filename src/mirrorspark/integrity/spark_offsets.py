@@ -92,3 +92,29 @@ class SparkOffsetLog:
                 lines[index] = json.dumps(sources, separators=(",", ":"))
             self.offsets.write(str(batch), "\n".join(lines))
             self.offsets.delete(f".{batch}.crc")  # Hadoop's local checksum of the old text
+
+    def advance(self, positions: Mapping[Partition, int]) -> dict[Partition, tuple[int, int]]:
+        """Make the next batch read each partition from at least ``positions`` (records moved aside by
+        ``reconcile`` are not read); other partitions are left as they are. Only entries from the
+        last committed batch on are rewritten, while the query is stopped. Returns the committed
+        positions moved: partition -> (before, after)."""
+        committed = self.last_committed()
+        moved: dict[Partition, tuple[int, int]] = {}
+        for batch in self._ids(self.offsets):
+            if committed is not None and batch < committed:
+                continue
+            lines, (index, sources, found) = self._read(batch)
+            changed = False
+            for (topic, partition), end in sorted(positions.items()):
+                before = found.get((topic, partition))
+                if before is None or before >= end:
+                    continue
+                sources[topic][str(partition)] = end
+                changed = True
+                if batch == committed:
+                    moved[(topic, partition)] = (before, end)
+            if changed:
+                lines[index] = json.dumps(sources, separators=(",", ":"))
+                self.offsets.write(str(batch), "\n".join(lines))
+                self.offsets.delete(f".{batch}.crc")
+        return moved

@@ -20,14 +20,14 @@ from mirrorspark.control.admin import check_replication_factor, ensure_compacted
 from mirrorspark.control.groups import Groups
 from mirrorspark.control.scheduler import OFFSETS, flow_lane
 from mirrorspark.metrics.registry import MirrorMetrics
-from mirrorspark.offsets import read_twice
+from mirrorspark.offsets import moved_aside, read_twice
 from mirrorspark.offsets.checkpoint_task import CheckpointTask
 from mirrorspark.offsets.group_filter import GroupFilter
 from mirrorspark.offsets.group_sync import GroupOffsetSync
 from mirrorspark.offsets.range_log import RangeLog
 from mirrorspark.offsets.ranges import OffsetRanges
 from mirrorspark.offsets.sync_writer import OffsetSyncWriter, make_sync_producer
-from mirrorspark.partition import Partition
+from mirrorspark.partition import OffsetRun, Partition
 from mirrorspark.plugins.loading import java_filter
 from mirrorspark.policy.topic_selection import TopicSelection
 from mirrorspark.sink_report import WrittenRun
@@ -105,6 +105,25 @@ class FlowOffsets:
 
     def _save_read_twice(self, figures: dict[tuple[str, str, int], tuple[int, int]]) -> None:
         read_twice.save(self._state, figures)
+
+    def move_aside(self, topic: str, partition: int, copied: Sequence[OffsetRun], end: int) -> bool:
+        """Records of the source partition up to ``end`` were moved aside by ``reconcile`` (see
+        ``OffsetRanges.move_aside``); saved at once."""
+        if not self.enabled:
+            return False
+        moved = self.ranges.move_aside(topic, partition, copied, end)
+        found = self.ranges.copied_end(topic, partition)
+        if found is not None and found[2] is not None:
+            moved_aside.record(self._state, topic, partition, found[0], found[2])  # before the mapping says so
+        self.range_log.save(self.ranges, [(topic, partition)])
+        return moved
+
+    def translate(self, topic: str, partition: int, offset: int) -> int | None:
+        """The target offset of the source record at ``offset`` (or of the next one copied)."""
+        return self.ranges.translate(topic, partition, offset) if self.enabled else None
+
+    def copied_end(self, topic: str, partition: int) -> tuple[int, int, int | None] | None:
+        return self.ranges.copied_end(topic, partition) if self.enabled else None
 
     def forget_topic(self, topic: str) -> None:
         """Drop the runs of a source topic whose source or remote topic was re-created: they would

@@ -162,10 +162,26 @@ class _PartitionRanges:
                    if r.downstream < high and r.downstream_end > low)
 
     def latest(self) -> tuple[int, int] | None:
-        if not self.rows:
+        if not self.rows or self.rows[-1].run.count == 0:  # nothing, or records moved aside after the last copy
             return None
         last = self.rows[-1].run
         return last.upstream_end - 1, last.downstream_end - 1
+
+    def move_aside(self, end: int) -> bool:
+        """The source records from the last run's end to ``end`` were moved aside (``reconcile``), never
+        to be copied here: an empty run at ``end`` marks the gap exact, so a consumer of the target at
+        the copy's end fails back past them and a source offset in them translates to the copy's end.
+        The next run the writer adds replaces the marker."""
+        if self.rows and self.rows[-1].run.count == 0:
+            if self.rows[-1].run.upstream >= end:
+                return False  # moved that far already
+            self.rows.pop()
+        if not self.rows or end <= self.rows[-1].run.upstream_end:
+            return False
+        last = self.rows[-1]
+        self.rows[-1] = RangeRow(last.run, exact_gap_after=True)
+        self.rows.append(RangeRow(OffsetRun(end, last.run.downstream_end, 0)))
+        return True
 
 
 class OffsetRanges:
@@ -260,6 +276,33 @@ class OffsetRanges:
                 if run.count > 0:
                     ranges.add(run, contiguous_with_previous)
                     contiguous_with_previous = True
+
+    def move_aside(self, topic: str, partition: int, copied: Iterable[OffsetRun], end: int) -> bool:
+        """``copied``: runs found on the target after the stored ones (written by a batch that did not
+        report them); then the source records up to ``end`` are moved aside (``_PartitionRanges.move_aside``).
+        False when nothing lies between the copy's end and ``end``."""
+        with self._lock:
+            ranges = self._get(topic, partition)
+            copied = [run for run in copied if run.count > 0]
+            if copied and ranges.rows and ranges.rows[-1].run.count == 0:
+                # an earlier move's marker: the copied runs continue the runs before it, and the move
+                # goes at least as far as that one
+                end = max(end, ranges.rows.pop().run.upstream)
+            for run in copied:
+                ranges.add(run, True)
+            return ranges.move_aside(end)
+
+    def copied_end(self, topic: str, partition: int) -> tuple[int, int, int | None] | None:
+        """(source offset, target offset) after the last record copied, and where records were moved
+        aside to after it (None: not moved); None when nothing was copied."""
+        with self._lock:
+            ranges = self._partitions.get((topic, partition))
+            rows = [] if ranges is None else ranges.rows
+            real = [row.run for row in rows if row.run.count > 0]
+            if not real:
+                return None
+            aside = rows[-1].run.upstream if rows[-1].run.count == 0 else None
+            return real[-1].upstream_end, real[-1].downstream_end, aside
 
     def translate(self, topic: str, partition: int, committed: int, remote: str | None = None) -> int | None:
         """Target offset for a consumer's committed source offset (the next record it would read);

@@ -32,7 +32,7 @@ from mirrorspark.errors import ConfigError, Conflict, OperationalError, first_li
 from mirrorspark.integrity.topic_identity import FILE as IDENTITY_FILE
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.jvm_bridge import SparkJvm
-from mirrorspark.partition import Partition
+from mirrorspark.partition import OffsetRun, Partition
 from mirrorspark.pipeline.flow_assembly import AssembledFlow, FlowContext, assemble_flow
 from mirrorspark.pipeline.supervision import publish_state
 from mirrorspark.state.files import StateFiles
@@ -368,6 +368,52 @@ class Flow:
     def pause(self) -> None:
         with self._lock:
             self._writing().query.pause()
+
+    def copied_ends(self) -> list[dict[str, Any]]:
+        """Per source partition, where the copy ends (source and target offset after its last record)
+        and where records moved aside after it end: what ``reconcile`` starts from."""
+        with self._lock:
+            offsets = self._writing().offsets
+            rows = []
+            for topic, partition in offsets.ranges.partitions():
+                found = offsets.copied_end(topic, partition)
+                if found is not None:
+                    rows.append({"topic": topic, "partition": partition, "upstream_end": found[0],
+                                 "downstream_end": found[1], "moved_aside_to": found[2]})
+            return rows
+
+    def translate_positions(self, positions: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+        """Each (source topic, partition, offset of the next record to read) with the target offset of
+        the same record from the offset mapping (None: the mapping has no answer), as checkpoints
+        translate a committed offset; for the groups that have no checkpoints (share groups)."""
+        with self._lock:
+            offsets = self._writing().offsets
+            return [{"topic": topic, "partition": partition, "offset": offset,
+                     "target_offset": offsets.translate(topic, partition, offset)}
+                    for topic, partition, offset in positions]
+
+    def move_aside(self, moves: list[tuple[str, int, list[OffsetRun], int]]) -> list[dict[str, Any]]:
+        """``reconcile``: each (source topic, partition, runs copied past the mapping, end): the source
+        records from the copy's end to ``end`` were copied aside and are never copied into the remote
+        topic; Spark's positions move past them and the offset mapping marks them. Only while the
+        user paused the flow (its query stopped), so nothing reads or writes meanwhile."""
+        with self._lock:
+            parts = self._writing()
+            if not parts.query.paused:
+                raise Conflict(f"flow {self.name!r} is {parts.query.state()}, not paused: pause it first "
+                               f"(POST /flows/{self.name}/pause), so that it copies nothing while records are "
+                               "moved aside")
+            moved = parts.query.spark_log.advance({(topic, partition): end for topic, partition, _, end in moves})
+            out = []
+            for topic, partition, copied, end in moves:
+                marked = parts.offsets.move_aside(topic, partition, copied, end)
+                before, after = moved.get((topic, partition), (None, None))
+                out.append({"topic": topic, "partition": partition, "end": end, "position_before": before,
+                            "position_after": after, "mapping_marked": marked})
+            log.warning("flow %s: source records moved aside by reconcile in %d partition(s); the flow resumes "
+                        "after them: %s", self.name, len(moves),
+                        ", ".join(f"{t}[{p}] up to {end}" for t, p, _, end in moves))
+            return out
 
     def resume(self, spark: Any) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mirrorspark.config.redaction import Redactor, current
 from mirrorspark.errors import ConfigError, Conflict
-from mirrorspark.partition import Partition
+from mirrorspark.partition import OffsetRun, Partition
 from mirrorspark.pipeline.failover_readiness import ReadinessCache, readiness_of
 from mirrorspark.rest.controller import UnknownFlow
 
@@ -68,8 +68,12 @@ class RunningFlows(Protocol):
 
 
 class ReplicatorController:
-    def __init__(self, replicator: RunningFlows) -> None:
+    def __init__(self, replicator: RunningFlows, *,
+                 promotions: Callable[[str], dict[str, Any] | None] | None = None) -> None:
+        """``promotions``: a flow's ``mirrorspark promote`` under way, from the journals it keeps in this
+        process's state dir, so REST, ``status`` and the status page show a cutover's step."""
         self.replicator = replicator
+        self.promotions = promotions
         self._lock = threading.Lock()  # one control action at a time
         self._translations = TranslationCache(self._client)
         self._readiness = ReadinessCache()
@@ -125,13 +129,22 @@ class ReplicatorController:
             out["data_loss"] = [r.__dict__ for r in supervisor.loss.reports[-50:]]
         return out
 
+    def promotion(self, name: str) -> dict[str, Any] | None:
+        """The step of a ``promote`` of flow ``name`` under way, or None."""
+        return None if self.promotions is None else self.promotions(name)
+
     def _view(self, flow: Flow, detail: bool) -> dict[str, Any] | None:
         """The flow as REST shows it (read once: a flow may be taken or left meanwhile)."""
         parts = flow.parts
+        view: dict[str, Any] | None
         if parts is not None:
-            return self._summary(flow, parts, detail)
-        standby = flow.standby()
-        return self._standby_summary(standby) if standby is not None else None
+            view = self._summary(flow, parts, detail)
+        else:
+            standby = flow.standby()
+            view = self._standby_summary(standby) if standby is not None else None
+        if view is not None:
+            view["promotion"] = self.promotion(flow.name)
+        return view
 
     @staticmethod
     def _standby_summary(standby: Standby) -> dict[str, Any]:
@@ -176,7 +189,7 @@ class ReplicatorController:
                 standby = flow.standby()
                 if standby is not None:
                     out.append((True, {**self._standby_summary(standby), "writing": False, "lag_topics": [],
-                                       "checkpoints": None}))
+                                       "checkpoints": None, "promotion": self.promotion(flow.name)}))
                 continue
             written.add(flow.name)
             view = self._summary(flow, parts, detail=False)
@@ -186,6 +199,7 @@ class ReplicatorController:
                 row["records"] += lag.offsets
                 row["seconds"] = max(row["seconds"], lag.seconds)
             view["writing"], view["lag_topics"] = True, [topics[t] for t in sorted(topics)]
+            view["promotion"] = self.promotion(flow.name)
             view["checkpoints"] = self._readiness.get(flow.name, self._reads_of(flow, parts))
             out.append((False, view))
         self._readiness.forget(written)
@@ -220,6 +234,17 @@ class ReplicatorController:
 
     def restart(self, name: str) -> dict[str, Any]:
         return self._act(name, "restart")
+
+    def copy_ends(self, name: str) -> list[dict[str, Any]]:
+        return self._find(name).copied_ends()
+
+    def translate_positions(self, name: str, positions: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+        return self._find(name).translate_positions(positions)
+
+    def move_aside(self, name: str, moves: list[tuple[str, int, list[OffsetRun], int]]) -> list[dict[str, Any]]:
+        flow = self._find(name)
+        with self._lock:
+            return flow.move_aside(moves)
 
     def _client(self, source: str, target: str) -> MirrorClient:
         from mirrorspark.client import MirrorClient

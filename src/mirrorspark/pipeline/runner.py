@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.config.topology import custom_policy_cycles, policy_kind
@@ -52,8 +53,11 @@ class FlowsFailed(OperationalError):
 class Replicator:
     """All flows of one mirrorspark process."""
 
-    def __init__(self, config: MirrorConfig, state_dir: Path, *, fresh_copy: bool = False) -> None:
+    def __init__(self, config: MirrorConfig, state_dir: Path, *, fresh_copy: bool = False,
+                 promotions: Callable[[str], dict[str, Any] | None] | None = None) -> None:
+        """``promotions``: a flow's cutover under way (``mirrorspark promote``'s journals), shown by REST."""
         self.config = config
+        self.promotions = promotions
         self.state_dir = state_dir
         self.fresh_copy = fresh_copy  # a flow without state may copy again next to its remote topics
         use_state_dir(state_dir)  # converted key material under <state-dir>/private/, not /tmp
@@ -239,7 +243,8 @@ class Replicator:
         settings = RestSettings.from_config(self.config.top_level)
         if not settings.enabled:
             return
-        self.rest = RestServer(ReplicatorController(self), self.metrics.registry, settings, self.state_dir)
+        self.rest = RestServer(ReplicatorController(self, promotions=self.promotions), self.metrics.registry, settings,
+                               self.state_dir)
         self.rest.start()
 
     def cluster_conf(self, alias: str) -> dict[str, str] | None:

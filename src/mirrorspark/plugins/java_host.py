@@ -47,7 +47,9 @@ class JavaHost:
             raise PluginHostUnavailable(jdk.JAVA_MISSING)
         self.classpath = classpath
         self.said: deque[str] = deque(maxlen=20)  # the JVM's last lines on stderr, for the message if it dies
-        entries = [find_jar_path(), str(paths.kafka_libs() / "*"), *(str(p) for p in classpath)]
+        # Kafka's jars, and mirrorspark's code compiled against them (share groups), then the plug-in places.
+        entries = [find_jar_path(), str(paths.kafka_libs() / "*"), str(paths.clients_jar()),
+                   *(str(p) for p in classpath)]
         command = [java, "-classpath", os.pathsep.join(entries), "-Xmx256m", "-Xss1m", *jdk.kerberos_options(),
                    "py4j.GatewayServer", "--die-on-broken-pipe", "--enable-auth", "0"]
         try:

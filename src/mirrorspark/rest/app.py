@@ -19,10 +19,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mirrorspark.config.redaction import current as redactor
 from mirrorspark.errors import ConfigError, Conflict, MirrorsparkError, NotFound
+from mirrorspark.partition import OffsetRun
 from mirrorspark.rest.controller import Controller
 from mirrorspark.rest.history import History
 from mirrorspark.rest.security import (
@@ -65,6 +66,29 @@ class Translated(BaseModel):
 class FlowAction(BaseModel):
     flow: str
     state: str
+
+
+class MoveAside(BaseModel):
+    """One source partition's records from the copy's end to ``end``, copied aside by ``reconcile``;
+    ``copied``: runs ``[upstream, downstream, count]`` found on the target past the offset mapping."""
+    topic: str = Field(min_length=1)
+    partition: int = Field(ge=0)
+    copied: list[tuple[int, int, int]] = Field(default_factory=list)
+    end: int = Field(ge=0)
+
+
+class MoveAsideRequest(BaseModel):
+    moves: list[MoveAside] = Field(min_length=1)
+
+
+class Position(BaseModel):
+    topic: str = Field(min_length=1)
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+
+
+class PositionsRequest(BaseModel):
+    positions: list[Position] = Field(min_length=1)
 
 
 def create_app(controller: Controller, registry: CollectorRegistry, token: str | None,
@@ -155,6 +179,23 @@ def create_app(controller: Controller, registry: CollectorRegistry, token: str |
               summary="Stop and start the flow's query (e.g. after a failure)")
     def restart(name: str) -> dict[str, Any]:
         return controller.restart(name)
+
+    @app.get("/flows/{name}/copy-ends", dependencies=guarded,
+             summary="Per source partition: the source and target offsets after the last record copied")
+    def copy_ends(name: str) -> list[dict[str, Any]]:
+        return controller.copy_ends(name)
+
+    @app.post("/flows/{name}/move-aside", dependencies=guarded,
+              summary="A paused flow skips source records `mirrorspark reconcile` copied aside")
+    def move_aside(name: str, request: MoveAsideRequest) -> list[dict[str, Any]]:
+        return controller.move_aside(name, [(m.topic, m.partition, [OffsetRun(*run) for run in m.copied], m.end)
+                                            for m in request.moves])
+
+    @app.post("/flows/{name}/translate", dependencies=guarded,
+              summary="Source positions (the next record to read) as target offsets, from the flow's exact offset "
+                      "mapping: `promote` moves share groups with it (they have no checkpoints)")
+    def translate_positions(name: str, request: PositionsRequest) -> list[dict[str, Any]]:
+        return controller.translate_positions(name, [(p.topic, p.partition, p.offset) for p in request.positions])
 
     @app.get("/offsets/translate", dependencies=guarded, response_model=list[Translated],
              summary="A group's committed source offsets translated for the target (from checkpoints)")

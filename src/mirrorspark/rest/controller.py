@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from mirrorspark.errors import NotFound
+from mirrorspark.partition import OffsetRun
 
 
 class UnknownFlow(NotFound):
@@ -28,6 +29,12 @@ class Controller(Protocol):
     def resume(self, name: str) -> dict[str, Any]: ...
 
     def restart(self, name: str) -> dict[str, Any]: ...
+
+    def copy_ends(self, name: str) -> list[dict[str, Any]]: ...
+
+    def move_aside(self, name: str, moves: list[tuple[str, int, list[OffsetRun], int]]) -> list[dict[str, Any]]: ...
+
+    def translate_positions(self, name: str, positions: list[tuple[str, int, int]]) -> list[dict[str, Any]]: ...
 
     def translate(self, group: str, source: str, target: str) -> list[dict[str, Any]]: ...
 

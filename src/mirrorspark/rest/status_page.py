@@ -60,6 +60,7 @@ h3{font-size:14px;margin:12px 0 4px;color:#37474f}
 .inexact{color:#a31515;font-weight:600}
 .muted{color:#78909c;font-size:12px}
 .last-checkpoint{font-size:13px}
+.promotion{background:#e3f2fd;border-left:4px solid #1565c0;padding:6px 10px;font-size:13px}
 form{background:#fff;border:1px solid #d7dadf;border-radius:6px;padding:16px;max-width:520px}
 input[type=password]{width:100%;box-sizing:border-box;padding:6px;margin:8px 0;font-family:monospace}
 """
@@ -170,6 +171,23 @@ def _checkpoints(flow: Mapping[str, Any], now: float) -> str:
               "compared by `mirrorspark audit`</p>")
 
 
+def _promotion(promotion: Mapping[str, Any] | None, now: float) -> str:
+    """A ``promote`` under way: its steps, the ones done struck through, the next one in bold."""
+    if not promotion:
+        return ""
+    if promotion.get("error"):
+        return f'<p class="error promotion">promotion journal unreadable: {_e(promotion["error"])}</p>'
+    steps = list(promotion.get("steps") or [])
+    step = promotion.get("step")
+    at = steps.index(step) if step in steps else len(steps)
+    shown = " → ".join(f"<s>{_e(s)}</s>" if i < at else f"<b>{_e(s)}</b>" if i == at else _e(s)
+                       for i, s in enumerate(steps))
+    fenced = f', {_count(promotion["fenced"])} topic(s) fenced by ACLs' if promotion.get("fenced") else ""
+    return (f'<p class="promotion" data-step="{_e(step)}">promotion under way, started '
+            f'{_when(promotion.get("started"), now)}: {shown} ({_count(promotion.get("topics", 0))} topic(s), '
+            f'{_count(promotion.get("groups", 0))} group(s){fenced})</p>')
+
+
 def _flow(index: int, flow: Mapping[str, Any], samples: list[Sample], now: float) -> str:
     state = str(flow.get("state", "unknown"))
     role = str(flow.get("role", ""))  # "writer" or "standby", as the metrics' role label
@@ -183,6 +201,7 @@ def _flow(index: int, flow: Mapping[str, Any], samples: list[Sample], now: float
         f'<span class="badge" style="background:{background};color:{colour}">{_e(state)}</span>'
         f'<h2>{_e(flow.get("name"))}</h2><span class="role">{_e(role)}</span></div>',
         f'<p class="error">{_e(error)}</p>' if error else "",
+        _promotion(flow.get("promotion"), now),
         _figures(flow, rate, now),
         '<div class="charts">',
         chart(speeds, now=now, kind="rate", title="records/s, last hour", unit="records/s"),

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, KafkaException, TopicPartition
 
-from mirrorspark.control.admin import consumer
+from mirrorspark.control.admin import consumer, watermarks
 from mirrorspark.partition import OffsetRun, Partition
 from mirrorspark.takeover.mm2_state import TakeoverRefused
 
@@ -70,7 +70,7 @@ def read_from(conf: dict[str, Any], topic: str, partition: int, start: int, coun
     out: list[Record] = []
     deadline = time.monotonic() + timeout
     try:
-        low, high = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        low, high = watermarks(reader, TopicPartition(topic, partition), deadline=deadline)
         if not low <= start < high:
             return out
         count = min(count, high - start)

@@ -102,7 +102,7 @@ def test_a_partition_whose_leader_is_being_elected_is_asked_again():
 
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-    from mirrorspark.control.admin import _watermark_end
+    from mirrorspark.control.admin import watermarks
 
     class Settling:
         calls = 0
@@ -114,7 +114,7 @@ def test_a_partition_whose_leader_is_being_elected_is_asked_again():
             return (0, 42)
 
     consumer = Settling()
-    assert _watermark_end(consumer, TopicPartition("t", 0), 1.0, _time.monotonic() + 5) == 42
+    assert watermarks(consumer, TopicPartition("t", 0), deadline=_time.monotonic() + 5) == (0, 42)
     assert consumer.calls == 3
 
     class Broken(Settling):
@@ -122,4 +122,14 @@ def test_a_partition_whose_leader_is_being_elected_is_asked_again():
             raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
 
     with pytest.raises(KafkaException):
-        _watermark_end(Broken(), TopicPartition("t", 0), 1.0, _time.monotonic() + 5)
+        watermarks(Broken(), TopicPartition("t", 0), deadline=_time.monotonic() + 5)
+
+
+def test_a_groups_own_setting_reads_as_librdkafka_names_its_source():
+    from confluent_kafka.admin import ConfigSource
+
+    from mirrorspark.control.java_clients import _config_source
+
+    assert _config_source("DYNAMIC_GROUP_CONFIG") == ConfigSource.GROUP_CONFIG
+    assert _config_source("DYNAMIC_TOPIC_CONFIG") == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert _config_source("DYNAMIC_BROKER_LOGGER_CONFIG") == ConfigSource.UNKNOWN_CONFIG

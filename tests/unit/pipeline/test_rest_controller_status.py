@@ -55,3 +55,70 @@ def test_status_lists_writers_first_with_lag_per_topic_and_checkpoints_from_the_
     while controller.status()[0]["checkpoints"] is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert controller.status()[0]["checkpoints"]["enabled"] is False  # this flow emits no checkpoints
+
+
+def test_a_promotion_under_way_is_shown_with_its_step_by_rest_status_and_the_page(tmp_path):
+    from mirrorspark.cli.status_command import table
+    from mirrorspark.cutover.journal import Journal, Journals
+    from mirrorspark.rest.status_page import render_status
+    from mirrorspark.state.files import LocalFiles
+
+    journals = Journals(LocalFiles(tmp_path / "promote"))
+    journals.save(Journal(flow="a->b", step="quiet", started=time.time() - 30, topics=["orders", "events"],
+                          groups=["g1"], acls=["orders", "events"], timings={"lag": 0.2, "fence": 0.1}))
+    flows = [flow("a->b", parts=writer_parts()), flow("b->a", lease_group="g")]
+    replicator: Any = SimpleNamespace(flows={f.name: f for f in flows}, spark=None, config=None)
+    controller = ReplicatorController(replicator, promotions=journals.view)
+
+    shown = {r["name"]: r["promotion"] for r in controller.status()}
+    assert shown["b->a"] is None
+    assert shown["a->b"]["step"] == "quiet" and shown["a->b"]["fenced"] == 2 and shown["a->b"]["groups"] == 1
+    assert controller.flows()[0]["promotion"]["step"] == "quiet"
+    line = [x for x in table(controller.flows()) if "promotion" in x]
+    assert line == [f"a->b: promotion under way: next step quiet (3 of {len(shown['a->b']['steps'])}), started 30s "
+                    "ago, 2 topic(s), 1 group(s), 2 topic(s) fenced by ACLs"]
+    page = render_status(controller.status(), lambda name: [])
+    assert 'data-step="quiet"' in page and "<s>lag</s> → <s>fence</s> → <b>quiet</b> → drain" in page
+
+    (tmp_path / "promote" / "a-to-b.json").write_text("{not json")
+    broken = controller.status()[0]["promotion"]
+    assert "cannot be read" in broken["error"] and "cannot be read" in render_status(controller.status(),
+                                                                                     lambda name: [])
+    (tmp_path / "promote" / "a-to-b.json").unlink()
+    assert controller.status()[0]["promotion"] is None
+
+
+def test_records_are_moved_aside_only_in_a_paused_flow(tmp_path):
+    import json as _json
+
+    import pytest
+
+    from mirrorspark.errors import Conflict
+    from mirrorspark.integrity.spark_offsets import SparkOffsetLog
+    from mirrorspark.offsets.ranges import OffsetRanges
+    from mirrorspark.partition import OffsetRun
+    from mirrorspark.state.files import LocalFiles
+
+    checkpoint = LocalFiles(tmp_path)
+    checkpoint.child("offsets").write("0", "v1\n{}\n" + _json.dumps({"t": {"0": 100}}))
+    checkpoint.child("commits").write("0", "v1\n{}")
+    ranges = OffsetRanges()
+    ranges.add("t", 0, [OffsetRun(0, 0, 100)])
+    saved: list = []
+    offsets = SimpleNamespace(ranges=ranges, copied_end=ranges.copied_end,
+                              move_aside=lambda t, p, c, e: (saved.append((t, p)), ranges.move_aside(t, p, c, e))[1])
+    query = SimpleNamespace(paused=False, state=lambda: "running", spark_log=SparkOffsetLog(checkpoint))
+    made = flow("a->b", parts=SimpleNamespace(query=query, offsets=offsets))
+    replicator: Any = SimpleNamespace(flows={"a->b": made}, spark=None, config=None)
+    controller = ReplicatorController(replicator)
+    assert controller.copy_ends("a->b") == [{"topic": "t", "partition": 0, "upstream_end": 100, "downstream_end": 100,
+                                             "moved_aside_to": None}]
+    with pytest.raises(Conflict, match="is running, not paused: pause it first"):
+        controller.move_aside("a->b", [("t", 0, [], 130)])
+    assert SparkOffsetLog(checkpoint).committed_positions() == {("t", 0): 100} and not saved
+    query.paused = True
+    assert controller.move_aside("a->b", [("t", 0, [], 130)]) == [
+        {"topic": "t", "partition": 0, "end": 130, "position_before": 100, "position_after": 130,
+         "mapping_marked": True}]
+    assert SparkOffsetLog(checkpoint).committed_positions() == {("t", 0): 130} and saved == [("t", 0)]
+    assert controller.copy_ends("a->b")[0]["moved_aside_to"] == 130

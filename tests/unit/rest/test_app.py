@@ -57,6 +57,18 @@ class RecordingController:
         self._call("restart", name)
         return {"flow": name, "state": "restarting"}
 
+    def copy_ends(self, name: str) -> list[dict[str, Any]]:
+        self._call("copy_ends", name)
+        return [{"topic": "t", "partition": 0, "upstream_end": 10, "downstream_end": 10, "moved_aside_to": None}]
+
+    def move_aside(self, name: str, moves: list) -> list[dict[str, Any]]:
+        self._call("move_aside", name, moves)
+        return [{"topic": t, "partition": p, "end": end} for t, p, _, end in moves]
+
+    def translate_positions(self, name: str, positions: list) -> list[dict[str, Any]]:
+        self._call("translate_positions", name, positions)
+        return [{"topic": t, "partition": p, "offset": o, "target_offset": o + 1} for t, p, o in positions]
+
     def translate(self, group: str, source: str, target: str) -> list[dict[str, Any]]:
         self._call("translate", group, source, target)
         return [{"topic": "A.t", "partition": 0, "offset": 7, "extra": 1}, {"topic": "A.t", "partition": 1,
@@ -211,7 +223,38 @@ def test_flow_errors_and_reasons_are_served_redacted(api, controller, monkeypatc
 def test_the_openapi_schema_lists_every_route_behind_the_bearer_scheme(api):
     schema = api.get("/openapi.json", headers=AUTH).json()
     assert set(schema["paths"]) == {"/health", "/ready", "/metrics", "/flows", "/flows/{name}", "/flows/{name}/pause",
-                                    "/flows/{name}/resume", "/flows/{name}/restart", "/offsets/translate",
+                                    "/flows/{name}/resume", "/flows/{name}/restart", "/flows/{name}/copy-ends",
+                                    "/flows/{name}/move-aside", "/flows/{name}/translate", "/offsets/translate",
                                     "/config"}
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     assert "security" in schema["paths"]["/flows"]["get"] and "security" not in schema["paths"]["/health"]["get"]
+
+
+def test_move_aside_takes_runs_and_ends_per_partition_and_refuses_a_malformed_body(api, controller):
+    from mirrorspark.partition import OffsetRun
+
+    body = {"moves": [{"topic": "t", "partition": 0, "copied": [[10, 10, 5]], "end": 40}]}
+    assert api.post("/flows/A->B/move-aside", json=body).status_code == 401  # behind the token
+    answer = api.post("/flows/A->B/move-aside", json=body, headers=AUTH)
+    assert answer.status_code == 200 and answer.json() == [{"topic": "t", "partition": 0, "end": 40}]
+    assert controller.calls[-1] == ("move_aside", "A->B", [("t", 0, [OffsetRun(10, 10, 5)], 40)])
+    for bad in ({"moves": []}, {"moves": [{"topic": "t", "partition": -1, "end": 4}]},
+                {"moves": [{"topic": "t", "partition": 0, "end": 4, "copied": [[1, 2]]}]}, {}):
+        refused = api.post("/flows/A->B/move-aside", json=bad, headers=AUTH)
+        assert refused.status_code == 422 and "Traceback" not in refused.text, bad
+    assert api.get("/flows/A->B/copy-ends", headers=AUTH).json()[0]["upstream_end"] == 10
+    assert api.get("/flows/X->Y/copy-ends", headers=AUTH).status_code == 404
+
+
+def test_translate_positions_answers_each_and_refuses_a_malformed_body(api, controller):
+    body = {"positions": [{"topic": "t", "partition": 1, "offset": 40}]}
+    assert api.post("/flows/A->B/translate", json=body).status_code == 401  # behind the token
+    answer = api.post("/flows/A->B/translate", json=body, headers=AUTH)
+    assert answer.status_code == 200
+    assert answer.json() == [{"topic": "t", "partition": 1, "offset": 40, "target_offset": 41}]
+    assert controller.calls[-1] == ("translate_positions", "A->B", [("t", 1, 40)])
+    for bad in ({"positions": []}, {"positions": [{"topic": "t", "partition": 0, "offset": -1}]},
+                {"positions": [{"topic": "", "partition": 0, "offset": 1}]}, {}):
+        refused = api.post("/flows/A->B/translate", json=bad, headers=AUTH)
+        assert refused.status_code == 422 and "Traceback" not in refused.text, bad
+    assert api.post("/flows/X->Y/translate", json=body, headers=AUTH).status_code == 404

@@ -23,6 +23,7 @@ import org.apache.kafka.clients.admin.CreateAclsOptions;
 import org.apache.kafka.clients.admin.CreatePartitionsOptions;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.DeleteAclsOptions;
+import org.apache.kafka.clients.admin.DeleteConsumerGroupsOptions;
 import org.apache.kafka.clients.admin.DescribeAclsOptions;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
@@ -79,6 +80,11 @@ public final class AdminBridge implements AutoCloseable {
         } catch (RuntimeException e) {
             throw ClientError.of("creating an admin client", e);
         }
+    }
+
+    /** The client itself, for the requests of newer Kafka versions (jvm/clients: share groups). */
+    Admin admin() {
+        return admin;
     }
 
     /**
@@ -384,6 +390,18 @@ public final class AdminBridge implements AutoCloseable {
         }
         get(admin.alterConsumerGroupOffsets(group, wanted, new AlterConsumerGroupOffsetsOptions().timeoutMs(timeoutMs)).all(),
             timeoutMs, "committing offsets of group " + group);
+    }
+
+    /** Delete each group of {@code groups} (a JSON array), which must have no members; its offsets go with it. */
+    public String deleteGroups(String groups, int timeoutMs) {
+        List<String> ids = new ArrayList<>();
+        array(groups, "groups").forEach(n -> ids.add(n.asText()));
+        Map<String, KafkaFuture<Void>> deleted = ids.isEmpty() ? Map.of()
+            : admin.deleteConsumerGroups(ids, new DeleteConsumerGroupsOptions().timeoutMs(timeoutMs)).deletedGroups();
+        return each(ids, id -> {
+            get(deleted.get(id), timeoutMs, "deleting group " + id);
+            return JSON.createObjectNode();
+        }).toString();
     }
 
     @Override

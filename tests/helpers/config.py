@@ -21,9 +21,9 @@ def write_config(path: Path, clusters: dict[str, str], extra: str) -> Path:
 TRIGGERS = pytest.mark.parametrize("trigger", ["microbatch", "realtime"])
 
 
-def trigger_settings(trigger: str, slots: int = 8) -> str:
-    """mm2.properties lines of a trigger mode: real-time mode needs a task slot per source partition
-    (heartbeats included), short real-time batches and a quick topic refresh (it re-plans by restarting)."""
+def trigger_settings(trigger: str, slots: int = 3) -> str:
+    """mm2.properties lines of a trigger mode: real-time mode needs a task slot per task (each a group of
+    partitions), short real-time batches and a quick topic refresh (it re-plans by restarting)."""
     if trigger == "microbatch":
         return ""
     return (f"mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 5\nspark.master = local[{slots}]\n"

@@ -18,8 +18,8 @@ from helpers.spark_state import committed_records, latest
 
 pytestmark = pytest.mark.broker
 
-# 3 source partitions + 1 heartbeats partition per flow: 4 long-running tasks, so 6 slots.
-REALTIME = "mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 5\nspark.master = local[6]\n"
+# 3 source partitions + 1 heartbeats partition, read by 2 long-running tasks (the slots' share).
+REALTIME = "mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 5\nspark.master = local[2]\n"
 
 
 def test_realtime_records_arrive_with_identical_fields(clusters, unique, tmp_path):
@@ -102,19 +102,21 @@ def test_realtime_kill9_mid_batch_loses_nothing_and_copies_nothing_twice(cluster
 
 
 def test_realtime_with_too_few_task_slots_is_refused_with_the_numbers(clusters, unique, tmp_path):
-    """3 source partitions and heartbeats' 1 need 4 long-running tasks: local[2] is refused before
-    anything is read, never left with partitions silently unread."""
+    """4 long-running tasks asked for 3 source partitions and heartbeats' 1: local[2] is refused before
+    anything is read, naming the count that would do, never left with partitions silently unread."""
     topic = f"rt-slots-{unique}"
     create_topic(clusters["primary"], topic, 3)
     config = write_config(tmp_path / "mm2.properties", clusters,
                           f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
-                          "primary->backup.mirrorspark.trigger = realtime\nspark.master = local[2]\n")
+                          "primary->backup.mirrorspark.trigger = realtime\nspark.master = local[2]\n"
+                          "primary->backup.mirrorspark.realtime.tasks = 4\n")
     done = run_cli("run", str(config), "--state-dir", str(tmp_path / "state"), timeout=180)
     assert done.returncode == 2, done.stdout + done.stderr
     message = done.stderr
-    assert "primary->backup.mirrorspark.trigger = realtime" in message
-    assert "reads 4 partition(s)" in message and f"{topic}: 3" in message and "heartbeats: 1" in message
+    assert "primary->backup.mirrorspark.trigger = realtime runs 4 long task(s)" in message
+    assert "for its 4 partition(s)" in message and f"{topic}: 3" in message and "heartbeats: 1" in message
     assert "2 task slot(s) (spark.master = local[2])" in message and "local[4]" in message
+    assert "set primary->backup.mirrorspark.realtime.tasks = 2" in message
     assert "Traceback" not in message
 
 
@@ -134,7 +136,7 @@ def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sen
         producer.produce(topic, **record)
         producer.poll(0)
     assert producer.flush(60) == 0
-    flow = f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\nspark.master = local[6]\n" \
+    flow = f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\nspark.master = local[2]\n" \
            "mirrorspark.trigger = realtime\n"
     long_batch = write_config(tmp_path / "first.properties", clusters,
                               flow + "mirrorspark.realtime.batch.seconds = 600\n")

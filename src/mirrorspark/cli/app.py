@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -100,7 +101,14 @@ def run(
         else "heartbeats only (no flow enabled)"
     typer.echo(f"mirrorspark: {doing}; Ctrl-C or SIGTERM stops", err=True)
     # flows failed for good (all, or some before the stop): FlowsFailed, an operational error (exit 1)
-    replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)
+    try:
+        replicator.run(progress=lambda line: typer.echo(line, err=True), progress_interval=progress_interval)
+    finally:
+        # The stop has run. A stop signal now (a service manager's, sent as every flow failed) must not
+        # end the exit by the signal: Python restores the default action while it shuts down, and the
+        # exit code would say "killed" instead of 0 or 1. Ignored handlers are left as they are.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     typer.echo("mirrorspark: stopped", err=True)
 
 

@@ -229,12 +229,17 @@ KEYS: tuple[Key, ...] = (
         "work; what a bound costs in backlog rate is measured in docs/adr/0010-grouped-source.md).", low=0),
     Key("mirrorspark.trigger", Type.STRING, "microbatch",
         "How the flow's Spark query runs: `microbatch` (the default: tasks that each read a group of partitions, "
-        "one batch after another) or `realtime` (Spark's real-time mode: one long-running task per source "
-        "partition forwards each record as it arrives, for latency at MM2's level). `realtime` needs a free task "
-        "slot for every source partition the flow reads (heartbeats included) and is refused with the numbers "
-        "when the Spark application has fewer (`spark.master = local[N]`, or executors' cores); it copies at "
-        "least once (not with `exactly.once.source.support = enabled`) and re-plans its topics by restarting "
-        "the query when topics or partitions appear.", choices=("microbatch", "realtime")),
+        "one batch after another) or `realtime` (Spark's real-time mode: long-running tasks, each reading a "
+        "group of the flow's partitions with one consumer, forward each record as it arrives, for latency at "
+        "MM2's level). `realtime` needs a free task slot per group (`mirrorspark.realtime.tasks`) and is refused "
+        "with the numbers when the Spark application has fewer (`spark.master = local[N]`, or executors' "
+        "cores); it copies at least once (not with `exactly.once.source.support = enabled`) and re-plans its "
+        "topics by restarting the query when topics or partitions appear.", choices=("microbatch", "realtime")),
+    Key("mirrorspark.realtime.tasks", Type.INT, "0",
+        "Real-time mode: how many long-running tasks read the flow's partitions, each a group of them with one "
+        "consumer (as MM2's `tasks.max`); each holds a task slot for as long as the flow runs. 0, the default, "
+        "shares the slots the micro-batch flows of the process leave among its real-time flows; never more "
+        "tasks than partitions.", low=0, high=100000),
     Key("mirrorspark.realtime.batch.seconds", Type.DOUBLE, "15",
         "Real-time mode: how long each real-time batch runs before Spark records its progress (at least 5, "
         "Spark's minimum). Offset syncs, checkpoints, lag and mirrorspark's resume state follow each batch end; "

@@ -111,6 +111,7 @@ class FlowSettings:
     source_stall_timeout: int  # ms
     realtime: bool  # mirrorspark.trigger = realtime
     realtime_batch: float  # seconds
+    realtime_tasks: int  # 0: a share of the free slots
     restart_attempts: int
     restart_backoff: float
     lease_enabled: bool
@@ -166,6 +167,7 @@ class FlowSettings:
             source_stall_timeout=read.integer("mirrorspark.source.stall.timeout.ms"),
             realtime=read.choice("mirrorspark.trigger") == "realtime",
             realtime_batch=read.number("mirrorspark.realtime.batch.seconds"),
+            realtime_tasks=read.integer("mirrorspark.realtime.tasks"),
             restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),
             restart_backoff=read.number("mirrorspark.flow.restart.backoff.seconds"),
             lease_enabled=read.flag("mirrorspark.flow.lease.enabled"),

@@ -161,19 +161,25 @@ class FlowQuery:
         )
 
     def _start_realtime(self, spark) -> None:
-        """Spark's Kafka source under the real-time trigger, the rename as an expression and the
+        """The grouped source under the real-time trigger, the rename as an expression and the
         MirrorSink as streaming sink (``realtime``). The planned topics are assigned with their
-        partitions: other topics or partitions are read after the topic refresh restarts the query."""
+        partitions, in groups of one task each: other topics or partitions are read after the topic
+        refresh restarts the query."""
         plan = self.remote_topics.plan
         assign, partitions = realtime.assignment(plan)
         master = spark.conf.get("spark.master", "local[*]")
         slots, how = realtime.task_slots(spark, master)
-        self.slots.claim(self.flow.name, self.flow.where(realtime.TRIGGER_KEY), partitions, slots, how)
+        tasks = self.slots.claim(self.flow.name,
+                                 where=(self.flow.where(realtime.TRIGGER_KEY), self.flow.where(realtime.TASKS_KEY)),
+                                 partitions=partitions, wanted=self.flow.options.realtime_tasks, slots=slots, how=how)
         pattern = self.starts.subscribe_pattern()
         options = source_options(self.flow, pattern, self._ship_files)
-        if partitions:  # else no topic yet: the pattern, until the refresh finds one and restarts the query
-            del options["subscribePattern"]
+        source_format = SOURCE_FORMAT
+        if partitions:
             options["assign"] = assign
+            options["groups"] = str(tasks)
+        else:  # no topic yet: Spark's Kafka source on the pattern (reads nothing), until the refresh restarts the query
+            source_format = "kafka"
         starting = self.starts.starting_json(pattern, partitions) \
             if self.starts.explicit(self.spark_log.last_committed() is None) else None
         starting = realtime.skip_removed(self.writer.guard, self.spark_log, starting,
@@ -186,7 +192,7 @@ class FlowQuery:
         self.writer.starting(None)
         spark.conf.set(realtime.ALLOWLIST_CHECK, "false")
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)
-        reader = spark.readStream.format("kafka")
+        reader = spark.readStream.format(source_format)
         for key, value in options.items():
             reader = reader.option(key, value)
         rows = reader.load()

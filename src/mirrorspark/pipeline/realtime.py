@@ -1,8 +1,9 @@
 """Real-time mode (``mirrorspark.trigger = realtime``, docs/adr/0016-real-time-mode.md).
 
-Spark's real-time trigger runs one long task per source partition that forwards each record as it
-arrives; only Spark's own Kafka source supports it. The query is Kafka source -> the rename as a
-column expression -> the MirrorSink as a streaming sink (Spark's allow-list of real-time sinks is
+Spark's real-time trigger runs long tasks that forward each record as it arrives; mirrorspark's
+grouped source implements Spark's real-time interfaces, so a task reads a group of the flow's
+partitions with one consumer (docs/adr/0027-grouped-source-real-time.md). The query is that source ->
+the rename as a column expression -> the MirrorSink as a streaming sink (Spark's allow-list of real-time sinks is
 turned off for it: the plan is a filter and a projection, both on the operator allow-list). No
 Python runs per batch on the record path: each real-time batch ends with one commit on the driver,
 which waits while ``EpochRecorder`` makes the batch's offset pairs durable.
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 # the query mirrorspark builds is a Kafka scan, a filter and a projection: operators on the list.
 ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
 TRIGGER_KEY = "mirrorspark.trigger"
+TASKS_KEY = "mirrorspark.realtime.tasks"
 
 
 def task_slots(spark, master: str) -> tuple[int, str]:
@@ -49,12 +51,16 @@ def task_slots(spark, master: str) -> tuple[int, str]:
 
 
 class SlotBook:
-    """Task slots the flows of this process need: a real-time flow one per source partition it reads,
-    a micro-batch flow one (its tasks queue behind long-running real-time tasks otherwise)."""
+    """Task slots the flows of this process need: a real-time flow one per task (a group of its
+    partitions), a micro-batch flow one (its tasks queue behind long-running real-time tasks otherwise).
+    ``realtime_flows`` and ``microbatch_flows``: how many of each the process runs, for the share a
+    real-time flow takes when it does not set its task count."""
 
-    def __init__(self) -> None:
+    def __init__(self, realtime_flows: int = 1, microbatch_flows: int = 0) -> None:
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
+        self._realtime_flows = max(1, realtime_flows)
+        self._microbatch_flows = max(0, microbatch_flows)
 
     def hold(self, flow: str, needed: int) -> None:
         with self._lock:
@@ -64,22 +70,30 @@ class SlotBook:
         with self._lock:
             self._held.pop(flow, None)
 
-    def claim(self, flow: str, where: str, partitions: Mapping[str, int], slots: int, how: str) -> None:
-        """Hold a slot per partition for ``flow``, or refuse with the numbers (``where``: the trigger key
-        as the user wrote it)."""
-        needed = sum(partitions.values())
+    def claim(self, flow: str, *, where: tuple[str, str], partitions: Mapping[str, int], wanted: int, slots: int,
+              how: str) -> int:
+        """Hold a slot per task for ``flow`` and say how many tasks it runs, or refuse with the numbers
+        (``where``: the trigger and task-count keys as the user wrote them; ``wanted`` 0: a share)."""
+        trigger, tasks_key = where
+        total = sum(partitions.values())
         with self._lock:
             others = sum(n for name, n in self._held.items() if name != flow)
-            if needed + others > slots:
+            share = max(1, (slots - self._microbatch_flows) // self._realtime_flows)
+            tasks = max(1, min(total, wanted or share))
+            if tasks + others > slots:
+                free = slots - others
                 shown = ", ".join(f"{t}: {n}" for t, n in sorted(partitions.items(), key=lambda kv: -kv[1])[:5])
                 more = f" and {len(partitions) - 5} more topics" if len(partitions) > 5 else ""
+                fix = (f"set {tasks_key} = {free} (each task then reads about {-(-total // free)} partition(s))"
+                       if free >= 1 else f"set {trigger} = microbatch")
                 raise ConfigError(
-                    f"flow {flow}: {where} = realtime runs one long task per source partition: it reads {needed} "
-                    f"partition(s) ({shown}{more}), other flows of this process hold {others}, and the Spark "
-                    f"application has {slots} task slot(s) ({how}); a partition without a slot would never be "
-                    f"read. Give Spark at least {needed + others} slots (spark.master = local[{needed + others}] "
-                    f"on one machine, more executor cores on a cluster), or set {where} = microbatch", where)
-            self._held[flow] = needed
+                    f"flow {flow}: {trigger} = realtime runs {tasks} long task(s) ({tasks_key} = {wanted}) for its "
+                    f"{total} partition(s) ({shown}{more}), other flows of this process hold {others} slot(s), and "
+                    f"the Spark application has {slots} task slot(s) ({how}); a task without a slot would never "
+                    f"read. Give Spark at least {tasks + others} slots (spark.master = local[{tasks + others}] on one "
+                    f"machine, more executor cores on a cluster), or {fix}", tasks_key if wanted else trigger)
+            self._held[flow] = tasks
+        return tasks
 
 
 def assignment(plan: TopicPlan) -> tuple[str, dict[str, int]]:

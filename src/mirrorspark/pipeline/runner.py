@@ -130,9 +130,11 @@ class Replicator:
         """The control plane's part: state, leases, remote topics, offsets, heartbeats, REST."""
         flows = self.config.enabled_flows
         self.state = self.location.open(self.spark)
+        slots = SlotBook(realtime_flows=sum(f.options.realtime for f in flows),
+                         microbatch_flows=sum(not f.options.realtime for f in flows))
         shared = Shared(clusters=self.clusters, state=self.state, scheduler=self.scheduler, metrics=self.metrics,
                         remote_names=RemoteNames(), ship_files=self.ship_files,
-                        lag_interval=self.config.driver.lag_interval, slots=SlotBook(), fresh_copy=self.fresh_copy)
+                        lag_interval=self.config.driver.lag_interval, slots=slots, fresh_copy=self.fresh_copy)
         instance = instance_id(self.state)
         # Heartbeats topics first: a flow then creates their remote topics with its others. Created
         # later, one waited ~10 s behind a broker still creating thousands of remote partitions, and

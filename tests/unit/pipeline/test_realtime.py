@@ -39,23 +39,51 @@ def test_task_slots_divide_by_cpus_per_task():
     assert task_slots(Session(**{"spark.task.cpus": "2"}), "local[8]") == (4, "spark.master = local[8]")
 
 
-def test_the_slot_rule_counts_other_flows_and_names_what_to_change():
-    book = SlotBook()
+WHERE = ("mirrorspark.trigger", "mirrorspark.realtime.tasks")
+
+
+def test_the_slot_rule_counts_tasks_and_other_flows_and_names_what_to_change():
+    book = SlotBook(realtime_flows=2, microbatch_flows=1)
     book.hold("B->A", 1)  # a micro-batch flow needs one
-    book.claim("A->B", "mirrorspark.trigger", {"orders": 4, "heartbeats": 1}, 6, "spark.master = local[6]")
+    tasks = book.claim("A->B", where=WHERE, partitions={"orders": 4, "heartbeats": 1}, wanted=4, slots=6,
+                       how="spark.master = local[6]")
+    assert tasks == 4
     with pytest.raises(ConfigError) as refused:
-        book.claim("A->C", "A->C.mirrorspark.trigger", {"orders": 4}, 6, "spark.master = local[6]")
-    assert refused.value.key == "A->C.mirrorspark.trigger"
-    assert "reads 4 partition(s) (orders: 4), other flows of this process hold 6" in str(refused.value)
-    assert "local[10]" in str(refused.value)
+        book.claim("A->C", where=("A->C.mirrorspark.trigger", "A->C.mirrorspark.realtime.tasks"),
+                   partitions={"orders": 4}, wanted=2, slots=6, how="spark.master = local[6]")
+    assert refused.value.key == "A->C.mirrorspark.realtime.tasks"
+    message = str(refused.value)
+    assert "runs 2 long task(s) (A->C.mirrorspark.realtime.tasks = 2) for its 4 partition(s) (orders: 4)" in message
+    assert "other flows of this process hold 5" in message
+    assert "local[7]" in message and "set A->C.mirrorspark.realtime.tasks = 1 (each task then reads about 4" in message
     book.release("A->B")
-    book.claim("A->C", "A->C.mirrorspark.trigger", {"orders": 4}, 6, "spark.master = local[6]")
+    assert book.claim("A->C", where=WHERE, partitions={"orders": 4}, wanted=2, slots=6, how="") == 2
+
+
+def test_the_default_task_count_shares_the_slots_micro_batch_flows_leave():
+    book = SlotBook(realtime_flows=2, microbatch_flows=1)
+    assert book.claim("A->B", where=WHERE, partitions={"t": 3000}, wanted=0, slots=5, how="") == 2
+    one = book.claim("A->B", where=WHERE, partitions={"t": 1}, wanted=0, slots=5, how="")
+    assert one == 1, "never more tasks than partitions"
+    alone = SlotBook(realtime_flows=1)
+    assert alone.claim("A->B", where=WHERE, partitions={"t": 10000}, wanted=0, slots=2, how="") == 2
+
+
+def test_no_free_slot_at_all_names_the_trigger():
+    book = SlotBook(realtime_flows=1, microbatch_flows=2)
+    book.hold("m1", 1)
+    book.hold("m2", 1)
+    with pytest.raises(ConfigError) as refused:
+        book.claim("A->B", where=WHERE, partitions={"t": 4}, wanted=0, slots=2, how="")
+    assert refused.value.key == "mirrorspark.trigger"
+    assert "or set mirrorspark.trigger = microbatch" in str(refused.value)
 
 
 def test_a_flow_claiming_again_replaces_its_own_slots():
     book = SlotBook()
-    book.claim("A->B", "mirrorspark.trigger", {"t": 5}, 6, "")
-    book.claim("A->B", "mirrorspark.trigger", {"t": 6}, 6, "")  # a restart after a partition was added
+    book.claim("A->B", where=WHERE, partitions={"t": 5}, wanted=5, slots=6, how="")
+    # a restart after a partition was added
+    assert book.claim("A->B", where=WHERE, partitions={"t": 6}, wanted=6, slots=6, how="") == 6
 
 
 def test_assignment_lists_the_planned_partitions_only():

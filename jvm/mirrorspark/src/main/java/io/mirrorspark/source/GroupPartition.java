@@ -9,8 +9,11 @@ final class GroupPartition implements InputPartition {
     private static final long serialVersionUID = 1L;
 
     final List<OffsetRange> ranges;
+    /** Real-time mode: the ranges have no end; the task reads until the batch's deadline. */
+    final boolean realTime;
 
-    GroupPartition(List<OffsetRange> ranges) {
+    GroupPartition(List<OffsetRange> ranges, boolean realTime) {
         this.ranges = List.copyOf(ranges);
+        this.realTime = realTime;
     }
 }

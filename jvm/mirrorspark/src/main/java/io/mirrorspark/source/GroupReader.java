@@ -16,10 +16,12 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.record.TimestampType;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
-import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeRead;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,12 +36,19 @@ import org.slf4j.LoggerFactory;
  * the source says so. Records still due from a partition that answers nothing for
  * {@code pollTimeoutMs} (a broker down, a leader lost) are never skipped: the task fails with a
  * {@link SourceStalledException}, which the driver retries until the source answers again.
+ *
+ * In real-time mode the ranges have no end: Spark asks {@link #nextWithTimeout} until the batch's
+ * deadline, then {@link #getOffset} once for where each partition stopped. A partition caught up
+ * with its end is idle there, not stalled; one whose end went behind the position (re-created) is
+ * given up and reported in the {@link GroupOffset}, so the next batch reads it from its earliest offset.
  */
-final class GroupReader implements PartitionReader<InternalRow> {
+final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private static final Logger LOG = LoggerFactory.getLogger(GroupReader.class);
     private static final long CHECK_MS = 2_000L;
 
     private final SourceSettings settings;
+    private final boolean realTime;
+    private final Set<TopicPartition> dropped = new HashSet<>();
     private final Consumer<byte[], byte[]> consumer;
     private final Map<TopicPartition, Long> until = new HashMap<>();
     private final Set<TopicPartition> open = new HashSet<>();
@@ -57,13 +66,20 @@ final class GroupReader implements PartitionReader<InternalRow> {
     /** Topics the source's metadata did not list at the last check (deleted, if still missing at the next). */
     private Set<String> missingBefore = new HashSet<>();
 
-    GroupReader(SourceSettings settings, List<OffsetRange> ranges) {
-        this(settings, ranges, ConsumerPool.acquire(settings.consumer));
+    GroupReader(SourceSettings settings, List<OffsetRange> ranges, boolean realTime) {
+        this(settings, ranges, ConsumerPool.acquire(settings.consumer), realTime);
+    }
+
+    /** A micro-batch task's reader with the consumer given (a test's). */
+    GroupReader(SourceSettings settings, List<OffsetRange> ranges, Consumer<byte[], byte[]> consumer) {
+        this(settings, ranges, consumer, false);
     }
 
     /** With the consumer given (the pool's, or a test's); it goes back to the pool on close. */
-    GroupReader(SourceSettings settings, List<OffsetRange> ranges, Consumer<byte[], byte[]> consumer) {
+    GroupReader(SourceSettings settings, List<OffsetRange> ranges, Consumer<byte[], byte[]> consumer,
+            boolean realTime) {
         this.settings = settings;
+        this.realTime = realTime;
         this.consumer = consumer;
         List<TopicPartition> assigned = new ArrayList<>();
         for (OffsetRange r : ranges) {
@@ -101,8 +117,63 @@ final class GroupReader implements PartitionReader<InternalRow> {
                 failed = false;
                 return false;
             }
-            poll();
+            poll(200L);
         }
+    }
+
+    /**
+     * Real-time mode: the next record, waiting for one until {@code startTimeMs + timeoutMs}. "No
+     * record" ends the task for the rest of the batch, so it is answered only at the deadline.
+     */
+    @Override
+    public RecordStatus nextWithTimeout(Long startTimeMs, Long timeoutMs) {
+        long deadline = startTimeMs + timeoutMs;
+        while (true) {
+            while (buffered.hasNext()) {
+                ConsumerRecord<byte[], byte[]> r = buffered.next();
+                if (r.partition() != runPartition || !r.topic().equals(runTopic)) {
+                    startRun(r.topic(), r.partition());
+                }
+                if (r.offset() >= runEnd) {
+                    continue;
+                }
+                current = row(r, runName);
+                return r.timestampType() == TimestampType.LOG_APPEND_TIME
+                    ? RecordStatus.newStatusWithArrivalTimeMs(r.timestamp())
+                    : RecordStatus.newStatusWithoutArrivalTime(true);
+            }
+            long now = System.currentTimeMillis();
+            if (now >= deadline) {
+                failed = false;
+                return RecordStatus.newStatusWithoutArrivalTime(false);
+            }
+            poll(Math.min(deadline - now, 200L));
+        }
+    }
+
+    /**
+     * Where each partition stopped: the first record not handed to Spark, else the consumer's
+     * position (past transaction markers and compacted offsets); given-up partitions apart.
+     */
+    @Override
+    public PartitionOffset getOffset() {
+        List<ConsumerRecord<byte[], byte[]>> rest = new ArrayList<>();
+        buffered.forEachRemaining(rest::add);
+        buffered = rest.iterator();
+        runTopic = null;
+        Map<TopicPartition, Long> next = new HashMap<>();
+        for (ConsumerRecord<byte[], byte[]> r : rest) {
+            TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+            if (open.contains(tp)) {
+                next.putIfAbsent(tp, r.offset());
+            }
+        }
+        for (TopicPartition tp : until.keySet()) {
+            if (!dropped.contains(tp) && !next.containsKey(tp)) {
+                next.put(tp, consumer.position(tp, Duration.ofSeconds(30)));
+            }
+        }
+        return new GroupOffset(next, dropped);
     }
 
     /**
@@ -118,11 +189,11 @@ final class GroupReader implements PartitionReader<InternalRow> {
         runName = topicNames.get(tp);
     }
 
-    private void poll() {
+    private void poll(long waitMs) {
         runTopic = null;  // the open partitions may change before the next records
         ConsumerRecords<byte[], byte[]> records;
         try {
-            records = consumer.poll(Duration.ofMillis(200));
+            records = consumer.poll(Duration.ofMillis(waitMs));
         } catch (OffsetOutOfRangeException e) {
             skipToEarliest(e.partitions());
             return;
@@ -191,7 +262,12 @@ final class GroupReader implements PartitionReader<InternalRow> {
         for (TopicPartition tp : waiting) {
             Long end = ends.get(tp);
             long position = consumer.position(tp);
-            if (end != null && end <= position) {
+            if (realTime && end != null && end < position) {
+                giveUp(tp, tp + ": ends at " + end + ", behind offset " + position
+                    + " read already (topic re-created?); the next batch reads it from its earliest offset");
+            } else if (realTime && end != null && end == position) {
+                continue;  // caught up: idle, not stalled
+            } else if (!realTime && end != null && end <= position) {
                 giveUp(tp, tp + ": ends at " + end + ", before the batch's end " + until.get(tp)
                     + "; the rest is not there to read");
             } else if (now - lastProgress > settings.pollTimeoutMs) {
@@ -209,7 +285,8 @@ final class GroupReader implements PartitionReader<InternalRow> {
         for (TopicPartition tp : stalled) {
             if (confirmed.contains(tp.topic())) {
                 giveUp(tp, tp + ": its topic is gone from the source (deleted); offsets " + consumer.position(tp)
-                    + " to " + (until.get(tp) - 1) + " of this batch's range cannot be read");
+                    + (realTime ? " on" : " to " + (until.get(tp) - 1) + " of this batch's range")
+                    + " cannot be read");
             } else if (!gone.contains(tp.topic())) {  // a topic missing once is looked at again at the next check
                 due.append(due.length() == 0 ? "" : ", ").append(tp).append(" at ").append(consumer.position(tp))
                     .append(" (batch end ").append(until.get(tp)).append(')');
@@ -268,6 +345,9 @@ final class GroupReader implements PartitionReader<InternalRow> {
         }
         LOG.warn(why);
         open.remove(tp);
+        if (realTime) {
+            dropped.add(tp);
+        }
         consumer.pause(List.of(tp));
     }
 

@@ -17,6 +17,7 @@ final class GroupReaderFactory implements PartitionReaderFactory {
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-        return new GroupReader(settings, ((GroupPartition) partition).ranges);
+        GroupPartition group = (GroupPartition) partition;
+        return new GroupReader(settings, group.ranges, group.realTime);
     }
 }

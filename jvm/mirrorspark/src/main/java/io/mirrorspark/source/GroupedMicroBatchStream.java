@@ -24,9 +24,11 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,8 +40,13 @@ import org.slf4j.LoggerFactory;
  * New partitions start at their earliest offset, as with Spark's Kafka source; a partition gone
  * from the source or whose end went back is left out of the batch with a warning (mirrorspark's
  * guard reports and counts the loss).
+ *
+ * Under Spark's real-time trigger the same groups become long-running tasks: each reads its
+ * partitions from the batch's start with no end until the batch's deadline, and
+ * {@link #mergeOffsets} joins where each stopped into the next start (ADR 0027). A flow then needs a
+ * task slot per group, not per partition.
  */
-final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissionControl {
+final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissionControl, SupportsRealTimeMode {
     private static final Logger LOG = LoggerFactory.getLogger(GroupedMicroBatchStream.class);
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
@@ -56,6 +63,9 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     private long checkedAt;                // when the brokers were last asked for the ends
     private String lastJson;               // the offset Spark hands back as JSON on every trigger ...
     private PartitionOffsets lastParsed;   // ... parsed once
+    private boolean realTime;
+    private Map<TopicPartition, Long> batchStart;  // real-time: where the batch being read began
+    private int batchTasks;                         // real-time: its task count
 
     GroupedMicroBatchStream(SourceSettings settings, String checkpointLocation) {
         this(settings, checkpointLocation, null);
@@ -110,6 +120,11 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
         return partitions;
     }
 
+    /** The partitions to read: {@code assign}'s when given, else the pattern's. */
+    private List<TopicPartition> listed(boolean fresh) {
+        return settings.assigned != null ? settings.assigned : partitions(fresh);
+    }
+
     private EndWatcher watcher() {
         if (watcher == null) {
             Map<String, Object> config = new HashMap<>(settings.consumer);
@@ -159,7 +174,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     }
 
     private PartitionOffsets resolveStart() {
-        List<TopicPartition> now = partitions(true);
+        List<TopicPartition> now = listed(true);
         String start = settings.startingOffsets.trim();
         if (start.equalsIgnoreCase("earliest")) {
             return new PartitionOffsets(earliest(now));
@@ -195,6 +210,10 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
      */
     @Override
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
+        if (realTime) {
+            // Only progress reads it in real-time mode; waiting here would hold every batch boundary.
+            return startOffset;
+        }
         EndWatcher quiet;
         long waitMs;
         synchronized (this) {
@@ -218,7 +237,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     private synchronized Offset latest(Offset startOffset, ReadLimit limit) {
         Map<TopicPartition, Long> start = ((PartitionOffsets) startOffset).positions();
         long now = System.currentTimeMillis();
-        List<TopicPartition> listed = partitions(false);
+        List<TopicPartition> listed = listed(false);
         if (settings.idleCheckMs > 0 && listed == watched && now - checkedAt < settings.idleCheckMs && !hold.due(now)
             && watcher().quiet()) {
             return startOffset;  // nothing arrived after the ends seen last (the watcher's fetch would have returned it)
@@ -295,9 +314,103 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
         List<List<OffsetRange>> groups = RangeGroups.split(ranges, settings.groups);
         InputPartition[] out = new InputPartition[groups.size()];
         for (int i = 0; i < out.length; i++) {
-            out[i] = new GroupPartition(groups.get(i));
+            out[i] = new GroupPartition(groups.get(i), false);
         }
         return out;
+    }
+
+    /**
+     * Real-time mode reads a fixed list of partitions (the flow's plan; a new plan restarts the
+     * query) and cannot bound a batch by records: both refused here, before any task starts.
+     */
+    @Override
+    public synchronized void prepareForRealTimeMode() {
+        if (settings.assigned == null) {
+            throw new IllegalArgumentException("the mirrorspark source needs the assign option in real-time mode "
+                + "(the flow's partitions): a pattern would read records the flow does not copy");
+        }
+        if (settings.maxRecords > 0) {
+            throw new IllegalArgumentException("maxOffsetsPerTrigger cannot bound a real-time batch: a batch lasts "
+                + "its duration, whatever it reads");
+        }
+        realTime = true;
+    }
+
+    /**
+     * A real-time batch: every partition of the plan from the batch's start (a new one from its
+     * earliest offset), with no end, in at most {@code groups} tasks.
+     */
+    @Override
+    public synchronized InputPartition[] planInputPartitions(Offset startOffset) {
+        if (!realTime || settings.assigned == null) {
+            throw new IllegalStateException("planInputPartitions(start) is for real-time mode only");
+        }
+        Map<TopicPartition, Long> start = ((PartitionOffsets) startOffset).positions();
+        List<TopicPartition> planned = settings.assigned;
+        List<TopicPartition> added = new ArrayList<>(planned);
+        added.removeAll(start.keySet());
+        Map<TopicPartition, Long> from = new HashMap<>();
+        for (TopicPartition tp : planned) {
+            Long at = start.get(tp);
+            if (at != null) {
+                from.put(tp, at);
+            }
+        }
+        from.putAll(earliest(added));
+        for (TopicPartition gone : start.keySet()) {
+            if (!from.containsKey(gone)) {
+                LOG.warn("{} is no longer in the flow's plan; records after offset {} are not read", gone,
+                    start.get(gone));
+            }
+        }
+        List<List<TopicPartition>> groups = RangeGroups.splitOpen(new ArrayList<>(from.keySet()), settings.groups);
+        InputPartition[] out = new InputPartition[groups.size()];
+        for (int i = 0; i < out.length; i++) {
+            List<OffsetRange> ranges = new ArrayList<>();
+            for (TopicPartition tp : groups.get(i)) {
+                ranges.add(new OffsetRange(tp.topic(), tp.partition(), from.get(tp), Long.MAX_VALUE));
+            }
+            out[i] = new GroupPartition(ranges, true);
+        }
+        batchStart = from;
+        batchTasks = out.length;
+        return out;
+    }
+
+    /**
+     * The next batch's start: this batch's start, moved on by where each task stopped. Starting from
+     * the batch's start matters: a partition missing here would count as new next batch and be read
+     * again from its earliest offset. A partition a task gave up (re-created) is left out, so the
+     * next batch reads it from its new earliest offset, as a micro-batch does.
+     */
+    @Override
+    public synchronized Offset mergeOffsets(PartitionOffset[] offsets) {
+        if (batchStart == null) {
+            throw new IllegalStateException("mergeOffsets before planInputPartitions");
+        }
+        if (offsets.length != batchTasks) {
+            throw new IllegalStateException("a real-time batch of " + batchTasks + " task(s) reported " + offsets.length
+                + " end offset(s); the batch is not committed");
+        }
+        Map<TopicPartition, Long> merged = new HashMap<>(batchStart);
+        for (PartitionOffset offset : offsets) {
+            GroupOffset group = (GroupOffset) offset;
+            for (Map.Entry<TopicPartition, Long> e : group.next.entrySet()) {
+                Long begin = batchStart.get(e.getKey());
+                if (begin == null) {
+                    throw new IllegalStateException(e.getKey() + " was read but not planned in this batch");
+                }
+                if (e.getValue() < begin) {
+                    throw new IllegalStateException(e.getKey() + " went back from " + begin + " to " + e.getValue()
+                        + " in one batch");
+                }
+                merged.put(e.getKey(), e.getValue());
+            }
+            for (TopicPartition tp : group.dropped) {
+                merged.remove(tp);
+            }
+        }
+        return new PartitionOffsets(merged);
     }
 
     @Override

@@ -5,6 +5,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.PriorityQueue;
 
+import org.apache.kafka.common.TopicPartition;
+
 /**
  * Spreads a batch's offset ranges over at most {@code groups} tasks, each read by one consumer (as
  * MM2's tasks own several partitions). The largest ranges are placed first, each on the group with
@@ -39,6 +41,26 @@ public final class RangeGroups {
             out.get(g).add(r);
             load[g] += r.size();
             lightest.add(g);
+        }
+        out.removeIf(List::isEmpty);
+        return out;
+    }
+
+    /**
+     * Real-time mode: partitions have no end, so they are dealt in turn (sorted by topic, then
+     * partition) over at most {@code groups} tasks, as MM2 assigns its tasks; the layout is the
+     * same for the same partitions, batch after batch.
+     */
+    public static List<List<TopicPartition>> splitOpen(List<TopicPartition> partitions, int groups) {
+        List<TopicPartition> sorted = new ArrayList<>(partitions);
+        sorted.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        int count = Math.max(1, Math.min(groups, sorted.size()));
+        List<List<TopicPartition>> out = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            out.add(new ArrayList<>());
+        }
+        for (int i = 0; i < sorted.size(); i++) {
+            out.get(i % count).add(sorted.get(i));
         }
         out.removeIf(List::isEmpty);
         return out;

@@ -1,9 +1,16 @@
 package io.mirrorspark.source;
 
 import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * The source's options, resolved once on the driver and shipped to executors with each task:
@@ -16,7 +23,10 @@ import java.util.regex.Pattern;
  * {@code holdPattern} and {@code holdMs} (topics whose records alone start a batch at most every
  * holdMs: heartbeats, see {@link IdleHold}) and
  * {@code failOnDataLoss} (mirrorspark.data.loss = fail: records gone before they were read fail the
- * task instead of being skipped).
+ * task instead of being skipped) and
+ * {@code assign} (JSON {@code {"topic":[0,1]}}, as Spark's Kafka source takes it: exactly these
+ * partitions; required in real-time mode, where a source that read beyond the flow's plan would
+ * move past records the sink drops).
  */
 public final class SourceSettings implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -32,6 +42,8 @@ public final class SourceSettings implements Serializable {
     public final boolean failOnDataLoss;
     public final String holdPattern;
     public final long holdMs;
+    /** The partitions of {@code assign}, sorted; null when the option is absent. */
+    public final List<TopicPartition> assigned;
 
     public SourceSettings(Map<String, String> options) {
         Map<String, String> kafka = new HashMap<>();
@@ -58,6 +70,35 @@ public final class SourceSettings implements Serializable {
             Pattern.compile(holdPattern);
         }
         this.holdMs = Long.parseLong(get(options, "holdMs", "0"));
+        String assign = get(options, "assign", null);
+        this.assigned = assign == null || assign.isBlank() ? null : parseAssign(assign);
+    }
+
+    /** {@code {"topic":[0,1]}}: the partitions, sorted by topic then partition. */
+    static List<TopicPartition> parseAssign(String json) {
+        JsonNode root;
+        try {
+            root = new ObjectMapper().readTree(json);
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("assign: not JSON of topic -> partitions: " + json, e);
+        }
+        if (root == null || !root.isObject()) {
+            throw new IllegalArgumentException("assign: not a JSON object of topic -> partitions: " + json);
+        }
+        List<TopicPartition> out = new ArrayList<>();
+        for (Map.Entry<String, JsonNode> topic : root.properties()) {
+            if (!topic.getValue().isArray()) {
+                throw new IllegalArgumentException("assign: topic " + topic.getKey() + " needs a list of partitions");
+            }
+            for (JsonNode p : topic.getValue()) {
+                if (!p.canConvertToInt() || p.asInt() < 0) {
+                    throw new IllegalArgumentException("assign: topic " + topic.getKey() + " has partition " + p);
+                }
+                out.add(new TopicPartition(topic.getKey(), p.asInt()));
+            }
+        }
+        out.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        return List.copyOf(out);
     }
 
     /** read_committed: end offsets are the last stable offsets, as the consumer reads them. */

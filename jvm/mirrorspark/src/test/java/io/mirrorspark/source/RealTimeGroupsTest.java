@@ -1,0 +1,178 @@
+package io.mirrorspark.source;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeRead.RecordStatus;
+import org.junit.jupiter.api.Test;
+
+/** The grouped source under Spark's real-time trigger, on mock consumers: no broker, no Spark. */
+final class RealTimeGroupsTest {
+    private static final TopicPartition T0 = new TopicPartition("t", 0);
+    private static final TopicPartition T1 = new TopicPartition("t", 1);
+    private static final TopicPartition T2 = new TopicPartition("t", 2);
+    private static final TopicPartition GONE = new TopicPartition("gone", 0);
+
+    private static Map<String, String> options(String assign) {
+        Map<String, String> options = new HashMap<>();
+        options.put("kafka.bootstrap.servers", "unused:9092");
+        options.put("subscribePattern", "t|gone");
+        options.put("groups", "2");
+        options.put("idleCheckMs", "0");
+        if (assign != null) {
+            options.put("assign", assign);
+        }
+        return options;
+    }
+
+    private static GroupedMicroBatchStream stream(Map<String, String> options, MockConsumer<byte[], byte[]> driver) {
+        return new GroupedMicroBatchStream(new SourceSettings(options), "unused-checkpoint", driver);
+    }
+
+    private static MockConsumer<byte[], byte[]> driver() {
+        MockConsumer<byte[], byte[]> driver = new MockConsumer<>(OffsetResetStrategy.NONE);
+        driver.updateBeginningOffsets(Map.of(T0, 0L, T1, 0L, T2, 2L));
+        return driver;
+    }
+
+    @Test
+    void assignIsParsedSortedAndBadAssignNamesTheOption() {
+        assertEquals(List.of(T0, T1, T2, new TopicPartition("u", 0)),
+            SourceSettings.parseAssign("{\"u\":[0],\"t\":[2,0,1]}"));
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+            () -> new SourceSettings(options("{\"t\":\"0\"}")));
+        assertTrue(bad.getMessage().startsWith("assign:"), bad.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new SourceSettings(options("{\"t\":[-1]}")));
+    }
+
+    @Test
+    void realTimeModeNeedsAssignAndNoRecordBound() {
+        IllegalArgumentException noAssign = assertThrows(IllegalArgumentException.class,
+            () -> stream(options(null), driver()).prepareForRealTimeMode());
+        assertTrue(noAssign.getMessage().contains("assign"), noAssign.getMessage());
+        Map<String, String> bounded = options("{\"t\":[0]}");
+        bounded.put("maxOffsetsPerTrigger", "100");
+        IllegalArgumentException bound = assertThrows(IllegalArgumentException.class,
+            () -> stream(bounded, driver()).prepareForRealTimeMode());
+        assertTrue(bound.getMessage().contains("maxOffsetsPerTrigger"), bound.getMessage());
+    }
+
+    /**
+     * Three partitions in two tasks with no end; a new partition from its earliest offset; one no
+     * longer planned left out; the merged end moves each partition on from the batch's start.
+     */
+    @Test
+    void aBatchPlansOpenGroupsAndMergesWhereEachStopped() {
+        GroupedMicroBatchStream stream = stream(options("{\"t\":[0,1,2]}"), driver());
+        stream.prepareForRealTimeMode();
+        PartitionOffsets start = new PartitionOffsets(Map.of(T0, 5L, T1, 7L, GONE, 3L));
+        assertEquals(start, stream.latestOffset(start, null), "latestOffset never waits in real-time mode");
+        InputPartition[] tasks = stream.planInputPartitions(start);
+        assertEquals(2, tasks.length, "two groups");
+        List<String> planned = new ArrayList<>();
+        for (InputPartition task : tasks) {
+            GroupPartition group = (GroupPartition) task;
+            assertTrue(group.realTime, "a real-time group");
+            for (OffsetRange r : group.ranges) {
+                planned.add(r.topic + "-" + r.partition + ":" + r.from + ".." + (r.until == Long.MAX_VALUE ? "" : r.until));
+            }
+        }
+        planned.sort(null);
+        assertEquals(List.of("t-0:5..", "t-1:7..", "t-2:2.."), planned, "new t-2 at its earliest, gone-0 not planned");
+
+        PartitionOffset first = new GroupOffset(Map.of(T0, 9L, T2, 2L), Set.of());
+        PartitionOffset second = new GroupOffset(Map.of(T1, 8L), Set.of());
+        assertEquals(new PartitionOffsets(Map.of(T0, 9L, T1, 8L, T2, 2L)),
+            stream.mergeOffsets(new PartitionOffset[] {first, second}));
+
+        PartitionOffset recreated = new GroupOffset(Map.of(T1, 7L), Set.of(T0));
+        assertEquals(new PartitionOffsets(Map.of(T1, 7L, T2, 2L)),
+            stream.mergeOffsets(new PartitionOffset[] {new GroupOffset(Map.of(T2, 2L), Set.of()), recreated}),
+            "a partition given up is left out: the next batch reads it from its earliest offset");
+
+        IllegalStateException missing = assertThrows(IllegalStateException.class,
+            () -> stream.mergeOffsets(new PartitionOffset[] {first}));
+        assertTrue(missing.getMessage().contains("2 task(s) reported 1"), missing.getMessage());
+        assertThrows(IllegalStateException.class, () -> stream.mergeOffsets(
+            new PartitionOffset[] {new GroupOffset(Map.of(T0, 4L), Set.of()), second}), "backwards is refused");
+    }
+
+    private static MockConsumer<byte[], byte[]> source(long t0Records) {
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE);
+        consumer.updateBeginningOffsets(Map.of(T0, 0L, T1, 0L));
+        consumer.updateEndOffsets(Map.of(T0, t0Records, T1, 3L));
+        consumer.updatePartitions("t", List.of(new PartitionInfo("t", 0, null, null, null),
+            new PartitionInfo("t", 1, null, null, null)));
+        return consumer;
+    }
+
+    private static List<OffsetRange> open(long t0From, long t1From) {
+        return List.of(new OffsetRange("t", 0, t0From, Long.MAX_VALUE), new OffsetRange("t", 1, t1From, Long.MAX_VALUE));
+    }
+
+    /** Records until the deadline, then "no record" once; the offset is the first record not handed over. */
+    @Test
+    void aTaskReadsUntilItsDeadlineAndReportsWhereItStopped() throws Exception {
+        MockConsumer<byte[], byte[]> consumer = source(5L);
+        GroupReader reader = new GroupReader(new SourceSettings(options("{\"t\":[0,1]}")), open(0L, 3L), consumer, true);
+        for (long offset = 0; offset < 5; offset++) {
+            consumer.addRecord(new ConsumerRecord<>("t", 0, offset, new byte[0], new byte[] {(byte) offset}));
+        }
+        long start = System.currentTimeMillis();
+        List<Long> read = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            RecordStatus status = reader.nextWithTimeout(start, 5_000L);
+            assertTrue(status.hasRecord());
+            read.add(reader.get().getLong(4));
+        }
+        assertEquals(List.of(0L, 1L), read);
+        GroupOffset partly = (GroupOffset) reader.getOffset();
+        assertEquals(Map.of(T0, 2L, T1, 3L), partly.next, "the first record not handed over, and t-1's position");
+        while (reader.nextWithTimeout(start, 400L).hasRecord()) {
+            read.add(reader.get().getLong(4));
+        }
+        assertTrue(System.currentTimeMillis() - start >= 400L, "no record is answered only at the deadline");
+        assertEquals(List.of(0L, 1L, 2L, 3L, 4L), read);
+        assertEquals(Map.of(T0, 5L, T1, 3L), ((GroupOffset) reader.getOffset()).next);
+        reader.close();
+    }
+
+    /**
+     * Caught up is idle, even past pollTimeoutMs; a partition whose end went behind the position
+     * (re-created) is given up and reported; records due that never come fail the task.
+     */
+    @Test
+    void idleIsNotStalledAndAShrunkenPartitionIsReported() throws Exception {
+        Map<String, String> options = options("{\"t\":[0,1]}");
+        options.put("pollTimeoutMs", "1");
+        MockConsumer<byte[], byte[]> consumer = source(1L);  // t-0 ends at 1, behind offset 4 read already
+        GroupReader reader = new GroupReader(new SourceSettings(options), open(4L, 3L), consumer, true);
+        long start = System.currentTimeMillis();
+        assertFalse(reader.nextWithTimeout(start, 2_600L).hasRecord(), "nothing to read");
+        GroupOffset offset = (GroupOffset) reader.getOffset();
+        assertEquals(Set.of(T0), offset.dropped, "t-0 given up");
+        assertEquals(Map.of(T1, 3L), offset.next, "t-1 idle at its end, not stalled");
+        reader.close();
+
+        MockConsumer<byte[], byte[]> behind = source(9L);  // t-0's records 4..8 are due and never come
+        GroupReader stalled = new GroupReader(new SourceSettings(options), open(4L, 3L), behind, true);
+        GroupReader.SourceStalledException e = assertThrows(GroupReader.SourceStalledException.class,
+            () -> stalled.nextWithTimeout(System.currentTimeMillis(), 5_000L));
+        assertTrue(e.getMessage().contains("t-0 at 4"), e.getMessage());
+    }
+}

@@ -4,7 +4,7 @@ default of ``mirrorspark.realtime.batch.seconds``.
 Records pause briefly at each real-time batch boundary (Spark records the batch's progress, mirrorspark
 its offset pairs), so a shorter batch pauses more often and a longer one replays more after a crash.
 Per duration, on the same local brokers: a fresh topic, a fresh mirrorspark process in real-time mode
-(``local[partitions + 1]``: a task slot per source partition and one for the heartbeats), one warm-up
+(``local[cores]``: as many long-running tasks, each reading a group of the partitions), one warm-up
 record copied, then latency p50/p99/p99.9/max under ``--rate`` records/s for ``--seconds`` (the
 default covers at least two boundaries of a 60 s batch).
 
@@ -50,7 +50,7 @@ def run_duration(seconds: float, args, clusters: dict[str, str], work: Path) -> 
     producer.flush(30)
     started = time.monotonic()
     proc = launch("mirrorspark", work / f"rt-{seconds:g}", clusters, topic, args.cores, realtime_lines(seconds),
-                  master=f"local[{args.partitions + 1}]")
+                  master=f"local[{args.cores}]")
     try:
         copy = wait_for_copy(clusters["dst"], f"src.{topic}", 1, 180, started,
                              lambda: None if proc.poll() is None else

@@ -129,7 +129,7 @@ def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sen
     5-second batches: each compares from where the one before stopped. Before, only the first did, and
     the rest was sent again uncounted."""
     topic, remote = f"rt-span-{unique}", f"primary.rt-span-{unique}"
-    total = 16_000
+    total = 48_000  # one record per fetch is faster from the grouped source: 16,000 fitted in one batch
     create_topic(clusters["primary"], topic, 2)
     producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 0, "batch.size": 1})
     for record in numbered(0, total, 2):

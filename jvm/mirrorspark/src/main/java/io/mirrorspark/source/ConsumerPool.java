@@ -5,6 +5,7 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.kafka.clients.consumer.Consumer;
@@ -27,7 +28,8 @@ final class ConsumerPool {
      * (p50 of a one-record batch 330 ms, of which ~250 ms that wait; docs/adr/0010-grouped-source.md).
      */
     static final long FETCH_WAIT_CAP_MS = 20L;
-    private static final Map<Map<String, String>, Deque<Idle>> POOL = new HashMap<>();
+    /** Idle consumers by (settings, real-time): a real-time task keeps its consumer for a whole batch. */
+    private static final Map<List<Object>, Deque<Idle>> POOL = new HashMap<>();
 
     private static final class Idle {
         final Consumer<byte[], byte[]> consumer;
@@ -55,18 +57,25 @@ final class ConsumerPool {
     private ConsumerPool() {
     }
 
-    static Consumer<byte[], byte[]> acquire(Map<String, String> settings) {
+    /**
+     * A consumer for one task. {@code realTime}: the task reads until its batch's deadline, so no
+     * fetch is left for a next task to wait on; the broker's wait is the user's (500 ms by default;
+     * a fetch still answers as soon as a record is there), not the cap, which would cost each idle
+     * consumer fifty fetches a second.
+     */
+    static Consumer<byte[], byte[]> acquire(Map<String, String> settings, boolean realTime) {
         synchronized (POOL) {
-            Deque<Idle> idle = POOL.get(settings);
+            Deque<Idle> idle = POOL.get(List.of(settings, realTime));
             Idle found = idle == null ? null : idle.pollFirst();
             if (found != null) {
                 return found.consumer;
             }
         }
-        return create(settings);
+        return create(settings, realTime);
     }
 
-    static void release(Map<String, String> settings, Consumer<byte[], byte[]> consumer, boolean failed) {
+    static void release(Map<String, String> settings, boolean realTime, Consumer<byte[], byte[]> consumer,
+                        boolean failed) {
         if (failed) {
             consumer.close(Duration.ofSeconds(2));
             return;
@@ -75,7 +84,7 @@ final class ConsumerPool {
         long now = System.currentTimeMillis();
         java.util.List<Consumer<byte[], byte[]>> expired = new java.util.ArrayList<>();
         synchronized (POOL) {
-            POOL.computeIfAbsent(settings, s -> new ArrayDeque<>()).addFirst(new Idle(consumer, now));
+            POOL.computeIfAbsent(List.of(settings, realTime), s -> new ArrayDeque<>()).addFirst(new Idle(consumer, now));
             for (Deque<Idle> idle : POOL.values()) {
                 for (Iterator<Idle> it = idle.iterator(); it.hasNext(); ) {
                     Idle i = it.next();
@@ -103,12 +112,14 @@ final class ConsumerPool {
         }
     }
 
-    private static KafkaConsumer<byte[], byte[]> create(Map<String, String> settings) {
+    private static KafkaConsumer<byte[], byte[]> create(Map<String, String> settings, boolean realTime) {
         Map<String, Object> config = new HashMap<>(settings);
         config.remove("group.id");
         config.put("enable.auto.commit", "false");
         config.put("auto.offset.reset", "none");
-        config.put("fetch.max.wait.ms", String.valueOf(fetchWait(settings.get("fetch.max.wait.ms"))));
+        if (!realTime) {
+            config.put("fetch.max.wait.ms", String.valueOf(fetchWait(settings.get("fetch.max.wait.ms"))));
+        }
         config.put("key.deserializer", ByteArrayDeserializer.class.getName());
         config.put("value.deserializer", ByteArrayDeserializer.class.getName());
         return new KafkaConsumer<>(config);

@@ -67,7 +67,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private Set<String> missingBefore = new HashSet<>();
 
     GroupReader(SourceSettings settings, List<OffsetRange> ranges, boolean realTime) {
-        this(settings, ranges, ConsumerPool.acquire(settings.consumer), realTime);
+        this(settings, ranges, ConsumerPool.acquire(settings.consumer, realTime), realTime);
     }
 
     /** A micro-batch task's reader with the consumer given (a test's). */
@@ -373,6 +373,6 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
 
     @Override
     public void close() {
-        ConsumerPool.release(settings.consumer, consumer, failed);
+        ConsumerPool.release(settings.consumer, realTime, consumer, failed);
     }
 }

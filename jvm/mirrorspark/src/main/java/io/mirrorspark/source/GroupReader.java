@@ -101,15 +101,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     @Override
     public boolean next() {
         while (true) {
-            while (buffered.hasNext()) {
-                ConsumerRecord<byte[], byte[]> r = buffered.next();
-                if (r.partition() != runPartition || !r.topic().equals(runTopic)) {
-                    startRun(r.topic(), r.partition());
-                }
-                if (r.offset() >= runEnd) {
-                    continue;
-                }
-                current = row(r, runName);
+            if (takeBuffered() != null) {
                 return true;
             }
             closeFinished();
@@ -129,15 +121,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     public RecordStatus nextWithTimeout(Long startTimeMs, Long timeoutMs) {
         long deadline = startTimeMs + timeoutMs;
         while (true) {
-            while (buffered.hasNext()) {
-                ConsumerRecord<byte[], byte[]> r = buffered.next();
-                if (r.partition() != runPartition || !r.topic().equals(runTopic)) {
-                    startRun(r.topic(), r.partition());
-                }
-                if (r.offset() >= runEnd) {
-                    continue;
-                }
-                current = row(r, runName);
+            ConsumerRecord<byte[], byte[]> r = takeBuffered();
+            if (r != null) {
                 return r.timestampType() == TimestampType.LOG_APPEND_TIME
                     ? RecordStatus.newStatusWithArrivalTimeMs(r.timestamp())
                     : RecordStatus.newStatusWithoutArrivalTime(true);
@@ -174,6 +159,21 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             }
         }
         return new GroupOffset(next, dropped);
+    }
+
+    /** The next polled record still due (its partition open, below its end), made the current row; null: none left. */
+    private ConsumerRecord<byte[], byte[]> takeBuffered() {
+        while (buffered.hasNext()) {
+            ConsumerRecord<byte[], byte[]> r = buffered.next();
+            if (r.partition() != runPartition || !r.topic().equals(runTopic)) {
+                startRun(r.topic(), r.partition());
+            }
+            if (r.offset() < runEnd) {
+                current = row(r, runName);
+                return r;
+            }
+        }
+        return null;
     }
 
     /**

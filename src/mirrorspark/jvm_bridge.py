@@ -274,6 +274,16 @@ class SparkJvm:
         within ``wait_ms``."""
         return int(_call("WrittenBatches.awaitEpoch", lambda: self._batches.awaitEpoch(flow, wait_ms)))
 
+    def take_drops(self, flow: str) -> dict[tuple[str, int], int]:
+        """Source partitions the flow's real-time tasks gave up since the last call (their end went behind
+        the position read: re-created or truncated), each with the offset it stopped at."""
+        text = str(_call("RealTimeDrops.take", lambda: self._view.io.mirrorspark.source.RealTimeDrops.take(flow)))
+        out: dict[tuple[str, int], int] = {}
+        for line in text.splitlines():
+            topic, partition, position = line.rsplit("\t", 2)
+            out[(topic, int(partition))] = int(position)
+        return out
+
     def epoch_taken(self, flow: str, epoch: int) -> None:
         """The batch is recorded: its sink commit goes on."""
         _call("WrittenBatches.taken", lambda: self._batches.taken(flow, epoch))

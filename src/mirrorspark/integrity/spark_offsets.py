@@ -77,10 +77,11 @@ class SparkOffsetLog:
         committed = self.last_committed()
         return {} if committed is None else self.entry(committed)[1]
 
-    def rewind(self, topic: str, starts: Mapping[int, int]) -> None:
+    def rewind(self, topic: str, starts: Mapping[int, int], merge: bool = False) -> None:
         """Make the next batch read ``topic`` from ``starts`` (partition -> offset): a re-created
         topic is read from its beginning instead of from the old topic's offsets. Only entries
-        from the last committed batch on are rewritten, while the query is stopped."""
+        from the last committed batch on are rewritten, while the query is stopped. ``merge``: only
+        the partitions in ``starts`` move (a truncated partition), the others stay."""
         committed = self.last_committed()
         for batch in self._ids(self.offsets):
             if committed is not None and batch < committed:
@@ -88,7 +89,8 @@ class SparkOffsetLog:
             lines, found = self._read(batch)
             if topic in found[1]:
                 index, sources, _ = found
-                sources[topic] = {str(p): o for p, o in sorted(starts.items())}
+                kept = sources[topic] if merge else {}
+                sources[topic] = {**kept, **{str(p): o for p, o in sorted(starts.items())}}
                 lines[index] = json.dumps(sources, separators=(",", ":"))
             self.offsets.write(str(batch), "\n".join(lines))
             self.offsets.delete(f".{batch}.crc")  # Hadoop's local checksum of the old text

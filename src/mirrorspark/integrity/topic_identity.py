@@ -90,6 +90,7 @@ class TopicIdentity:
         self.mapping = mapping
         self.shared = shared
         self.rewinds: dict[str, dict[int, int]] = {}  # source topic -> new start, applied while stopped
+        self.moves: dict[str, dict[int, int]] = {}  # source topic -> its truncated partitions' ends, likewise
         self._lock = threading.RLock()  # the refresh, the checkpoint round and a query restart all check
         try:
             saved = json.loads(files.read(FILE) or "{}")
@@ -110,9 +111,10 @@ class TopicIdentity:
         self.files.write(FILE, json.dumps({"source": self.source_ids, "remote": self.remote_ids,
                                            "source_ends": self.source_ends, "older_copies": self.older_copies}))
 
-    def check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool = True) -> bool:
+    def check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool = True,
+              sources: bool = True) -> bool:
         """Compare the planned topics (source -> remote name, source -> partition count) with the
-        ids seen last; True when a source topic was re-created and the query must be restarted
+        ids seen last; True when this check found a topic re-created and the query must be restarted
         (``apply_rewinds`` runs while it is stopped). One check at a time: each change is
         reported once.
 
@@ -120,9 +122,12 @@ class TopicIdentity:
         ids and leaders only: it asks for the ends of just the remote partitions whose leader
         changed (an unclean election is what truncates one), and takes the source's ends from
         ``note_source_ends``. Asking thousands of partitions for their offsets every round was
-        most of an idle flow's control-plane CPU."""
+        most of an idle flow's control-plane CPU.
+
+        ``sources`` False leaves a re-created source topic for a later check (real-time mode: until the
+        batch writing it is recorded, what the old topic had copied is not known whole)."""
         with self._lock:
-            return self._check(remote, partitions, full)
+            return self._check(remote, partitions, full, sources)
 
     def note_source_ends(self, ends: Mapping[Partition, int]) -> None:
         """The source's end offsets as the lag probe just read them: what a re-created source
@@ -149,12 +154,15 @@ class TopicIdentity:
             return [TopicIds(source, self.source_ids.get(source, ""), self.remote_ids.get(name, ""))
                     for source, name in sorted(remote.items())]
 
-    def _check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool) -> bool:
-        sources = sorted(remote)
-        now = topic_ids(self.source, sources)
-        for topic, topic_id in now.items():
+    def _check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool, sources: bool) -> bool:
+        now = topic_ids(self.source, sorted(remote))
+        pending = set(self.rewinds)
+        for topic, topic_id in list(now.items()):
             old = self.source_ids.get(topic)
             if old is not None and old != topic_id:
+                if not sources:
+                    del now[topic]  # seen again by the check that handles it
+                    continue
                 self._source_recreated(topic, old, topic_id, partitions.get(topic, 0), remote.get(topic))
         self.source_ids.update(now)
         self._check_remote(remote, partitions, full)
@@ -166,7 +174,7 @@ class TopicIdentity:
             for (topic, partition), end in ends.items():
                 self.source_ends.setdefault(topic, {})[str(partition)] = end
         self._save()
-        return bool(self.rewinds)
+        return bool(set(self.rewinds) - pending)  # a restart already asked for is not asked again
 
     def _source_recreated(self, topic: str, old: str, new: str, count: int, remote: str | None) -> None:
         # Before the query's first committed batch, what was copied ends where the query started (a
@@ -393,12 +401,34 @@ class TopicIdentity:
                 return {p: o for (_, p), o in found.items()}
             self.mapping.bind_remote(source, f"{name}@{topic_id}", count, starts)
 
+    def source_truncated(self, back: Mapping[Partition, tuple[int, int]]) -> None:
+        """Source partitions whose end went back below what was read, their topic unchanged (an unclean
+        leader election): ``back`` maps each to (its end now, the offset read up to). Reported as a
+        micro-batch reports it, and read on from the end now at the next start."""
+        with self._lock:
+            for (topic, partition), (end, read) in sorted(back.items()):
+                self.loss.report(topic, partition, end, read - 1,
+                                 f"the partition went back from offset {read} to {end} (truncated by an unclean "
+                                 "leader election): the target holds records the source no longer has, and records "
+                                 f"written below offset {read} since then were not copied")
+                self.moves.setdefault(topic, {})[partition] = end
+                self.marks.move_source(topic, partition, end)
+            log.warning("flow %s: source partition(s) went back below what was read: %s; read on from their ends",
+                        self.flow_name, ", ".join(f"{t}[{p}] {read} -> {end}" for (t, p), (end, read) in
+                                                  sorted(back.items())))
+
     def rewinds_pending(self) -> set[str]:
-        """Source topics the next start reads again from their beginning (checked before each batch)."""
-        return set(self.rewinds)
+        """Source topics the next start reads again from their beginning or moves back (checked before each
+        batch)."""
+        return set(self.rewinds) | set(self.moves)
 
     def apply_rewinds(self) -> None:
-        """Move Spark's checkpoint back for re-created source topics (the query must be stopped)."""
+        """Move Spark's checkpoint back for re-created source topics, and truncated partitions to their
+        ends (the query must be stopped)."""
         rewinds, self.rewinds = self.rewinds, {}  # the refresh thread may add one meanwhile
+        moves, self.moves = self.moves, {}
         for topic, starts in rewinds.items():
             self.spark_log.rewind(topic, starts)
+        for topic, starts in moves.items():
+            if topic not in rewinds:
+                self.spark_log.rewind(topic, starts, merge=True)

@@ -165,6 +165,12 @@ class WriteMarks:
         self.save()
 
     @_locked
+    def move_source(self, topic: str, partition: int, next_offset: int) -> None:
+        """A truncated source partition is read on from ``next_offset``, below what was written."""
+        self.source_next[_key(topic, partition)] = next_offset
+        self.save()
+
+    @_locked
     def reset_target(self, topic: str, ends: Mapping[int, int]) -> None:
         """A re-created remote topic: its ends now, as a partition never written."""
         for partition, end in ends.items():

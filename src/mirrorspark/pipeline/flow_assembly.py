@@ -31,6 +31,7 @@ from mirrorspark.metrics.flow_metrics import FlowMetrics
 from mirrorspark.metrics.lag import IDLE_ROUNDS, LagProbe
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.offsets.flow_offsets import FlowOffsets
+from mirrorspark.partition import Partition
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.query_start import QueryStart
 from mirrorspark.pipeline.realtime import SlotBook
@@ -181,12 +182,39 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                                                                   if flow.options.emit_checkpoints else ()))
     restarts = RestartRequests()  # asked by the control tasks below, acted on by the supervisor
 
+    # Real-time mode: a re-created source topic is handled after the batch writing it is recorded
+    # (``after_realtime_batch``), not by the checks beside a batch that is still writing.
+    handles_sources = not flow.options.realtime
+
     def check_identity(full: bool = False) -> dict[str, str]:
         """The identity check (the checkpoint round's is not ``full``); returns the remote topics'
         ids it read (the checkpoint round uses them)."""
-        if identity.check(remote.plan.remote, remote.plan.partitions, full):
+        if identity.check(remote.plan.remote, remote.plan.partitions, full, sources=handles_sources):
             restarts.ask("a source topic was re-created")
         return dict(identity.remote_ids)
+
+    suspected: dict[Partition, int] = {}  # given up by the last batch, its topic's id unchanged
+
+    def after_realtime_batch(given_up: dict[Partition, int]) -> None:
+        """After each recorded real-time batch: its source topics' ids (one request), and the partitions
+        its tasks gave up (their end went behind what was read). A re-created topic is read again from its
+        start; a partition that went back with its topic unchanged was truncated, and is reported."""
+        planned = remote.plan
+        if not given_up and not identity.source_changed(sorted(planned.remote)):
+            return
+        if identity.check(planned.remote, planned.partitions, full=False):
+            restarts.ask("a source topic was re-created")
+        kept = {k: at for k, at in given_up.items() if k[0] in planned.remote and k[0] not in identity.rewinds}
+        ends = partition_offsets(source, sorted(kept)) if kept else {}
+        behind = {k: (ends[k], at) for k, at in kept.items() if k in ends and ends[k] < at}
+        # Truncated only when given up at the same offset by two batches in a row, its topic's id the same
+        # both times: a re-created topic's new id may not have reached the broker that answered yet.
+        back = {k: gap for k, gap in behind.items() if suspected.get(k) == gap[1]}
+        suspected.clear()
+        suspected.update({k: at for k, (_, at) in behind.items() if k not in back})
+        if back:
+            identity.source_truncated(back)
+            restarts.ask("a source partition went back (truncated)")
 
     restarted_for: set[str] = set()  # remote topics gone that a restart was asked for already
 
@@ -250,7 +278,8 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     query = FlowQuery(flow=flow, start=start, checkpoint=checkpoint, guard=guard, slots=shared.slots,
                       on_written=offsets.on_written if offsets.enabled else None, metrics=figures,
                       ship_files=shared.ship_files, before_start=before_start,
-                      lease=lease, schemas=schemas)
+                      lease=lease, schemas=schemas,
+                      after_realtime_batch=after_realtime_batch if flow.options.realtime else None)
     supervisor = FlowSupervisor(query=query, loss=loss, metrics=shared.metrics, requests=restarts)
     probe = LagProbe(metrics=shared.metrics, flow_name=flow.name, source=flow.source.alias, target=flow.target.alias,
                      admin=source, source_conf=source_conf, read_committed=flow.reads_committed,
@@ -265,8 +294,9 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
         """A re-created source topic is seen within a lag interval, not at the next checkpoint round."""
         if identity.source_changed(sorted(remote.plan.remote)):
             check_identity()
-    scheduler.every(f"flow {flow.name}: source topic ids", shared.lag_interval, watch_source_ids,
-                    initial_delay=shared.lag_interval, lane=offsets_lane)
+    if handles_sources:
+        scheduler.every(f"flow {flow.name}: source topic ids", shared.lag_interval, watch_source_ids,
+                        initial_delay=shared.lag_interval, lane=offsets_lane)
     return AssembledFlow(query, supervisor, offsets, probe)
 
 

@@ -54,9 +54,10 @@ class FlowQuery:
                  on_written: Callable[[Sequence[WrittenRun], Mapping[str, str]], None] | None = None,
                  metrics: FlowMetrics | None = None, ship_files: bool = False,
                  before_start: Callable[[], None] | None = None, lease: tuple[str, str] | None = None,
-                 schemas: SchemaSync | None = None) -> None:
+                 schemas: SchemaSync | None = None, after_realtime_batch: realtime.GivenUp | None = None) -> None:
         """``slots``: the task slots of the process's Spark application, shared by its flows; ``lease``:
-        the flow's lease group and this instance, which executors of their own fence themselves by."""
+        the flow's lease group and this instance, which executors of their own fence themselves by;
+        ``after_realtime_batch``: told after each recorded real-time batch what its tasks gave up."""
         self.flow = flow
         self.slots = slots
         self.starts = start  # the subscription and, on a first start, explicit positions
@@ -64,6 +65,7 @@ class FlowQuery:
         self.checkpoint = checkpoint  # Spark's checkpoint folder, in the flow's state location
         self.spark_log = SparkOffsetLog(checkpoint)
         self.before_start = before_start  # e.g. move the checkpoint back for a re-created topic
+        self.after_realtime_batch = after_realtime_batch
         self.metrics = metrics
         self._ship_files = ship_files
         self.writer = BatchWriter(
@@ -178,6 +180,7 @@ class FlowQuery:
         if partitions:
             options["assign"] = assign
             options["groups"] = str(tasks)
+            options["flow"] = self.flow.name  # the key of what its tasks give up (``SparkJvm.take_drops``)
         else:  # no topic yet: Spark's Kafka source on the pattern (reads nothing), until the refresh restarts the query
             source_format = "kafka"
         starting = self.starts.starting_json(pattern, partitions) \
@@ -196,7 +199,8 @@ class FlowQuery:
         for key, value in options.items():
             reader = reader.option(key, value)
         rows = reader.load()
-        self.recorder = realtime.EpochRecorder(self.writer, SparkJvm(session=spark), self.flow.name)
+        self.recorder = realtime.EpochRecorder(self.writer, SparkJvm(session=spark), self.flow.name,
+                                               after=self.after_realtime_batch)
         self.recorder.start()
         try:
             self.query = (

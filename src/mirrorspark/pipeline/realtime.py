@@ -18,7 +18,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.errors import ConfigError
@@ -213,17 +213,25 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     return json.dumps(out)
 
 
+GivenUp = Callable[[dict[Partition, int]], None]
+
+
 class EpochRecorder:
     """Driver thread of one real-time query: takes each batch's reports from the sink's commit, makes
     them durable (``BatchWriter.record_epoch``), and lets the commit go on; a failure refuses the
-    commit, so Spark never commits a batch whose offset pairs were not recorded."""
+    commit, so Spark never commits a batch whose offset pairs were not recorded.
+
+    Then ``after``, with the partitions the tasks gave up (``SparkJvm.take_drops``): a source topic
+    re-created is handled there, once the batch's copies are recorded (what the old topic had copied
+    is known whole), never in the middle of a batch that is still writing."""
 
     WAIT_MS = 500
 
-    def __init__(self, writer: BatchWriter, jvm: SparkJvm, flow: str) -> None:
+    def __init__(self, writer: BatchWriter, jvm: SparkJvm, flow: str, after: GivenUp | None = None) -> None:
         self.writer = writer
         self.jvm = jvm
         self.flow = flow
+        self.after = after
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"realtime-{flow}", daemon=True)
 
@@ -251,4 +259,10 @@ class EpochRecorder:
                           epoch, exc)
                 self.jvm.refuse_epoch(self.flow, epoch, str(exc)[:500])
                 continue
+            if self.after is not None:
+                try:
+                    self.after(self.jvm.take_drops(self.flow))
+                except Exception as exc:  # noqa: BLE001 - the partitions stay given up; the next batch asks again
+                    log.warning("flow %s: the source topics' ids could not be checked after real-time batch %d: %s",
+                                self.flow, epoch, exc)
             self.jvm.epoch_taken(self.flow, epoch)

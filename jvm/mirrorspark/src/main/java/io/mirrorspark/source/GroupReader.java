@@ -48,7 +48,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
 
     private final SourceSettings settings;
     private final boolean realTime;
-    private final Set<TopicPartition> dropped = new HashSet<>();
+    private final Map<TopicPartition, Long> dropped = new HashMap<>();  // real-time: given up, at the offset not read
     private final Consumer<byte[], byte[]> consumer;
     private final Map<TopicPartition, Long> until = new HashMap<>();
     private final Set<TopicPartition> open = new HashSet<>();
@@ -154,11 +154,12 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             }
         }
         for (TopicPartition tp : until.keySet()) {
-            if (!dropped.contains(tp) && !next.containsKey(tp)) {
+            if (!dropped.containsKey(tp) && !next.containsKey(tp)) {
                 next.put(tp, consumer.position(tp, Duration.ofSeconds(30)));
             }
         }
-        return new GroupOffset(next, dropped);
+        next.putAll(dropped);
+        return new GroupOffset(next, dropped.keySet());
     }
 
     /** The next polled record still due (its partition open, below its end), made the current row; null: none left. */
@@ -195,7 +196,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         try {
             records = consumer.poll(Duration.ofMillis(waitMs));
         } catch (OffsetOutOfRangeException e) {
-            skipToEarliest(e.partitions());
+            skipToEarliest(e.offsetOutOfRangePartitions());
             return;
         }
         long now = System.currentTimeMillis();
@@ -233,12 +234,26 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         }
     }
 
-    private void skipToEarliest(Collection<TopicPartition> lost) {
-        Map<TopicPartition, Long> earliest = consumer.beginningOffsets(lost, Duration.ofSeconds(30));
-        for (TopicPartition tp : lost) {
-            long to = earliest.getOrDefault(tp, until.get(tp));
+    /**
+     * Positions the source no longer has. Below its log start (retention, deleteRecords): read on from
+     * there, the gap reported by mirrorspark. Past its end, in real-time mode: the partition went back (its
+     * topic re-created, or truncated); it is given up where it stands, and the driver checks the topic's
+     * id when the batch ends (a micro-batch's range was checked before it was planned).
+     */
+    private void skipToEarliest(Map<TopicPartition, Long> lost) {
+        Map<TopicPartition, Long> earliest = consumer.beginningOffsets(lost.keySet(), Duration.ofSeconds(30));
+        for (Map.Entry<TopicPartition, Long> e : lost.entrySet()) {
+            TopicPartition tp = e.getKey();
+            long position = e.getValue();
+            Long first = earliest.get(tp);
+            if (realTime && first != null && first <= position) {
+                giveUp(tp, position, tp + ": offset " + position + " is past its end (topic re-created, or truncated); "
+                    + "it waits there until the batch's end, where the topic's id is checked");
+                continue;
+            }
+            long to = first == null ? until.get(tp) : first;
             if (settings.failOnDataLoss) {
-                throw new DataLossException(tp + ": offsets " + consumer.position(tp) + " to " + (to - 1)
+                throw new DataLossException(tp + ": offsets " + position + " to " + (to - 1)
                     + " were removed from the source (retention or deletion) before they were read, and "
                     + "mirrorspark.data.loss = fail: nothing past them is copied");
             }
@@ -263,12 +278,13 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             Long end = ends.get(tp);
             long position = consumer.position(tp);
             if (realTime && end != null && end < position) {
-                giveUp(tp, tp + ": ends at " + end + ", behind offset " + position
-                    + " read already (topic re-created?); the next batch reads it from its earliest offset");
+                giveUp(tp, position, tp + ": ends at " + end + ", behind offset " + position
+                    + " read already (topic re-created, or truncated); it waits there until the batch's end, where "
+                    + "the topic's id is checked");
             } else if (realTime && end != null && end == position) {
                 continue;  // caught up: idle, not stalled
             } else if (!realTime && end != null && end <= position) {
-                giveUp(tp, tp + ": ends at " + end + ", before the batch's end " + until.get(tp)
+                giveUp(tp, position, tp + ": ends at " + end + ", before the batch's end " + until.get(tp)
                     + "; the rest is not there to read");
             } else if (now - lastProgress > settings.pollTimeoutMs) {
                 stalled.add(tp);
@@ -284,7 +300,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         StringBuilder due = new StringBuilder();
         for (TopicPartition tp : stalled) {
             if (confirmed.contains(tp.topic())) {
-                giveUp(tp, tp + ": its topic is gone from the source (deleted); offsets " + consumer.position(tp)
+                long position = consumer.position(tp);
+                giveUp(tp, position, tp + ": its topic is gone from the source (deleted); offsets " + position
                     + (realTime ? " on" : " to " + (until.get(tp) - 1) + " of this batch's range")
                     + " cannot be read");
             } else if (!gone.contains(tp.topic())) {  // a topic missing once is looked at again at the next check
@@ -339,14 +356,15 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         }
     }
 
-    private void giveUp(TopicPartition tp, String why) {
+    /** {@code position}: the first offset not read, where a real-time batch's next start keeps the partition. */
+    private void giveUp(TopicPartition tp, long position, String why) {
         if (settings.failOnDataLoss) {
             throw new DataLossException(why + ", and mirrorspark.data.loss = fail");
         }
         LOG.warn(why);
         open.remove(tp);
         if (realTime) {
-            dropped.add(tp);
+            dropped.put(tp, position);
         }
         consumer.pause(List.of(tp));
     }

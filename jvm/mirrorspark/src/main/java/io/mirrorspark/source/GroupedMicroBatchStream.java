@@ -393,6 +393,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
                 + " end offset(s); the batch is not committed");
         }
         Map<TopicPartition, Long> merged = new HashMap<>(batchStart);
+        Map<TopicPartition, Long> drops = new HashMap<>();
         for (PartitionOffset offset : offsets) {
             GroupOffset group = (GroupOffset) offset;
             for (Map.Entry<TopicPartition, Long> e : group.next.entrySet()) {
@@ -407,8 +408,11 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
                 merged.put(e.getKey(), e.getValue());
             }
             for (TopicPartition tp : group.dropped) {
-                merged.remove(tp);
+                drops.put(tp, group.next.get(tp));
             }
+        }
+        if (!drops.isEmpty()) {  // kept where they stopped: the driver decides (re-created or truncated)
+            RealTimeDrops.add(settings.flow, drops);
         }
         return new PartitionOffsets(merged);
     }

@@ -44,6 +44,8 @@ public final class SourceSettings implements Serializable {
     public final long holdMs;
     /** The partitions of {@code assign}, sorted; null when the option is absent. */
     public final List<TopicPartition> assigned;
+    /** The flow's name: the key under which the driver hands real-time give-ups to mirrorspark ({@link RealTimeDrops}). */
+    public final String flow;
 
     public SourceSettings(Map<String, String> options) {
         Map<String, String> kafka = new HashMap<>();
@@ -72,6 +74,7 @@ public final class SourceSettings implements Serializable {
         this.holdMs = Long.parseLong(get(options, "holdMs", "0"));
         String assign = get(options, "assign", null);
         this.assigned = assign == null || assign.isBlank() ? null : parseAssign(assign);
+        this.flow = get(options, "flow", "");
     }
 
     /** {@code {"topic":[0,1]}}: the partitions, sorted by topic then partition. */

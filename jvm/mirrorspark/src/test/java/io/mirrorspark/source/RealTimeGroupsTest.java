@@ -13,6 +13,7 @@ import java.util.Set;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
@@ -34,6 +35,7 @@ final class RealTimeGroupsTest {
         options.put("subscribePattern", "t|gone");
         options.put("groups", "2");
         options.put("idleCheckMs", "0");
+        options.put("flow", "rt-flow");
         if (assign != null) {
             options.put("assign", assign);
         }
@@ -74,7 +76,8 @@ final class RealTimeGroupsTest {
 
     /**
      * Three partitions in two tasks with no end; a new partition from its earliest offset; one no
-     * longer planned left out; the merged end moves each partition on from the batch's start.
+     * longer planned left out; the merged end moves each partition on from the batch's start; one
+     * given up stays where it stopped and is handed to the driver.
      */
     @Test
     void aBatchPlansOpenGroupsAndMergesWhereEachStopped() {
@@ -100,10 +103,13 @@ final class RealTimeGroupsTest {
         assertEquals(new PartitionOffsets(Map.of(T0, 9L, T1, 8L, T2, 2L)),
             stream.mergeOffsets(new PartitionOffset[] {first, second}));
 
-        PartitionOffset recreated = new GroupOffset(Map.of(T1, 7L), Set.of(T0));
-        assertEquals(new PartitionOffsets(Map.of(T1, 7L, T2, 2L)),
+        RealTimeDrops.take("rt-flow");
+        PartitionOffset recreated = new GroupOffset(Map.of(T0, 6L, T1, 7L), Set.of(T0));
+        assertEquals(new PartitionOffsets(Map.of(T0, 6L, T1, 7L, T2, 2L)),
             stream.mergeOffsets(new PartitionOffset[] {new GroupOffset(Map.of(T2, 2L), Set.of()), recreated}),
-            "a partition given up is left out: the next batch reads it from its earliest offset");
+            "a partition given up stays where it stopped: nothing of a new topic is read as the old one's");
+        assertEquals("t\t0\t6\n", RealTimeDrops.take("rt-flow"), "the driver is told, once");
+        assertEquals("", RealTimeDrops.take("rt-flow"));
 
         IllegalStateException missing = assertThrows(IllegalStateException.class,
             () -> stream.mergeOffsets(new PartitionOffset[] {first}));
@@ -166,8 +172,17 @@ final class RealTimeGroupsTest {
         assertFalse(reader.nextWithTimeout(start, 2_600L).hasRecord(), "nothing to read");
         GroupOffset offset = (GroupOffset) reader.getOffset();
         assertEquals(Set.of(T0), offset.dropped, "t-0 given up");
-        assertEquals(Map.of(T1, 3L), offset.next, "t-1 idle at its end, not stalled");
+        assertEquals(Map.of(T0, 4L, T1, 3L), offset.next, "t-0 kept where it stopped, t-1 idle at its end, not stalled");
         reader.close();
+
+        MockConsumer<byte[], byte[]> outOfRange = source(1L);  // the fetch at 4 answered "out of range"
+        outOfRange.setPollException(new OffsetOutOfRangeException("out of range", Map.of(T0, 4L)));
+        GroupReader past = new GroupReader(new SourceSettings(options), open(4L, 3L), outOfRange, true);
+        assertFalse(past.nextWithTimeout(System.currentTimeMillis(), 300L).hasRecord());
+        GroupOffset waiting = (GroupOffset) past.getOffset();
+        assertEquals(Set.of(T0), waiting.dropped, "past its end with its start below: went back, given up");
+        assertEquals(4L, waiting.next.get(T0), "where it stopped, not its earliest offset");
+        past.close();
 
         MockConsumer<byte[], byte[]> behind = source(9L);  // t-0's records 4..8 are due and never come
         GroupReader stalled = new GroupReader(new SourceSettings(options), open(4L, 3L), behind, true);

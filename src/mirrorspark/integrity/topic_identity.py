@@ -91,6 +91,7 @@ class TopicIdentity:
         self.shared = shared
         self.rewinds: dict[str, dict[int, int]] = {}  # source topic -> new start, applied while stopped
         self.moves: dict[str, dict[int, int]] = {}  # source topic -> its truncated partitions' ends, likewise
+        self._announced: set[str] = set()  # rewinds a check returned True for, until applied
         self._lock = threading.RLock()  # the refresh, the checkpoint round and a query restart all check
         try:
             saved = json.loads(files.read(FILE) or "{}")
@@ -156,7 +157,6 @@ class TopicIdentity:
 
     def _check(self, remote: Mapping[str, str], partitions: Mapping[str, int], full: bool, sources: bool) -> bool:
         now = topic_ids(self.source, sorted(remote))
-        pending = set(self.rewinds)
         for topic, topic_id in list(now.items()):
             old = self.source_ids.get(topic)
             if old is not None and old != topic_id:
@@ -174,7 +174,9 @@ class TopicIdentity:
             for (topic, partition), end in ends.items():
                 self.source_ends.setdefault(topic, {})[str(partition)] = end
         self._save()
-        return bool(set(self.rewinds) - pending)  # a restart already asked for is not asked again
+        new = set(self.rewinds) - self._announced  # a restart already asked for is not asked again
+        self._announced |= new
+        return bool(new)
 
     def _source_recreated(self, topic: str, old: str, new: str, count: int, remote: str | None) -> None:
         # Before the query's first committed batch, what was copied ends where the query started (a
@@ -427,6 +429,7 @@ class TopicIdentity:
         ends (the query must be stopped)."""
         rewinds, self.rewinds = self.rewinds, {}  # the refresh thread may add one meanwhile
         moves, self.moves = self.moves, {}
+        self._announced -= set(rewinds)
         for topic, starts in rewinds.items():
             self.spark_log.rewind(topic, starts)
         for topic, starts in moves.items():

@@ -9,7 +9,10 @@ Per partition count P (topics of 10 partitions, 20 records of 100 B in each part
   source timestamp, over ``--pulse-seconds``;
 - peak RSS of the process tree over the whole run.
 
-    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000] [--only mm2|mirrorspark]
+    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000] [--only mm2|mirrorspark|realtime]
+
+``mirrorspark`` is the default mode (micro-batches); ``realtime`` is mirrorspark with
+``mirrorspark.trigger = realtime`` on the same ``local[N]``: N long-running tasks, as MM2's N tasks.
 
 Prints a table and writes bench/results/partition_scale.json (with the commit and the machine).
 """
@@ -38,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PER_TOPIC = 10
 RECORDS_PER_PARTITION = 20
 SIZE = 100
+REALTIME = "realtime"  # mirrorspark with mirrorspark.trigger = realtime
+TOOLS = ("mm2", "mirrorspark", REALTIME)
 
 
 def _tree(pid: int) -> list[int]:
@@ -161,7 +166,9 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
     expected = partitions * RECORDS_PER_PARTITION
     target = admin_client({"bootstrap.servers": clusters["dst"]})
     started = time.monotonic()
-    proc = launch(tool, work / f"{tool}-{partitions}", clusters, f"{prefix}-.*", args.cores, args.extra)
+    extra = [*args.extra, *(["mirrorspark.trigger = realtime"] if tool == REALTIME else [])]
+    proc = launch("mm2" if tool == "mm2" else "mirrorspark", work / f"{tool}-{partitions}", clusters, f"{prefix}-.*",
+                  args.cores, extra)
     sampler = RssSampler(proc.pid)
     sampler.start()
     try:
@@ -195,26 +202,29 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
 
 
 def table(result: dict) -> list[str]:
-    lines = ["| partitions | full sync, s: MM2 / mirrorspark | CPU while idle, s per 60 s | "
-             "p50 of the one-per-second records, ms | peak RSS, MB |", "|---|---|---|---|---|"]
+    """MM2 / mirrorspark's default mode / its real-time mode (when the run has it), ratios against MM2."""
+    lines = ["| partitions | full sync, s: MM2 / mirrorspark / real-time | CPU while idle, s per 60 s | "
+             "p50 of the one-per-second records, ms | p99, ms | peak RSS, MB |", "|---|---|---|---|---|---|"]
     for count, runs in sorted(result["runs"].items(), key=lambda kv: int(kv[0])):
         if "mm2" not in runs or "mirrorspark" not in runs:
             continue
-        m, s = runs["mm2"], runs["mirrorspark"]
+        ours = [runs[tool] for tool in ("mirrorspark", REALTIME) if tool in runs]
+        m = runs["mm2"]
 
-        def pair(a: float, b: float) -> str:
-            return f"{a:,} / {b:,} ({b / a:.2f}x)" if a else f"{a:,} / {b:,}"
-        lines.append(f"| {int(count):,} | {pair(m['full_sync_seconds'], s['full_sync_seconds'])} | "
-                     f"{pair(m['idle_cpu_seconds_per_60s'], s['idle_cpu_seconds_per_60s'])} | "
-                     f"{m['pulse']['p50_ms']:,} / {s['pulse']['p50_ms']:,} | "
-                     f"{pair(m['peak_rss_mb'], s['peak_rss_mb'])} |")
+        def cell(get, m: dict = m, ours: list = ours) -> str:
+            base = get(m)
+            return " / ".join([f"{base:,}", *(f"{get(x):,}" + (f" ({get(x) / base:.2f}x)" if base else "")
+                                               for x in ours)])
+        lines.append(f"| {int(count):,} | {cell(lambda r: r['full_sync_seconds'])} | "
+                     f"{cell(lambda r: r['idle_cpu_seconds_per_60s'])} | {cell(lambda r: r['pulse']['p50_ms'])} | "
+                     f"{cell(lambda r: r['pulse']['p99_ms'])} | {cell(lambda r: r['peak_rss_mb'])} |")
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", default="60,600,3000", help="comma-separated partition counts")
-    parser.add_argument("--only", choices=("mm2", "mirrorspark"))
+    parser.add_argument("--only", choices=TOOLS)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--threads", type=int, default=0, metavar="N",
                         help="also print the N threads that used the most CPU while idle")
@@ -234,7 +244,7 @@ def main() -> None:
     result: dict = {"machine": machine(), "settings": {**vars(args), "out": shown(args.out)}, "runs": {}}
     try:
         for count in (int(c) for c in args.partitions.split(",")):
-            for tool in ("mm2", "mirrorspark"):
+            for tool in TOOLS:
                 if args.only in (None, tool):
                     run = one_run(tool, count, clusters, work, args)
                     result["runs"].setdefault(str(count), {})[tool] = run

@@ -190,4 +190,35 @@ final class RealTimeGroupsTest {
             () -> stalled.nextWithTimeout(System.currentTimeMillis(), 5_000L));
         assertTrue(e.getMessage().contains("t-0 at 4"), e.getMessage());
     }
+    /** A real-time task asks the brokers for the ends only of partitions its fetches did not show caught up. */
+    @Test
+    void caughtUpPartitionsCostNoEndOffsetRequest() throws Exception {
+        List<java.util.Collection<TopicPartition>> asked = new ArrayList<>();
+        Map<String, String> options = options("{\"t\":[0,1]}");
+        GroupReader reader = new GroupReader(new SourceSettings(options), open(4L, 3L), counting(asked, 4L), true);
+        assertFalse(reader.nextWithTimeout(System.currentTimeMillis(), 2_300L).hasRecord());
+        assertTrue(asked.isEmpty(), "nothing asked while every partition is caught up: " + asked);
+        reader.close();
+
+        // t-0 has 2 records the fetches have not brought
+        GroupReader behind = new GroupReader(new SourceSettings(options), open(4L, 3L), counting(asked, 6L), true);
+        assertFalse(behind.nextWithTimeout(System.currentTimeMillis(), 2_300L).hasRecord());
+        assertEquals(List.of(List.of(T0)), asked, "only t-0's end is asked");
+        behind.close();
+    }
+
+    /** t-0 ending at {@code t0End}, t-1 at 3; each endOffsets call's partitions go to {@code asked}. */
+    private static MockConsumer<byte[], byte[]> counting(List<java.util.Collection<TopicPartition>> asked, long t0End) {
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE) {
+            @Override
+            public synchronized Map<TopicPartition, Long> endOffsets(java.util.Collection<TopicPartition> partitions,
+                    java.time.Duration timeout) {
+                asked.add(List.copyOf(partitions));
+                return super.endOffsets(partitions, timeout);
+            }
+        };
+        consumer.updateBeginningOffsets(Map.of(T0, 0L, T1, 0L));
+        consumer.updateEndOffsets(Map.of(T0, t0End, T1, 3L));
+        return consumer;
+    }
 }

@@ -31,7 +31,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import OffsetSpec
 from helpers.config import cluster_config, write_config
-from helpers.kafka import create_topic, limit_client, lost_and_duplicated, produce, recreate
+from helpers.kafka import create_topic, delete_and_recreate, limit_client, lost_and_duplicated, produce
 from helpers.offsets import checkpoints, commit_on
 from helpers.processes import MIRRORSPARK, java_of, kill9, running_mirrorspark, writer_and_standby
 from helpers.records import numbered
@@ -347,7 +347,6 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_exactly_once(clu
     copied (the sink skipped them below the old topic's committed progress) and the old topic's copied
     records were reported lost ("the partition went back"). Now every new record lands once, in order
     after the old ones, and nothing is reported lost: every record of the old topic had been copied."""
-    from mirrorspark.control.admin import topic_partitions
 
     topic, remote = f"eosrec-{unique}", f"primary.eosrec-{unique}"
     create_topic(clusters["primary"], topic, 2)
@@ -360,9 +359,7 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_exactly_once(clu
     with running_mirrorspark(config, state) as mirror:
         wait_committed(clusters["backup"], remote, 10_000)
         time.sleep(3)  # the topic's id seen by a refresh
-        admin.delete_topics([topic])[topic].result(30)
-        wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)
-        wait_until(lambda: recreate(admin, topic, 2), "source topic re-creation", 60)
+        delete_and_recreate(admin, topic, 2)
         produce(clusters["primary"], topic, numbered(10_000, 15_000, 2))
         wait_committed(clusters["backup"], remote, 15_000, timeout=240)
         time.sleep(5)  # a record copied twice would land meanwhile

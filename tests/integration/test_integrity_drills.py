@@ -26,9 +26,9 @@ from helpers.config import write_config
 from helpers.kafka import (
     count,
     create_topic,
+    delete_and_recreate,
     lost_and_duplicated,
     produce,
-    recreate,
     seqs,
     wait_for_count,
     wait_for_every_seq,
@@ -170,9 +170,7 @@ def test_source_topic_recreated_while_stopped_is_copied_whole(clusters, unique, 
     topic, remote = f"rec-{unique}", f"primary.rec-{unique}"
     config, state = replicated_once(clusters, tmp_path, topic, 2, 1_000)
     admin = admin_client({"bootstrap.servers": clusters["primary"]})
-    admin.delete_topics([topic])[topic].result(30)
-    wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)
-    wait_until(lambda: recreate(admin, topic, 2), "source topic re-creation", 60)
+    delete_and_recreate(admin, topic, 2)
     produce(clusters["primary"], topic, numbered(1_000, 4_000, 2))  # more than the old topic held
     with running_mirrorspark(config, state) as mirror:
         wait_for_count(clusters["backup"], remote, 4_000)
@@ -195,9 +193,7 @@ def test_a_start_without_state_after_the_source_topic_was_recreated_copies_the_n
     topic, remote = f"recnostate-{unique}", f"primary.recnostate-{unique}"
     config, _ = replicated_once(clusters, tmp_path, topic, 2, 1_000)
     admin = admin_client({"bootstrap.servers": clusters["primary"]})
-    admin.delete_topics([topic])[topic].result(30)
-    wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)
-    wait_until(lambda: recreate(admin, topic, 2), "source topic re-creation", 60)
+    delete_and_recreate(admin, topic, 2)
     produce(clusters["primary"], topic, numbered(1_000, 1_000 + new, 2))  # the old topic held 500 per partition
     total = 1_400 + new
     elsewhere = tmp_path / "another-host"

@@ -10,7 +10,16 @@ import time
 import pytest
 from confluent_kafka import Producer
 from helpers.config import write_config
-from helpers.kafka import count, create_topic, lost_and_duplicated, produce, read_all, seqs, wait_for_count
+from helpers.kafka import (
+    count,
+    create_topic,
+    delete_and_recreate,
+    lost_and_duplicated,
+    produce,
+    read_all,
+    seqs,
+    wait_for_count,
+)
 from helpers.processes import MIRRORSPARK, kill9_when, run_cli, running_mirrorspark
 from helpers.records import numbered, sample_records
 from helpers.rest import flow_detail
@@ -240,10 +249,7 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_in_real_time_mod
     the new topic on within the old topic's batch, and the check beside it ran before that batch was
     recorded: 5,000 records doubled, 10,000 reported lost, 30,000 reported copied twice. Now every record
     lands once and nothing is reported (every record of the old topic had been copied)."""
-    from helpers.kafka import recreate
-    from helpers.waiting import wait_until
-
-    from mirrorspark.control.admin import admin_client, topic_partitions
+    from mirrorspark.control.admin import admin_client
 
     topic, remote = f"rtrec-{unique}", f"primary.rtrec-{unique}"
     create_topic(clusters["primary"], topic, 2)
@@ -256,9 +262,7 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_in_real_time_mod
     with running_mirrorspark(config, state) as mirror:
         wait_for_count(clusters["backup"], remote, 10_000)
         time.sleep(3)  # the topic's id seen by a refresh
-        admin.delete_topics([topic])[topic].result(30)
-        wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)
-        wait_until(lambda: recreate(admin, topic, 2), "source topic re-creation", 60)
+        delete_and_recreate(admin, topic, 2)
         produce(clusters["primary"], topic, numbered(10_000, 15_000, 2))
         wait_for_count(clusters["backup"], remote, 15_000, timeout=240)
         time.sleep(12)  # a real-time batch boundary or two: a record copied twice would land meanwhile

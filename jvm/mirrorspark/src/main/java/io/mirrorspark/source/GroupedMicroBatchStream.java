@@ -154,23 +154,47 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
 
     @Override
     public synchronized Offset initialOffset() {
-        Path file = new Path(checkpointLocation, "mirrorspark-initial-offsets");
+        Path dir = new Path(checkpointLocation);
         try {
-            FileSystem fs = file.getFileSystem(SparkContext.getOrCreate().hadoopConfiguration());
-            if (fs.exists(file)) {
-                try (InputStream in = fs.open(file)) {
-                    return PartitionOffsets.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
-                }
-            }
-            PartitionOffsets initial = resolveStart();
-            // Kept so a restart before the first batch commits starts from the same place ("latest" moves).
-            try (OutputStream out = fs.create(file, true)) {
-                out.write(initial.json().getBytes(StandardCharsets.UTF_8));
-            }
-            return initial;
+            return keptInitial(dir.getFileSystem(SparkContext.getOrCreate().hadoopConfiguration()), dir,
+                this::resolveStart);
         } catch (IOException e) {
-            throw new IllegalStateException("the source's initial offsets at " + file + ": " + e, e);
+            throw new IllegalStateException("the source's initial offsets in " + dir + ": " + e, e);
         }
+    }
+
+    /**
+     * The query's first start, kept in {@code dir} so a restart before the first batch commits starts
+     * from the same place ("latest" moves); resolved with {@code resolve} when not kept yet. Written
+     * aside and renamed: a query stopped mid-write (a topic added as it started) left an empty file,
+     * which failed every restart after it. An empty one (an earlier version's) was never planned from,
+     * since the start is returned only once written, so it is resolved again.
+     */
+    static PartitionOffsets keptInitial(FileSystem fs, Path dir, java.util.function.Supplier<PartitionOffsets> resolve)
+            throws IOException {
+        Path file = new Path(dir, "mirrorspark-initial-offsets");
+        if (fs.exists(file)) {
+            String kept;
+            try (InputStream in = fs.open(file)) {
+                kept = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (org.apache.hadoop.fs.ChecksumException e) {
+                kept = "";  // its checksum file written, its text not: cut short too
+            }
+            if (!kept.isBlank()) {
+                return PartitionOffsets.parse(kept);
+            }
+            LOG.warn("{} is empty (its write was cut short); the start is resolved again", file);
+        }
+        PartitionOffsets initial = resolve.get();
+        Path aside = new Path(dir, "mirrorspark-initial-offsets.tmp");
+        try (OutputStream out = fs.create(aside, true)) {
+            out.write(initial.json().getBytes(StandardCharsets.UTF_8));
+        }
+        fs.delete(file, false);
+        if (!fs.rename(aside, file)) {
+            throw new IOException("could not rename " + aside + " to " + file);
+        }
+        return initial;
     }
 
     private PartitionOffsets resolveStart() {

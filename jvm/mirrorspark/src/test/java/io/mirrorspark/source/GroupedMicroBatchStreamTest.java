@@ -153,4 +153,27 @@ final class GroupedMicroBatchStreamTest {
             ((PartitionOffsets) s.deserializeOffset(new PartitionOffsets(offsets("t", 0, 6L, "u", 1, 7L)).json()))
                 .positions(), "another JSON: parsed anew");
     }
+    /** The first start is kept whole or not at all; an empty file (a write cut short) is resolved again. */
+    @Test
+    void theKeptFirstStartIsWrittenAsideAndAnEmptyOneIsResolvedAgain(@org.junit.jupiter.api.io.TempDir
+            java.nio.file.Path tmp) throws Exception {
+        org.apache.hadoop.fs.FileSystem fs = org.apache.hadoop.fs.FileSystem.getLocal(
+            new org.apache.hadoop.conf.Configuration());
+        org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path(tmp.toUri());
+        TopicPartition tp = new TopicPartition("t", 0);
+        java.util.concurrent.atomic.AtomicInteger resolved = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.function.Supplier<PartitionOffsets> resolve = () -> {
+            resolved.incrementAndGet();
+            return new PartitionOffsets(Map.of(tp, 7L + resolved.get()));
+        };
+        assertEquals(Map.of(tp, 8L), GroupedMicroBatchStream.keptInitial(fs, dir, resolve).positions());
+        assertEquals(Map.of(tp, 8L), GroupedMicroBatchStream.keptInitial(fs, dir, resolve).positions(),
+            "kept: not resolved again (latest would have moved)");
+        assertEquals(1, resolved.get());
+        assertTrue(!fs.exists(new org.apache.hadoop.fs.Path(dir, "mirrorspark-initial-offsets.tmp")));
+
+        java.nio.file.Files.write(tmp.resolve("mirrorspark-initial-offsets"), new byte[0]);  // cut short
+        assertEquals(Map.of(tp, 9L), GroupedMicroBatchStream.keptInitial(fs, dir, resolve).positions(),
+            "an empty file is resolved again, not a failure at every restart");
+    }
 }

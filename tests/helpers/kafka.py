@@ -125,13 +125,15 @@ def produce_backlog(bootstrap: str, topic: str, total: int, partitions: int) -> 
     assert producer.flush(60) == 0
 
 
-def delete_and_recreate(admin, topic: str, partitions: int) -> None:
-    """Delete ``topic``, wait until the source no longer lists it, and make it again (a new topic id)."""
+def delete_and_recreate(admin, topic: str, partitions: int, gone_for: float = 0.0) -> None:
+    """Delete ``topic``, wait until the source no longer lists it (then ``gone_for`` seconds more), and
+    make it again (a new topic id)."""
     from helpers.waiting import wait_until
     from mirrorspark.control.admin import topic_partitions
 
     admin.delete_topics([topic])[topic].result(30)
     wait_until(lambda: topic not in topic_partitions(admin), "source topic deletion", 30)
+    time.sleep(gone_for)
     wait_until(lambda: recreate(admin, topic, partitions), "source topic re-creation", 60)
 
 

@@ -247,25 +247,30 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_in_real_time_mod
     the new topic's end gives the partition up where it stands; once the batch's copies are recorded, the
     topic's id is checked and the flow restarts reading the new topic from its start. Before: the task read
     the new topic on within the old topic's batch, and the check beside it ran before that batch was
-    recorded: 5,000 records doubled, 10,000 reported lost, 30,000 reported copied twice. Now every record
-    lands once and nothing is reported (every record of the old topic had been copied)."""
+    recorded: 5,000 records doubled, 10,000 reported lost, 30,000 reported copied twice; and the topic
+    refresh, seeing the topic gone, restarted the query mid-batch (10,000 reported lost and re-copied, CI).
+    Now every record lands once and nothing is reported (every record of the old topic had been copied)."""
     from mirrorspark.control.admin import admin_client
 
     topic, remote = f"rtrec-{unique}", f"primary.rtrec-{unique}"
     create_topic(clusters["primary"], topic, 2)
     produce(clusters["primary"], topic, numbered(0, 10_000, 2))
+    # One 30 s batch: the topic is deleted and re-created while the batch that copied the old one is open.
     config = write_config(tmp_path / "mm2.properties", clusters,
-                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{REALTIME}"
-                          "refresh.topics.interval.seconds = 2\n")
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
+                          "mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 30\n"
+                          "spark.master = local[2]\nrefresh.topics.interval.seconds = 2\n")
     state = tmp_path / "state"
     admin = admin_client({"bootstrap.servers": clusters["primary"]})
     with running_mirrorspark(config, state) as mirror:
         wait_for_count(clusters["backup"], remote, 10_000)
         time.sleep(3)  # the topic's id seen by a refresh
-        delete_and_recreate(admin, topic, 2)
+        assert not (state / "flows" / "primary" / "backup" / "checkpoint" / "commits" / "0").exists(), \
+            "the first batch ended before the deletion: the drill would not test what it is for"
+        delete_and_recreate(admin, topic, 2, gone_for=6)  # the topic refresh (every 2 s) sees it gone
         produce(clusters["primary"], topic, numbered(10_000, 15_000, 2))
         wait_for_count(clusters["backup"], remote, 15_000, timeout=240)
-        time.sleep(12)  # a real-time batch boundary or two: a record copied twice would land meanwhile
+        time.sleep(12)  # a record copied twice would land meanwhile
         detail = flow_detail(state, "primary->backup")
         output = mirror.output()
     landed = seqs(clusters["backup"], remote)

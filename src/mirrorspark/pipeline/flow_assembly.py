@@ -196,10 +196,13 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     suspected: dict[Partition, int] = {}  # given up by the last batch, its topic's id unchanged
 
     def after_realtime_batch(given_up: dict[Partition, int]) -> None:
-        """After each recorded real-time batch: its source topics' ids (one request), and the partitions
-        its tasks gave up (their end went behind what was read). A re-created topic is read again from its
-        start; a partition that went back with its topic unchanged was truncated, and is reported."""
+        """After each recorded real-time batch: a re-plan the topic refresh found (topics added or gone),
+        its source topics' ids (one request), and the partitions its tasks gave up (their end went behind
+        what was read). A re-created topic is read again from its start; a partition that went back with
+        its topic unchanged was truncated, and is reported."""
         planned = remote.plan
+        if (reason := query.replan_reason(planned)) is not None:
+            restarts.ask(reason)
         if not given_up and not identity.source_changed(sorted(planned.remote)):
             return
         if identity.check(planned.remote, planned.partitions, full=False):
@@ -226,7 +229,9 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
         restarted_for.clear()
         restarted_for.update(remote.gone)
         figures.forget_topics(set(plan.remote.values()), set(plan.remote))
-        if (reason := query.replan_reason(plan)) is not None:
+        # Real-time mode re-plans after the batch in flight is recorded (``after_realtime_batch``): a restart
+        # now would cut it off unrecorded, and a topic deleted meanwhile would count its copies as lost.
+        if handles_sources and (reason := query.replan_reason(plan)) is not None:
             restarts.ask(reason)
 
     identity.check(remote.plan.remote, remote.plan.partitions)  # before the query reads anything

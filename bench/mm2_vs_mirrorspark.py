@@ -24,6 +24,7 @@ import platform
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -256,7 +257,8 @@ def launch(tool: str, work: Path, clusters: dict[str, str], topics: str, cores: 
     work.mkdir(parents=True, exist_ok=True)
     log = (work / f"{tool}.log").open("wb")
     if tool == "mm2":
-        (work / "mm2.properties").write_text(properties(clusters, topics, cores, MM2_EXTRA))
+        (work / "mm2.properties").write_text(properties(
+            clusters, topics, cores, MM2_EXTRA + "".join(f"{line}\n" for line in extra)))
         (work / "log4j2.properties").write_text(QUIET_LOG4J)
         cmd = [java_executable(), "-Xms256m", "-Xmx1g", f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
                "-cp", f"{paths.kafka_libs()}/*", "org.apache.kafka.connect.mirror.MirrorMaker",
@@ -372,9 +374,10 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     producer_perf(clusters["src"], backlog, args.records, args.size, work / f"fill-{tool}.log")
     remote = f"src.{backlog}"
     started = time.monotonic()
-    extra = [] if tool == "mm2" else args.extra + VARIANTS.get(tool, []) + (
-        realtime_lines(args.realtime_batch_seconds) if tool == REALTIME else [])
-    proc = launch("mm2" if tool == "mm2" else "mirrorspark", work / f"{tool}{tag}", clusters, f"{backlog}, {steady}",
+    is_mm2 = tool in ("mm2", MM2_EXACTLY_ONCE)
+    extra = (mm2_exactly_once_lines() if tool == MM2_EXACTLY_ONCE else []) if is_mm2 else \
+        args.extra + VARIANTS.get(tool, []) + (realtime_lines(args.realtime_batch_seconds) if tool == REALTIME else [])
+    proc = launch("mm2" if is_mm2 else "mirrorspark", work / f"{tool}{tag}", clusters, f"{backlog}, {steady}",
                   args.cores, extra, master)
     sampler = RssSampler(proc.pid)
     sampler.start()
@@ -441,6 +444,21 @@ VARIANT_ROWS = ((BOUNDED, f"batch bound cost: local[N] with mirrorspark.batch.ma
                 (NON_IDEMPOTENT, "idempotence off cost: local[N] with dst.producer.enable.idempotence = false"),
                 (EXACTLY_ONCE, "exactly-once cost: local[N] with dst.exactly.once.source.support = enabled"))
 WITH_LATENCY = {EXACTLY_ONCE}  # variants whose latency is measured too (a read_committed consumer)
+# MM2 with exactly-once (Connect's exactly-once source support, MM2 3.5+): the peer of the exactly-once
+# row, set up as Kafka's documentation says for dedicated mode (the internal REST server fences zombie
+# tasks; the source read read_committed, or MM2 reports exactly-once unsupported).
+MM2_EXACTLY_ONCE = "mm2-exactly-once"
+
+
+def mm2_exactly_once_lines() -> list[str]:
+    """The mm2.properties lines of MM2's exactly-once mode, its internal REST server on a free port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return ["dst.exactly.once.source.support = enabled", "src.consumer.isolation.level = read_committed",
+            "dedicated.mode.enable.internal.rest = true", f"listeners = http://127.0.0.1:{port}"]
+
+
 # The same mirrorspark in Spark's real-time mode: not a cost row but a column of the main table, measured
 # as fully as the default, on a task slot per source partition (backlog and steady topics, heartbeats).
 REALTIME = "mirrorspark-realtime"
@@ -488,7 +506,8 @@ def table(result: dict) -> list[str]:
             continue  # a step not measured in this run is not shown; a run without it has an empty cell
         lines.append(f"| {name} | {base:,} | " + " | ".join("" if f is None else f"{f:,}" for f in figures) + " | "
                      + " | ".join("" if f is None else ratio(f, base) for f in figures) + " |")
-    for key, name in (("ceiling_records_per_second", "replication ceiling: a plain Java consume-and-produce loop, "
+    for key, name in (("ceiling_records_per_second", "plain loop (a reference, not a ceiling): a Java "
+                       "consume-and-produce loop, "
                        "records/s"), ("limit_records_per_second", "limit: ProducerPerformance into the target, "
                                       "records/s")):
         if key in result:
@@ -506,13 +525,25 @@ def table(result: dict) -> list[str]:
                 lines.append(f"| {label}: latency p50 / p99 ({steady['p50_ms']:,} / {steady['p99_ms']:,} ms) vs the "
                              f"default | | {steady['p50_ms'] / default['p50_ms']:.2f}x / "
                              f"{steady['p99_ms'] / default['p99_ms']:.2f}x |" + " |" * (2 * len(runs) - 1))
+    if EXACTLY_ONCE in result and MM2_EXACTLY_ONCE in result:
+        ours, theirs = result[EXACTLY_ONCE], result[MM2_EXACTLY_ONCE]
+        rate, peer_rate = ours["backlog_records_per_second"], theirs["backlog_records_per_second"]
+        lines.append(f"| exactly-once, both: mirrorspark ({rate:,} records/s) vs MM2 with "
+                     f"dst.exactly.once.source.support = enabled ({peer_rate:,}) | | {rate / peer_rate:.2f}x |"
+                     + " |" * (2 * len(runs) - 1))
+        steady, peer = ours.get("steady"), theirs.get("steady")
+        if steady and peer:
+            lines.append(f"| exactly-once, both: latency p50 / p99, mirrorspark ({steady['p50_ms']:,} / "
+                         f"{steady['p99_ms']:,} ms) vs MM2 ({peer['p50_ms']:,} / {peer['p99_ms']:,} ms) | | "
+                         f"{steady['p50_ms'] / peer['p50_ms']:.2f}x / {steady['p99_ms'] / peer['p99_ms']:.2f}x |"
+                         + " |" * (2 * len(runs) - 1))
     return lines
 
 
 def size_table(result: dict) -> list[str]:
     """Backlog copy at other record sizes: MM2, mirrorspark and the ceiling, records/s."""
     lines = ["| record size | records | real MM2, records/s | mirrorspark, records/s | mirrorspark / MM2 | "
-             "ceiling, records/s | mirrorspark / ceiling |", "|---:|---:|---:|---:|---:|---:|---:|"]
+             "plain loop, records/s | mirrorspark / plain loop |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for size, runs in sorted(result.get("sizes", {}).items(), key=lambda kv: int(kv[0])):
         mm2, ms = runs["mm2"]["backlog_records_per_second"], runs["mirrorspark"]["backlog_records_per_second"]
         ceiling = runs.get("ceiling_records_per_second")
@@ -601,10 +632,11 @@ def rounds_table(result: dict) -> list[str]:
         ceiling = (r["mm2_ceiling_brokers_cpu_per_million"] + r["mirrorspark_ceiling_brokers_cpu_per_million"]) / 2
         return (f" {r['mm2_brokers_cpu_per_million']:.1f} / {r['mirrorspark_brokers_cpu_per_million']:.1f} / "
                 f"{ceiling:.1f} |")
-    lines = ["| round | first | real MM2, records/s (its ceiling) | mirrorspark, records/s (its ceiling) | "
-             "mirrorspark / MM2 | MM2 / its ceiling | mirrorspark / its ceiling | **mirrorspark / MM2, each against "
-             "its ceiling** | CPU s per million records: MM2 / mirrorspark / ceiling | mirrorspark / MM2, CPU |"
-             + (" brokers' CPU s per million records, during MM2 / mirrorspark / ceiling |" if brokers else ""),
+    lines = ["| round | first | real MM2, records/s (its plain loop) | mirrorspark, records/s (its plain loop) | "
+             "mirrorspark / MM2 | MM2 / its plain loop | mirrorspark / its plain loop | "
+             "**mirrorspark / MM2, each against its plain loop** | "
+             "CPU s per million records: MM2 / mirrorspark / plain loop | mirrorspark / MM2, CPU |"
+             + (" brokers' CPU s per million records, during MM2 / mirrorspark / plain loop |" if brokers else ""),
              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if brokers else "")]
     for number, r in enumerate(rounds, 1):
         x = round_ratios(r)
@@ -674,8 +706,8 @@ def main() -> None:
                         help=f"mirrorspark.realtime.batch.seconds of the {REALTIME} run")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, EXACTLY_ONCE, REALTIME,
-                                           CLUSTER),
+    parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, EXACTLY_ONCE,
+                                           MM2_EXACTLY_ONCE, REALTIME, CLUSTER),
                         help="run one replicator (no ratios)")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip mirrorspark on a local 2-worker Spark standalone cluster")
@@ -703,11 +735,12 @@ def main() -> None:
             result["warmup_records_per_second"] = round(warm_brokers(clusters, args.records, args.size,
                                                                      args.partitions, args.cores, work))
             print(json.dumps({"warm-up copy": result["warmup_records_per_second"]}), flush=True)
-        for tool in ("mm2", "mirrorspark", *VARIANTS, REALTIME):
+        for tool in ("mm2", "mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, REALTIME):
             if args.only in (None, tool):
                 # A variant measures the backlog only (a cost on throughput); exactly-once its latency too.
                 run_args = argparse.Namespace(**{**vars(args), "steady_seconds": 0, "no_failover": True}) \
-                    if tool in VARIANTS and tool not in WITH_LATENCY else args
+                    if tool in VARIANTS and tool not in WITH_LATENCY else \
+                    argparse.Namespace(**{**vars(args), "no_failover": True}) if tool == MM2_EXACTLY_ONCE else args
                 # Real-time mode too on local[N]: N long-running tasks, each a group of the partitions.
                 result[tool] = run_replicator(tool, run_args, clusters, work, None)
                 print(json.dumps({tool: result[tool]}), flush=True)

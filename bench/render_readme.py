@@ -192,7 +192,7 @@ def main() -> None:
         body = [provenance(mm2, "make bench"), "", *table(mm2)]
         if mm2.get("backlog_rounds"):
             body += ["", "The 1 KiB backlog copy in rounds over fresh topics, MM2 and mirrorspark alternating which "
-                     "goes first, each copy followed at once by the ceiling over the same topic (the bold column is "
+                     "goes first, each copy followed at once by the plain loop over the same topic (the bold column is "
                      "the one the throughput goal is read from):", "", *rounds_table(mm2)]
         if mm2.get("sizes"):
             body += ["", "Other record sizes (backlog copy only):", "", *size_table(mm2)]

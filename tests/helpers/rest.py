@@ -68,6 +68,13 @@ def recopied(state: Path, topic: str) -> int:
                    if line.startswith("mirrorspark_records_recopied_total{") and f'topic="{topic}"' in line))
 
 
+def said_copied_twice(log: str, topic: str) -> bool:
+    """Whether a log's stale-writer warnings name ``topic`` among records copied twice (other topics of the
+    flow, its heartbeats, may be named too: their doubles are counted under their own topic)."""
+    return any("copied twice (" in line and f"{topic}[" in line.split("copied twice (", 1)[1]
+               for line in log.splitlines())
+
+
 def metric(text: str, name: str, **labels: str) -> float | None:
     """The value of one sample of ``name`` whose labels include ``labels``."""
     for line in text.splitlines():

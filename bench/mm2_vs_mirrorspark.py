@@ -395,6 +395,10 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
             if args.trickle_seconds > 0:  # a quiet flow: each record alone, no batch filling up around it
                 trickle = steady_latency(clusters, steady, f"src.{steady}", 1, args.trickle_seconds, args.size,
                                          args.partitions)
+        if tool == MM2_EXACTLY_ONCE:  # MM2 says nothing of it at WARN: the target's transactions show it
+            ids = transactional_ids(clusters["dst"], "MirrorSourceConnector")
+            if not ids:
+                raise RuntimeError(f"{tool} wrote without transactions: no MirrorSourceConnector transactional id")
         if not args.no_failover:
             failover = failover_redelivery(clusters, backlog, remote, f"bench-group-{tool}")
     finally:
@@ -418,6 +422,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
         measured["backlog_cpu_seconds_per_million"] = round(copy.cpu_seconds * 1e6 / args.records, 2)
     if copy.brokers_cpu_seconds is not None and BROKER_PIDS:
         measured["brokers_cpu_seconds_per_million"] = round(copy.brokers_cpu_seconds * 1e6 / args.records, 2)
+    if tool == MM2_EXACTLY_ONCE:
+        measured["transactional_ids"] = ids
     if latency is not None:
         measured["steady"] = latency
     if trickle is not None:
@@ -448,6 +454,17 @@ WITH_LATENCY = {EXACTLY_ONCE}  # variants whose latency is measured too (a read_
 # row, set up as Kafka's documentation says for dedicated mode (the internal REST server fences zombie
 # tasks; the source read read_committed, or MM2 reports exactly-once unsupported).
 MM2_EXACTLY_ONCE = "mm2-exactly-once"
+
+
+def transactional_ids(bootstrap: str, containing: str) -> int:
+    """How many transactional ids naming ``containing`` the cluster knows (Kafka's own
+    kafka-transactions tool): the proof that a run wrote in transactions."""
+    out = subprocess.run([java_executable(), "-cp", f"{paths.kafka_libs()}/*",
+                          "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", bootstrap, "list"],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise RuntimeError(f"kafka-transactions list failed: {out.stderr[-500:]}")
+    return sum(containing in line.split()[0] for line in out.stdout.splitlines()[1:] if line.strip())
 
 
 def mm2_exactly_once_lines() -> list[str]:

@@ -9,7 +9,7 @@ Per partition count P (topics of 10 partitions, 20 records of 100 B in each part
   source timestamp, over ``--pulse-seconds``;
 - peak RSS of the process tree over the whole run.
 
-    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000] [--only mm2|mirrorspark|realtime]
+    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000,10000] [--only mm2|mirrorspark|realtime]
 
 ``mirrorspark`` is the default mode (micro-batches); ``realtime`` is mirrorspark with
 ``mirrorspark.trigger = realtime`` on the same ``local[N]``: N long-running tasks, as MM2's N tasks.
@@ -159,6 +159,23 @@ def pulse_latency(clusters: dict[str, str], topic: str, remote: str, seconds: in
             "p99_ms": round(percentile(latencies, 0.99), 1)}
 
 
+def drop(bootstrap: str, prefix: str) -> None:
+    """Deletes the topics named ``prefix``... and waits until they are gone: a broker that kept every
+    tool's partitions of every size would hold 60,000 logs at 10,000 partitions, past its file limit."""
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    names = [t for t in admin.list_topics(timeout=30).topics if t.startswith(prefix)]
+    if not names:
+        return
+    for future in admin.delete_topics(names, operation_timeout=120).values():
+        with contextlib.suppress(Exception):  # already gone
+            future.result(180)
+    deadline = time.monotonic() + 180
+    while any(t.startswith(prefix) for t in admin.list_topics(timeout=30).topics):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topics {prefix}* still listed on {bootstrap} 180 s after their deletion")
+        time.sleep(1)
+
+
 def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, args) -> dict:
     prefix = f"q{partitions}{tool[:2]}"
     topics = fill(clusters["src"], prefix, partitions)
@@ -197,6 +214,8 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
     finally:
         peak = sampler.stop()
         stop(proc)
+        drop(clusters["src"], f"{prefix}-")
+        drop(clusters["dst"], f"src.{prefix}-")
     return {"full_sync_seconds": round(sync, 1), "idle_cpu_seconds_per_60s": round(idle, 1),
             "pulse": pulse, "peak_rss_mb": round(peak / 2**20)}
 
@@ -223,7 +242,7 @@ def table(result: dict) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--partitions", default="60,600,3000", help="comma-separated partition counts")
+    parser.add_argument("--partitions", default="60,600,3000,10000", help="comma-separated partition counts")
     parser.add_argument("--only", choices=TOOLS)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--threads", type=int, default=0, metavar="N",

@@ -75,8 +75,17 @@ def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
                 f"{run['steady']['p50_ms']:.1f} ms", run["steady"]["p50_ms"] / a["steady"]["p50_ms"], False)
             row(f"latency p99 at {rate:,} records/s, {label}", f"{a['steady']['p99_ms']:.1f} ms",
                 f"{run['steady']['p99_ms']:.1f} ms", run["steady"]["p99_ms"] / a["steady"]["p99_ms"], False)
-    eos = mm2.get("mirrorspark-exactly-once")
-    if eos:
+    eos, peer = mm2.get("mirrorspark-exactly-once"), mm2.get("mm2-exactly-once")
+    if eos and peer:  # both with dst.exactly.once.source.support = enabled
+        row("exactly-once backlog copy, 1 KiB records, both exactly-once",
+            f"{peer['backlog_records_per_second']:,} records/s", f"{eos['backlog_records_per_second']:,} records/s",
+            eos["backlog_records_per_second"] / peer["backlog_records_per_second"], True)
+        if eos.get("steady") and peer.get("steady"):
+            for q in ("p50", "p99"):
+                ours, theirs = eos["steady"][f"{q}_ms"], peer["steady"][f"{q}_ms"]
+                row(f"latency {q} at {rate:,} records/s, both exactly-once", f"{theirs:.1f} ms", f"{ours:.1f} ms",
+                    ours / theirs, False)
+    elif eos:
         row("exactly-once backlog copy, 1 KiB records (MM2: at least once)",
             f"{a['backlog_records_per_second']:,} records/s", f"{eos['backlog_records_per_second']:,} records/s",
             eos["backlog_records_per_second"] / a["backlog_records_per_second"], True)

@@ -113,9 +113,10 @@ def target_total(admin, topics: list[str]) -> int:
 def fill(bootstrap: str, prefix: str, partitions: int) -> list[str]:
     topics = [f"{prefix}-{i:04d}" for i in range(partitions // PER_TOPIC)]
     admin = admin_client({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(t, PER_TOPIC, 1) for t in topics] + [NewTopic(f"{prefix}-pulse", 1, 1)],
-                                 operation_timeout=60).values():
-        f.result(120)
+    wanted = [NewTopic(t, PER_TOPIC, 1) for t in topics] + [NewTopic(f"{prefix}-pulse", 1, 1)]
+    for at in range(0, len(wanted), 100):  # a KRaft controller takes at most 10,000 partitions a request
+        for f in admin.create_topics(wanted[at:at + 100], operation_timeout=60).values():
+            f.result(120)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     payload = b"q" * SIZE
     for t in topics:

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
@@ -21,6 +21,27 @@ if TYPE_CHECKING:
     from mirrorspark.control.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# A KRaft controller refuses a CreateTopics or CreatePartitions request that adds more partitions than
+# this ("Excessively large number of partitions per request"): a flow of 10,000 partitions or more could
+# not create its remote topics in one request.
+PARTITIONS_PER_REQUEST = 10_000
+
+
+def in_requests(items: list[T], partitions: Callable[[T], int]) -> list[list[T]]:
+    """``items`` in consecutive requests adding at most ``PARTITIONS_PER_REQUEST`` partitions each (an
+    item larger than that alone in its request: the broker names it when it refuses)."""
+    requests: list[list[T]] = []
+    size = 0
+    for item in items:
+        n = partitions(item)
+        if not requests or size + n > PARTITIONS_PER_REQUEST:
+            requests.append([])
+            size = 0
+        requests[-1].append(item)
+        size += n
+    return requests
 
 
 @dataclass(frozen=True)
@@ -161,12 +182,14 @@ class RemoteTopics:
         to_grow = [NewPartitions(remote[t], n) for t, n in wanted.items()
                    if remote[t] in existing and existing[remote[t]] < n]
         if to_create:
-            self._wait(self.target.create_topics(to_create), "create", tolerate=KafkaError.TOPIC_ALREADY_EXISTS)
+            for request in in_requests(to_create, lambda t: t.num_partitions):
+                self._wait(self.target.create_topics(request), "create", tolerate=KafkaError.TOPIC_ALREADY_EXISTS)
             log.info("flow %s: created remote topics %s", self.flow.name, sorted(t.topic for t in to_create))
             self.created.update(t.topic for t in to_create)
             self.seen.update(t.topic for t in to_create)
         if to_grow:
-            self._wait(self.target.create_partitions(to_grow), "grow", tolerate=KafkaError.INVALID_PARTITIONS)
+            for growth in in_requests(to_grow, lambda g: g.new_total_count - existing[g.topic]):
+                self._wait(self.target.create_partitions(growth), "grow", tolerate=KafkaError.INVALID_PARTITIONS)
             log.info("flow %s: grew partitions of %s", self.flow.name, sorted(p.topic for p in to_grow))
         if to_create or to_grow:
             self._await_metadata({remote[t]: n for t, n in wanted.items()})

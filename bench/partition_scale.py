@@ -9,7 +9,7 @@ Per partition count P (topics of 10 partitions, 20 records of 100 B in each part
   source timestamp, over ``--pulse-seconds``;
 - peak RSS of the process tree over the whole run.
 
-    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000,10000] [--only mm2|mirrorspark|realtime]
+    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000] [--only mm2|mirrorspark|realtime]
 
 ``mirrorspark`` is the default mode (micro-batches); ``realtime`` is mirrorspark with
 ``mirrorspark.trigger = realtime`` on the same ``local[N]``: N long-running tasks, as MM2's N tasks.
@@ -243,7 +243,8 @@ def table(result: dict) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--partitions", default="60,600,3000,10000", help="comma-separated partition counts")
+    parser.add_argument("--partitions", default="60,600,3000",
+                        help="comma-separated partition counts (10,000: see docs/benchmarks.md)")
     parser.add_argument("--only", choices=TOOLS)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--threads", type=int, default=0, metavar="N",

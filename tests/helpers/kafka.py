@@ -35,7 +35,9 @@ def create_topic(bootstrap: str | dict, name: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str | dict, topic: str, records: list[dict]) -> None:
-    producer = make_producer({**client_conf(bootstrap), "linger.ms": 5})  # Kafka's Java one for a Kerberos cluster
+    # idempotent: a retried request (a re-created topic's leader not yet known) must not put later records
+    # ahead of it, the drills compare the target's order with the sequence numbers; Kafka's Java one for Kerberos
+    producer = make_producer({**client_conf(bootstrap), "linger.ms": 5, "enable.idempotence": True})
     for rec in records:
         producer.produce(topic, **rec)
     assert producer.flush(30) == 0

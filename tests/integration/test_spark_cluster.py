@@ -218,16 +218,19 @@ def test_executor_without_the_projects_jar_is_named_before_anything_is_written(s
 
 
 def _executors_under(root: Path) -> list[int]:
-    """Executor JVMs of a Spark worker whose folder is under ``root`` (this test session's cluster)."""
-    found = []
+    """Executor JVMs of the newest application on a Spark worker whose folder is under ``root`` (this
+    test session's cluster). A worker runs an executor in ``<work>/<app id>/<executor id>``; an executor
+    of the previous test's application may still be exiting, and killing it would kill nothing of ours."""
+    by_app: dict[str, list[int]] = {}
     for pid in subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True,
                               text=True).stdout.split():
         try:
-            if Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(root):
-                found.append(int(pid))
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
         except OSError:
             continue
-    return found
+        if cwd.is_relative_to(root) and cwd.parent.name.startswith("app-"):
+            by_app.setdefault(cwd.parent.name, []).append(int(pid))
+    return by_app[max(by_app)] if by_app else []  # app-<yyyyMMddHHmmss>-<counter>: the newest sorts last
 
 
 @pytest.mark.long

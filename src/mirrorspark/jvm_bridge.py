@@ -186,6 +186,11 @@ class JvmGroupAdmin:
     def fence(self, transactional_ids: Sequence[str], timeout_ms: int) -> None:
         _call("GroupAdmin.fence", lambda: self._java.fence(json.dumps(list(transactional_ids)), timeout_ms))
 
+    def fence_open(self, prefix: str, timeout_ms: int) -> list[str]:
+        """Fence every transactional id under ``prefix`` whose transaction is open; the ids fenced."""
+        return [str(i) for i in json.loads(str(_call("GroupAdmin.fenceOpen",
+                                                     lambda: self._java.fenceOpen(prefix, timeout_ms))))]
+
     def commit(self, group: str, offsets: Mapping[tuple[str, int], tuple[int, str]], timeout_ms: int) -> None:
         rows = json.dumps([[topic, partition, offset, metadata]
                            for (topic, partition), (offset, metadata) in sorted(offsets.items())])

@@ -151,9 +151,15 @@ class FlowConfig:
 
     @property
     def transactional_id_prefix(self) -> str:
-        """Exactly-once: each target partition's ``transactional.id`` is this prefix, its topic and partition
-        (stable across restarts and task attempts, so a new writer fences the old one; ACLs can use the prefix)."""
+        """Exactly-once: every ``transactional.id`` of the flow starts with this (ACLs can use the prefix)."""
         return f"mirrorspark-{self.name}-"
+
+    @property
+    def task_transactional_id_prefix(self) -> str:
+        """Exactly-once: each task's ``transactional.id`` is this and the task's index in the batch's layout
+        (one producer per task, as MM2's exactly-once tasks have; ADR 0015). ``#`` is in no topic name, so
+        no id of the earlier layout (one per remote partition, ``<prefix><topic>-<partition>``) starts with it."""
+        return f"{self.transactional_id_prefix}#task-"
 
     @property
     def progress_group(self) -> str:

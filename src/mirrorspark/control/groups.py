@@ -191,6 +191,11 @@ class JavaGroups:
         """Abort what previous holders of these transactional ids left open, and refuse those holders."""
         self._ask(lambda java: java.fence(transactional_ids, int(TIMEOUT_S * 1000)))
 
+    def fence_open(self, prefix: str) -> list[str]:
+        """Fence every transactional id under ``prefix`` whose transaction is open on the cluster (whatever
+        task layout its writer had); returns the ids fenced."""
+        return self._ask(lambda java: java.fence_open(prefix, int(TIMEOUT_S * 1000)))
+
     def close(self) -> None:
         with self._lock:
             admin, self._admin = self._admin, None

@@ -81,11 +81,12 @@ def committed_progress(groups: JavaGroups, flow: FlowConfig, partitions: list[Pa
     for other ids (a topic deleted and re-created since: its offsets are another topic's) is left out.
 
     A partition whose progress sits in a transaction still open (the previous writer stopped mid-batch)
-    has none to read yet: with ``fence`` its transactional id is fenced first, as the sink's own
-    producer would fence it, which aborts that transaction; still open after that is an
-    OperationalError (retried), never taken for "no progress". Through Kafka's Java clients
-    (``groups``): librdkafka's answer to this request once hung for minutes after the target's outage,
-    then aborted the process (ADR 0024)."""
+    has none to read yet: with ``fence`` the flow's open transactions are fenced first, as the sink's
+    driver fences them at each start (its tasks' ids, whatever layout the previous writer had, and the
+    id of each such partition in the earlier layout of one producer per partition), which aborts them;
+    still open after that is an OperationalError (retried), never taken for "no progress". Through
+    Kafka's Java clients (``groups``): librdkafka's answer to this request once hung for minutes after
+    the target's outage, then aborted the process (ADR 0024)."""
     fenced: set[Partition] = set()
     deadline = time.monotonic() + TIMEOUT_S
     while True:
@@ -94,9 +95,11 @@ def committed_progress(groups: JavaGroups, flow: FlowConfig, partitions: list[Pa
             break
         if fence and set(open_) - fenced:
             fresh = [key for key in open_ if key not in fenced]
+            tasks = groups.fence_open(flow.task_transactional_id_prefix)
             groups.fence([f"{flow.transactional_id_prefix}{topic}-{partition}" for topic, partition in fresh])
-            log.info("flow %s: %d partition(s) had a transaction of the previous writer open on the target; their "
-                     "transactional ids are fenced (the broker aborted those transactions)", flow.name, len(fresh))
+            log.info("flow %s: %d partition(s) had a transaction of the previous writer open on the target; its %d "
+                     "task transaction(s) and those partitions' ids are fenced (the broker aborted those transactions)",
+                     flow.name, len(fresh), len(tasks))
             fenced.update(fresh)
             continue
         if time.monotonic() >= deadline:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 from mirrorspark.config.model import FlowConfig
@@ -86,6 +87,7 @@ class BatchWriter:
         self.metrics = metrics
         self.starts = BatchStarts(spark_log=spark_log, takeover=takeover)  # batch 0: where MM2 stopped
         self.rerun: int | None = None  # the batch a crash interrupted, run again first
+        self.run = uuid.uuid4().hex  # this start of the query (``starting`` makes a new one)
         self.batches_written = 0
         self.loss_stop: str | None = None  # set when mirrorspark.data.loss = fail stopped the flow
         self.restart_for: str | None = None  # a batch refused to write until a restart (a remote topic went back)
@@ -101,6 +103,9 @@ class BatchWriter:
             self._stopping = False
             self.starts.forget()  # a rewind (re-created topic) may have rewritten the entries meanwhile
             self.rerun = rerun
+            # Exactly-once: what the sink's JVMs keep of each partition's progress holds for this start only,
+            # and the driver fences the flow's earlier writers once per start (sink/Transactions.java).
+            self.run = uuid.uuid4().hex
 
     def stopping(self, wait: float) -> tuple[bool, int | None]:
         """Refuse batches that start from now on and wait at most ``wait`` seconds for the batch in flight:
@@ -137,6 +142,7 @@ class BatchWriter:
             options = dict(self.sink_options_for(plan))
             if self.flow.exactly_once:  # progress committed for other topic ids (re-created since) skips nothing
                 options["topicIds"] = topic_ids_option(self.guard.sink_topic_ids(plan.remote))
+                options["writeRun"], options["writeBatch"] = self.run, str(batch_id)
             # Exactly-once: the progress committed with the records says what is on the target; a
             # comparison with the target's records would also see those of aborted transactions.
             if resume and not self.flow.exactly_once:

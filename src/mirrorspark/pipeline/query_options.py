@@ -84,9 +84,9 @@ def sink_options(flow: FlowConfig, report_offsets: bool, ship_files: bool = Fals
     options["flow"] = flow.name  # the runs and figures the driver drains are per flow
     if lease is not None:
         options["leaseGroup"], options["leaseInstance"] = lease
-    if flow.exactly_once:  # transactions per target partition, progress committed with the records
+    if flow.exactly_once:  # a transactional producer per task, progress committed with the records
         options["exactlyOnce"] = "true"
-        options["transactionalIdPrefix"] = flow.transactional_id_prefix
+        options["transactionalIdPrefix"] = flow.task_transactional_id_prefix
         options["progressGroup"] = flow.progress_group
     if flow.same_names:  # active/active on the same names: mark each copy, skip what the target has seen
         options["provenanceSource"] = flow.source.alias

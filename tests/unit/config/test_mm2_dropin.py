@@ -237,3 +237,11 @@ def test_a_file_that_is_not_utf8_is_read_as_iso_8859_1_as_mm2_reads_it(tmp_path)
     path.write_bytes(b"# r\xe9plication\n" + BASE.encode())
     mirror = load_config(path)
     assert mirror.enabled_flows[0].name == "A->B" and "ISO-8859-1" in mirror.warnings[0]
+
+
+def test_exactly_once_gives_the_sink_one_transactional_id_per_task_under_the_flows_prefix():
+    eos = flow("B.exactly.once.source.support = enabled\n")
+    options = sink_options(eos, report_offsets=True)
+    assert options["transactionalIdPrefix"] == "mirrorspark-A->B-#task-"  # the sink appends the task's index
+    assert options["transactionalIdPrefix"].startswith(eos.transactional_id_prefix)  # what the ACLs name
+    assert "transactionalIdPrefix" not in sink_options(flow(""), report_offsets=True)

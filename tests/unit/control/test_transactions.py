@@ -40,10 +40,15 @@ class _Groups:
     def fence(self, ids):
         self.fenced.append(list(ids))
 
+    def fence_open(self, prefix):
+        self.fenced.append(f"open under {prefix}")
+        return [f"{prefix}0"]
+
 
 def _flow():
     return SimpleNamespace(name="a->b", progress_group="__mirrorspark-progress-a->b",
-                           transactional_id_prefix="mirrorspark-a->b-")
+                           transactional_id_prefix="mirrorspark-a->b-",
+                           task_transactional_id_prefix="mirrorspark-a->b-#task-")
 
 
 def test_an_open_transaction_is_fenced_once_and_its_progress_read_after():
@@ -51,7 +56,7 @@ def test_an_open_transaction_is_fenced_once_and_its_progress_read_after():
                       ({("a.t", 0): (5, ""), ("a.t", 1): (9, "")}, [])])
     found = committed_progress(groups, _flow(), [("a.t", 0), ("a.t", 1)])  # type: ignore[arg-type]
     assert found == {("a.t", 0): 5, ("a.t", 1): 9}
-    assert groups.fenced == [["mirrorspark-a->b-a.t-1"]]
+    assert groups.fenced == ["open under mirrorspark-a->b-#task-", ["mirrorspark-a->b-a.t-1"]]
 
 
 def test_a_transaction_still_open_after_its_fence_is_an_error_never_no_progress(monkeypatch):
@@ -59,7 +64,7 @@ def test_a_transaction_still_open_after_its_fence_is_an_error_never_no_progress(
     groups = _Groups([({}, [("a.t", 1)])])
     with pytest.raises(OperationalError, match=r"still open on the target for a\.t\[1\]"):
         committed_progress(groups, _flow(), [("a.t", 1)])  # type: ignore[arg-type]
-    assert groups.fenced == [["mirrorspark-a->b-a.t-1"]]
+    assert groups.fenced == ["open under mirrorspark-a->b-#task-", ["mirrorspark-a->b-a.t-1"]]
 
 
 def test_progress_committed_for_another_topic_id_is_left_out():

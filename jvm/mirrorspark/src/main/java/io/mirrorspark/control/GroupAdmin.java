@@ -12,6 +12,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import io.mirrorspark.kafka.OpenTransactions;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -174,6 +175,31 @@ public final class GroupAdmin implements AutoCloseable {
                 }
                 throw new Refused("fencing transactional id " + id.asText() + ": " + e, e);
             }
+        }
+    }
+
+    /**
+     * Fences every transactional id under {@code prefix} whose transaction is open on the target
+     * ({@link OpenTransactions}): a flow's ids follow the task layout of whichever writer held them.
+     * Returns the ids fenced, a JSON array.
+     */
+    public String fenceOpen(String prefix, int timeoutMs) {
+        String what = "fencing the open transactions under " + prefix;
+        try {
+            ArrayNode out = JSON.createArrayNode();
+            OpenTransactions.fence(admin, prefix, timeoutMs).forEach(out::add);
+            return out.toString();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NotAnswering(what + ": interrupted", e);
+        } catch (TimeoutException e) {
+            throw new NotAnswering(what + ": no answer in " + timeoutMs + " ms", e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (notAnswering(cause)) {
+                throw new NotAnswering(what + ": " + cause, cause);
+            }
+            throw new Refused(what + ": " + cause, cause);
         }
     }
 

@@ -19,6 +19,7 @@ final class MirrorBatchWrite implements BatchWrite {
 
     MirrorBatchWrite(WriteSettings settings) {
         this.settings = settings;
+        Transactions.fenceEarlier(settings);  // exactly-once: once per start, before its first batch's tasks write
     }
 
     @Override

@@ -49,7 +49,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private final AtomicLong fence;
     /** The lease read from the target by this executor, null where the driver renews {@link #fence}. */
     private final LeaseWatch watch;
-    /** Exactly-once mode: the task's transactions, one per target partition (null otherwise). */
+    /** Exactly-once mode: the task's transactions, through one producer for the task (null otherwise). */
     private final TaskTransactions transactions;
     /** The flow's Connect transformations, null without {@code transforms}. */
     private final Transforms transforms;
@@ -81,10 +81,16 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         // An executor in a JVM of its own: no driver renews a fence here, the lease is read from the target.
         this.watch = local == null && settings.leaseGroup != null ? LeaseWatch.acquire(settings) : null;
         this.fence = watch != null ? watch.until : local;
-        this.transactions = settings.exactlyOnce ? new TaskTransactions(settings, clients) : null;
+        this.transactions = settings.exactlyOnce ? new TaskTransactions(settings, clients, taskIndex(), retried) : null;
         this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
         this.retried = retried;
         this.transforms = Transforms.of(settings.transforms);
+    }
+
+    /** The running task's index in the batch's layout (its input partition: a group of partitions); 0 outside a task. */
+    private static int taskIndex() {
+        TaskContext task = TaskContext.get();
+        return task == null ? 0 : task.partitionId();
     }
 
     /** True in a retry of a failed task attempt (the running task's attempt number is above 0). */
@@ -143,16 +149,16 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         long age = ts < 0 ? -1L : Math.max(0L, now - ts);
         PartitionAcks target = acksFor(topic, partition);
         if (transactions != null) {
-            TaskTransactions.Open txn = transactions.of(target);
-            if (transactions.due(txn, now)) {  // committed before this row: its progress excludes it
-                transactions.commitNow(txn, this::checkFailure);
+            TaskTransactions.Part part = transactions.of(target);
+            if (transactions.due(now)) {  // committed before this row: its progress excludes it
+                transactions.commitNow(this::checkFailure);
             }
-            if (TaskTransactions.committed(txn, upstream)) {
+            if (TaskTransactions.committed(part, upstream)) {
                 return;  // in a committed transaction already: paired from the progress, not sent again
             }
             Fences.check(s.flow, fence);
             target.unresolvedSchemas += unresolved ? 1 : 0;
-            TaskTransactions.send(txn, new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
+            transactions.send(part, new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
                 new Ack(target, upstream, ts, bytes, age), bytes, now);
             return;
         }

@@ -44,12 +44,17 @@ final class WriteSettings implements Serializable {
      *  the flow's cluster aliases, or null for a flow that neither marks nor skips ({@link Provenance}). */
     final String provenanceSource;
     final String provenanceTarget;
-    /** Exactly-once mode (option {@code exactlyOnce}): transactional writes, one producer per target
-     *  partition with {@code transactional.id = <transactionalIdPrefix><topic>-<partition>}, and the
-     *  flow's progress committed as offsets of the {@code progressGroup} on the target ({@link Transactions}). */
+    /** Exactly-once mode (option {@code exactlyOnce}): transactional writes, one producer per task with
+     *  {@code transactional.id = <transactionalIdPrefix><task>}, and the flow's progress committed as
+     *  offsets of the {@code progressGroup} on the target ({@link Transactions}). */
     final boolean exactlyOnce;
     final String transactionalIdPrefix;
     final String progressGroup;
+    /** Micro-batches (options {@code writeRun}, {@code writeBatch}): the start of the flow's query this
+     *  batch belongs to (new at each start) and its batch id; null and -1 when not given. What a JVM
+     *  knows of a partition's exactly-once progress is used only within one start ({@link Transactions}). */
+    final String writeRun;
+    final long writeBatch;
     /** Per target topic: {@code <source topic id>|<remote topic id>} as the driver last saw them (option
      *  {@code topicIds}, lines source topic TAB source id TAB remote id, an id not known yet empty).
      *  Exactly-once progress committed for other ids (a topic re-created since) is not used ({@link Progress#heldFor}). */
@@ -75,8 +80,10 @@ final class WriteSettings implements Serializable {
                           String progressGroup, HashMap<String, String> remoteTopics, String resumeRun,
                           HashMap<String, String> topicIds, String leaseGroup, String leaseInstance,
                           HashMap<String, String> transforms, SchemaIds schemaIds,
-                          java.util.HashSet<String> schemaTopics) {
+                          java.util.HashSet<String> schemaTopics, String writeRun, long writeBatch) {
         this.flow = flow;
+        this.writeRun = writeRun;
+        this.writeBatch = writeBatch;
         this.schemaIds = schemaIds;
         this.schemaTopics = schemaTopics;
         this.transforms = transforms;
@@ -147,7 +154,12 @@ final class WriteSettings implements Serializable {
             topicIds(options.get("topicIds"), remotes), leaseGroup, leaseInstance,
             transforms(options.get("transforms")),
             options.containsKey("schemaIds") ? SchemaIds.parse(options.get("schemaIds")) : null,
-            lines(options.get("schemaTopics")));
+            lines(options.get("schemaTopics")), emptyAsNull(options.get("writeRun")),
+            Long.parseLong(options.getOrDefault("writeBatch", "-1")));
+    }
+
+    private static String emptyAsNull(String option) {
+        return option == null || option.isEmpty() ? null : option;
     }
 
     /** An option of one name per line; empty when absent. */

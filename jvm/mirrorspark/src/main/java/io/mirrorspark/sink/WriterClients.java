@@ -17,8 +17,17 @@ interface WriterClients {
     /** {@code failed}: the task saw a send fail, the producer is retired. */
     void releaseProducer(WriteSettings settings, Producer<byte[], byte[]> producer, boolean failed);
 
-    /** The transactional producer of one target partition and its committed progress (exactly-once mode). */
-    Transactions.Entry acquireTransactional(WriteSettings settings, String topic, int partition) throws IOException;
+    /** The transactional producer of task {@code task} of the flow (exactly-once mode). */
+    Transactions.Entry acquireTransactional(WriteSettings settings, int task);
+
+    /** A target partition's committed progress ({@code fresh}: read from the target, nothing kept used). */
+    Progress progress(WriteSettings settings, String topic, int partition, boolean fresh) throws IOException;
+
+    /** The task committed {@code progress} for the partition: what the target holds now. */
+    void committed(WriteSettings settings, String topic, int partition, Progress progress);
+
+    /** What is kept of the partition's progress may be behind the target (a failed or cut task). */
+    void forget(WriteSettings settings, String topic, int partition);
 
     /** {@code broken}: it failed, was fenced or is mid-transaction, it is closed. */
     void releaseTransactional(WriteSettings settings, Transactions.Entry entry, boolean broken);
@@ -39,9 +48,24 @@ interface WriterClients {
         }
 
         @Override
-        public Transactions.Entry acquireTransactional(WriteSettings settings, String topic, int partition)
+        public Transactions.Entry acquireTransactional(WriteSettings settings, int task) {
+            return Transactions.acquire(settings, task);
+        }
+
+        @Override
+        public Progress progress(WriteSettings settings, String topic, int partition, boolean fresh)
             throws IOException {
-            return Transactions.acquire(settings, topic, partition);
+            return Transactions.progress(settings, topic, partition, fresh);
+        }
+
+        @Override
+        public void committed(WriteSettings settings, String topic, int partition, Progress progress) {
+            Transactions.remember(settings, topic, partition, progress);
+        }
+
+        @Override
+        public void forget(WriteSettings settings, String topic, int partition) {
+            Transactions.forget(settings, topic, partition);
         }
 
         @Override

@@ -84,7 +84,10 @@ final class MirrorDataWriterTest {
     private static final class Clients implements WriterClients {
         final MockProducer<byte[], byte[]> producer;
         final Map<TopicPartition, MockConsumer<byte[], byte[]>> tails = new HashMap<>();
-        final Map<TopicPartition, Transactions.Entry> transactional = new HashMap<>();
+        /** The task's transactional producer, and each target partition's committed progress. */
+        Transactions.Entry transactional;
+        final Map<TopicPartition, Progress> progress = new HashMap<>();
+        final List<String> progressAsked = new ArrayList<>();
         final List<TopicPartition> tailsAsked = new ArrayList<>();
         final List<String> released = new ArrayList<>();
 
@@ -107,13 +110,30 @@ final class MirrorDataWriterTest {
         }
 
         @Override
-        public Transactions.Entry acquireTransactional(WriteSettings settings, String topic, int partition) {
-            return transactional.get(new TopicPartition(topic, partition));
+        public Transactions.Entry acquireTransactional(WriteSettings settings, int task) {
+            return transactional;
+        }
+
+        @Override
+        public Progress progress(WriteSettings settings, String topic, int partition, boolean fresh) {
+            TopicPartition tp = new TopicPartition(topic, partition);
+            progressAsked.add(tp + (fresh ? ", fresh" : ""));
+            return Progress.forTopics(progress.getOrDefault(tp, Progress.NONE), settings.topicsOf(topic));
+        }
+
+        @Override
+        public void committed(WriteSettings settings, String topic, int partition, Progress committed) {
+            progress.put(new TopicPartition(topic, partition), committed);
+        }
+
+        @Override
+        public void forget(WriteSettings settings, String topic, int partition) {
+            released.add("forgot " + topic + "-" + partition);
         }
 
         @Override
         public void releaseTransactional(WriteSettings settings, Transactions.Entry entry, boolean broken) {
-            released.add(entry.target + (broken ? ", broken" : ""));
+            released.add(entry.id + (broken ? ", broken" : ""));
         }
 
         @Override
@@ -459,46 +479,46 @@ final class MirrorDataWriterTest {
         return WriteSettings.from(SCHEMA, options);
     }
 
-    /** The transactional producer of a.t-{@code partition}, its partition holding {@code held} records. */
-    private static MockProducer<byte[], byte[]> transactional(Clients clients, WriteSettings settings, int partition,
-                                                              long held, Progress progress) {
+    /** The task's transactional producer, a.t-0 holding {@code held0} records and a.t-1 {@code held1}. */
+    private static MockProducer<byte[], byte[]> transactional(Clients clients, WriteSettings settings, long held0,
+                                                              long held1) {
         MockProducer<byte[], byte[]> producer = producer(true);
-        long[] fill = new long[partition + 1];
-        fill[partition] = held;
-        fill(producer, fill);
+        fill(producer, held0, held1);
         producer.initTransactions();
-        TopicPartition tp = new TopicPartition(REMOTE, partition);
-        clients.transactional.put(tp, new Transactions.Entry("p-a.t-" + partition, producer, tp, progress,
-            new HashMap<>(settings.producer)));
+        clients.transactional = new Transactions.Entry("p-0", producer, new HashMap<>(settings.producer));
         return producer;
     }
 
     @Test
-    void exactlyOnceCommitsEachPartitionsRowsWithTheirProgress() throws IOException {
+    void exactlyOnceCommitsTheTasksRowsWithEachPartitionsProgressInOneTransaction() throws IOException {
         Clients clients = new Clients();
         WriteSettings settings = exactlyOnce("writer-eos");
-        MockProducer<byte[], byte[]> p0 = transactional(clients, settings, 0, 40, Progress.NONE);
-        MockProducer<byte[], byte[]> p1 = transactional(clients, settings, 1, 7, Progress.NONE);
+        MockProducer<byte[], byte[]> task = transactional(clients, settings, 40, 7);
         MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false);
         write(writer, record(0, 10), record(0, 11), record(1, 3), record(0, 12));
-        assertTrue(p0.transactionInFlight(), "rows are sent in the partition's transaction");
-        assertTrue(p0.history().isEmpty(), "nothing visible before the commit");
+        assertTrue(task.transactionInFlight(), "rows are sent in the task's transaction");
+        assertTrue(task.history().isEmpty(), "nothing visible before the commit");
         Map<String, PartitionAcks> parts = report(writer.commit());
         writer.close();
 
         assertEquals(List.of("a.t-0 k10 v10 " + (T0 + 10) + " [trace=id-10]", "a.t-0 k11 v11 " + (T0 + 11) + " [trace=id-11]",
-            "a.t-0 k12 v12 " + (T0 + 12) + " [trace=id-12]"), sent(p0), "committed with the transaction");
-        assertEquals(1, p1.history().size());
-        assertTrue(p0.transactionCommitted() && p1.transactionCommitted(), "one transaction per target partition");
-        OffsetAndMetadata progress = p0.consumerGroupOffsetsHistory().get(0).get("mirrorspark-progress")
-            .get(new TopicPartition(REMOTE, 0));
-        assertEquals(13, progress.offset(), "the next source offset");
-        assertEquals("ms2;S1|R1;10:40:3", progress.metadata(), "the pairs, committed with the records, for these topics");
+            "a.t-1 k3 v3 " + (T0 + 3) + " [trace=id-3]", "a.t-0 k12 v12 " + (T0 + 12) + " [trace=id-12]"), sent(task),
+            "committed with the transaction, both partitions in it");
+        assertTrue(task.transactionCommitted());
+        assertEquals(1, task.consumerGroupOffsetsHistory().size(), "one commit for the task");
+        Map<TopicPartition, OffsetAndMetadata> committed = task.consumerGroupOffsetsHistory().get(0)
+            .get("mirrorspark-progress");
+        assertEquals(13, committed.get(new TopicPartition(REMOTE, 0)).offset(), "the next source offset");
+        assertEquals("ms2;S1|R1;10:40:3", committed.get(new TopicPartition(REMOTE, 0)).metadata(),
+            "the pairs, committed with the records, for these topics");
+        assertEquals(4, committed.get(new TopicPartition(REMOTE, 1)).offset());
+        assertEquals("ms2;S1|R1;3:7:1", committed.get(new TopicPartition(REMOTE, 1)).metadata());
         assertEquals(OffsetRunList.of(10, 40, 3), parts.get("a.t-0").runs());
         assertEquals(OffsetRunList.of(3, 7, 1), parts.get("a.t-1").runs());
-        assertEquals(42, clients.transactional.get(new TopicPartition(REMOTE, 0)).progress.downstream(12),
-            "the kept producer knows its committed progress for the next batch");
-        assertEquals(List.of("a.t-0", "a.t-1"), clients.released, "both given back, kept for the next batch");
+        assertEquals(42, clients.progress.get(new TopicPartition(REMOTE, 0)).downstream(12),
+            "the JVM knows the committed progress for the next batch");
+        assertEquals(List.of(REMOTE + "-0", REMOTE + "-1"), clients.progressAsked, "each partition asked once, kept allowed");
+        assertEquals(List.of("p-0"), clients.released, "given back, kept for the next batch; nothing forgotten");
     }
 
     @Test
@@ -506,27 +526,44 @@ final class MirrorDataWriterTest {
         Clients clients = new Clients();
         WriteSettings settings = exactlyOnce("writer-eos-rerun");
         // A crash after the transaction holding source offsets 10 and 11 (at 40, 41) committed.
-        MockProducer<byte[], byte[]> p0 = transactional(clients, settings, 0, 42, Progress.decode(12, "ms2;S1|R1;10:40:2"));
-        MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false);
+        MockProducer<byte[], byte[]> task = transactional(clients, settings, 42, 0);
+        clients.progress.put(new TopicPartition(REMOTE, 0), Progress.decode(12, "ms2;S1|R1;10:40:2"));
+        MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, true);
         write(writer, record(0, 10), record(0, 11), record(0, 12), record(0, 13));
         PartitionAcks part = report(writer.commit()).get("a.t-0");
         writer.close();
 
         assertEquals(List.of("a.t-0 k12 v12 " + (T0 + 12) + " [trace=id-12]", "a.t-0 k13 v13 " + (T0 + 13) + " [trace=id-13]"),
-            sent(p0), "committed rows are not sent again");
+            sent(task), "committed rows are not sent again");
         assertEquals(OffsetRunList.of(10, 40, 4), part.runs(), "committed rows paired from the progress");
         assertEquals(2, part.resumed);
-        OffsetAndMetadata progress = p0.consumerGroupOffsetsHistory().get(0).get("mirrorspark-progress")
+        assertEquals(List.of(REMOTE + "-0, fresh"), clients.progressAsked, "a retried attempt reads the target");
+        OffsetAndMetadata progress = task.consumerGroupOffsetsHistory().get(0).get("mirrorspark-progress")
             .get(new TopicPartition(REMOTE, 0));
         assertEquals(14, progress.offset());
         assertEquals("ms2;S1|R1;10:40:4", progress.metadata());
     }
 
     @Test
+    void aFailedExactlyOnceTaskAbortsAndForgetsWhatItKnewOfItsPartitions() throws IOException {
+        Clients clients = new Clients();
+        WriteSettings settings = exactlyOnce("writer-eos-failed");
+        MockProducer<byte[], byte[]> task = transactional(clients, settings, 0, 0);
+        MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false);
+        write(writer, record(0, 10), record(1, 20));
+        writer.abort();  // e.g. the query stopped mid-batch
+        writer.close();
+        assertTrue(task.transactionAborted(), "nothing of it visible");
+        assertEquals(List.of("forgot a.t-0", "forgot a.t-1", "p-0"), clients.released,
+            "the next batch reads both partitions' progress from the target; the producer, its transaction aborted, is kept");
+    }
+
+    @Test
     void aFencedExactlyOnceWriterBeginsNoTransaction() throws IOException {
         Clients clients = new Clients();
         WriteSettings settings = exactlyOnce("writer-eos-fenced");
-        MockProducer<byte[], byte[]> p0 = transactional(clients, settings, 0, 0, Progress.decode(11, "ms2;S1|R1;10:0:1"));
+        MockProducer<byte[], byte[]> p0 = transactional(clients, settings, 0, 0);
+        clients.progress.put(new TopicPartition(REMOTE, 0), Progress.decode(11, "ms2;S1|R1;10:0:1"));
         Fences.renew("writer-eos-fenced", System.currentTimeMillis() - 1_000);
         MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false);
         write(writer, record(0, 10));  // committed already: not sent, so not refused
@@ -535,7 +572,7 @@ final class MirrorDataWriterTest {
         writer.close();
         assertFalse(p0.transactionInFlight(), "no transaction begun");
         assertTrue(p0.history().isEmpty() && p0.uncommittedRecords().isEmpty(), "nothing sent");
-        assertEquals(List.of("a.t-0"), clients.released);
+        assertEquals(List.of("p-0"), clients.released, "kept: no transaction begun");
         Fences.forget("writer-eos-fenced");
     }
 }

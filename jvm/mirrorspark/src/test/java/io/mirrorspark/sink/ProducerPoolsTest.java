@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -139,23 +138,22 @@ final class ProducerPoolsTest {
     @Test
     void aKeptTransactionalProducerServesItsOwnSettingsUntilIdle() {
         long t = 1_000_000L;
-        Transactions.Entry kept = new Transactions.Entry("p-t-0", null, new TopicPartition("t", 0), Progress.NONE,
-            settings("1048576"));
+        Transactions.Entry kept = new Transactions.Entry("p-0", null, settings("1048576"));
         assertTrue(Transactions.reusable(kept, settings("1048576")), "the same settings: reused");
         assertFalse(Transactions.reusable(kept, settings("4210688")), "a larger max.request.size: replaced");
         kept.inUse = true;
         assertFalse(Transactions.reusable(kept, settings("1048576")), "held by another task: not reused");
         Map<String, Transactions.Entry> entries = new HashMap<>();
-        Transactions.Entry quiet = new Transactions.Entry("p-t-1", null, new TopicPartition("t", 1), Progress.NONE);
+        Transactions.Entry quiet = new Transactions.Entry("p-1", null, Map.of());
         quiet.usedAt = t;
         kept.usedAt = t;
-        Transactions.Entry recent = new Transactions.Entry("p-t-2", null, new TopicPartition("t", 2), Progress.NONE);
+        Transactions.Entry recent = new Transactions.Entry("p-2", null, Map.of());
         recent.usedAt = t + Transactions.IDLE_MS;
         entries.put("0", kept);
         entries.put("1", quiet);
         entries.put("2", recent);
         List<Transactions.Entry> idle = Transactions.takeIdle(entries, t + Transactions.IDLE_MS, Transactions.IDLE_MS);
-        String what = "a partition not written for IDLE_MS gives its producer up; one in use or recent is kept";
+        String what = "a task not run for IDLE_MS gives its producer up; one in use or recent is kept";
         assertEquals(1, idle.size(), what);
         assertSame(quiet, idle.get(0), what);
         assertEquals(2, entries.size(), what);

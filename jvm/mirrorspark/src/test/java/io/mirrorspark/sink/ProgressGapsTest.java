@@ -7,7 +7,6 @@ import java.util.List;
 
 import io.mirrorspark.kafka.OffsetRunList;
 import io.mirrorspark.kafka.OffsetRuns;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.junit.jupiter.api.Test;
 
@@ -19,13 +18,12 @@ import org.junit.jupiter.api.Test;
  */
 final class ProgressGapsTest {
 
-    private static TaskTransactions.Open open(Progress progress) {
-        Transactions.Entry entry = new Transactions.Entry("p-t-0", null, new TopicPartition("t", 0), progress);
-        return new TaskTransactions.Open(entry, new PartitionAcks("t", 0));
+    private static TaskTransactions.Part open(Progress progress) {
+        return new TaskTransactions.Part(new PartitionAcks("t", 0), progress, null);
     }
 
     /** Rows {@code from .. to - 1} of a re-run, each found committed. */
-    private static void skip(TaskTransactions.Open txn, long from, long to) {
+    private static void skip(TaskTransactions.Part txn, long from, long to) {
         for (long upstream = from; upstream < to; upstream++) {
             assertTrue(TaskTransactions.committed(txn, upstream), "row " + upstream + " is committed");
         }
@@ -39,7 +37,7 @@ final class ProgressGapsTest {
     /** Committed up to 20; the pairs kept cover 10..19 only (the older ones did not fit the metadata). */
     @Test
     void rowsOlderThanThePairsKeptLeaveOneBreakBeforeTheKnownRun() {
-        TaskTransactions.Open older = open(Progress.decode(20, "ms1p;10:110:10"));
+        TaskTransactions.Part older = open(Progress.decode(20, "ms1p;10:110:10"));
         skip(older, 0, 20);
         older.target.ack(20, 120, 1, 0, 0);  // the first row sent again continues the known run
         assertEquals(OffsetRunList.of(0, -1, 0, 10, 110, 11), older.target.runs(),
@@ -51,7 +49,7 @@ final class ProgressGapsTest {
     /** Known, unknown (an earlier transaction's rows), known: the break sits between the runs. */
     @Test
     void anEarlierTransactionsRowsBreakBetweenTwoKnownRuns() {
-        TaskTransactions.Open middle = open(Progress.decode(30, "ms1;0:100:10,20:120:10"));
+        TaskTransactions.Part middle = open(Progress.decode(30, "ms1;0:100:10,20:120:10"));
         skip(middle, 0, 30);
         assertEquals("t\t0\t0\t100\t10\nt\t0\t-1\t-1\t0\nt\t0\t20\t120\t10\n", drained("gaps-middle", middle.target),
             "a break between two known runs");
@@ -60,7 +58,7 @@ final class ProgressGapsTest {
     /** Unknown rows at the end of the batch: the break is the last line, the next batch does not continue. */
     @Test
     void unknownRowsAtTheEndLeaveABreakLast() {
-        TaskTransactions.Open tail = open(Progress.decode(20, "ms1;0:100:10"));
+        TaskTransactions.Part tail = open(Progress.decode(20, "ms1;0:100:10"));
         skip(tail, 0, 20);
         assertEquals("t\t0\t0\t100\t10\nt\t0\t-1\t-1\t0\n", drained("gaps-tail", tail.target),
             "a break after the last known run");
@@ -69,7 +67,7 @@ final class ProgressGapsTest {
     /** Every pair known: no break, one run. */
     @Test
     void knownPairsStayOneRun() {
-        TaskTransactions.Open known = open(Progress.decode(10, "ms1;0:100:10"));
+        TaskTransactions.Part known = open(Progress.decode(10, "ms1;0:100:10"));
         skip(known, 0, 10);
         assertEquals("t\t0\t0\t100\t10\n", drained("gaps-known", known.target), "known pairs stay one run");
     }

@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.Map;
 
 import io.mirrorspark.kafka.OffsetRunList;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.Test;
@@ -95,8 +94,7 @@ final class TopicGenerationsTest {
         Progress forNew = Progress.forTopics(committed, "S2|R1");
         assertSame(Progress.NONE, forNew, "an older topic's progress gives way to none");
         assertSame(committed, Progress.forTopics(committed, "S1|R1"), "the same topic's progress is kept");
-        Transactions.Entry entry = new Transactions.Entry("p-a.orders-0", null, new TopicPartition("a.orders", 0), forNew);
-        TaskTransactions.Open txn = new TaskTransactions.Open(entry, new PartitionAcks("a.orders", 0));
+        TaskTransactions.Part txn = new TaskTransactions.Part(new PartitionAcks("a.orders", 0), forNew, "S2|R1");
         assertFalse(TaskTransactions.committed(txn, 0), "rows below the old next are sent");
         assertFalse(TaskTransactions.committed(txn, 120), "rows below the old next are sent");
     }

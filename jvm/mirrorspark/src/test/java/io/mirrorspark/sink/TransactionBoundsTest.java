@@ -10,7 +10,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.producer.MockProducer;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 
@@ -27,10 +26,13 @@ final class TransactionBoundsTest {
 
     /** A transaction begun at {@code begunAt} holding {@code bytes}; the last one ran at {@code rate} with {@code last} bytes. */
     private static TaskTransactions.Open open(double rate, long last, long begunAt, long bytes) {
-        Transactions.Entry entry = new Transactions.Entry("p-t-0", null, new TopicPartition("t", 0), Progress.NONE);
+        Transactions.Entry entry = new Transactions.Entry("p-0", null, Map.of());
         entry.rate = rate;
         entry.bytes = last;
-        TaskTransactions.Open txn = new TaskTransactions.Open(entry, new PartitionAcks("t", 0));
+        TaskTransactions.Open txn = new TaskTransactions.Open(entry);
+        TaskTransactions.Part part = new TaskTransactions.Part(new PartitionAcks("t", 0), Progress.NONE, null);
+        part.dirty = true;
+        txn.dirty.add(part);  // the partition the transaction wrote
         txn.begun = true;
         txn.begunAt = begunAt;
         txn.bytes = bytes;
@@ -83,6 +85,11 @@ final class TransactionBoundsTest {
         assertEquals(60_000L, TaskTransactions.timeoutMs(Map.of()), "Kafka's default transaction.timeout.ms");
     }
 
+    /** The partition {@code txn} wrote (its acknowledgements are the task's). */
+    private static PartitionAcks target(TaskTransactions.Open txn) {
+        return txn.dirty.get(0).target;
+    }
+
     @Test
     void aTransactionIsCommittedBeforeWhatItHoldsCannotDrainInTime() {
         TaskTransactions.Open idle = open(0, 0, 0);
@@ -110,10 +117,10 @@ final class TransactionBoundsTest {
     void whatTheTargetAcknowledgedAlreadyNeedsNoTimeAndASlowerOwnSpeedCounts() {
         // 20 s of a 30 s budget, 20 MB acknowledged (1 MB/s, slower than the last 2 MB/s): 10 s drain 10 MB.
         TaskTransactions.Open ahead = open(2_000, 0, 21_000_000L);
-        ahead.target.ack(0L, 0L, 20_000_000L, 0L, 0L);
+        target(ahead).ack(0L, 0L, 20_000_000L, 0L, 0L);
         assertFalse(TaskTransactions.due(ahead, 20_000L, 30_000L), "1 MB not acknowledged yet: stays open");
         TaskTransactions.Open behind = open(2_000, 0, 31_000_000L);
-        behind.target.ack(0L, 0L, 20_000_000L, 0L, 0L);
+        target(behind).ack(0L, 0L, 20_000_000L, 0L, 0L);
         assertTrue(TaskTransactions.due(behind, 20_000L, 30_000L), "11 MB not acknowledged at 1 MB/s: commit");
     }
 
@@ -122,13 +129,13 @@ final class TransactionBoundsTest {
         // The last transaction took 4 MB at 10 MB/s (a quota's burst); this one has run 2 s of a 5 s budget,
         // sent 3 MB and the target acknowledged 1 MB: 500 bytes per ms now, so 3 s drain 1.5 MB, not the 2 MB left.
         TaskTransactions.Open throttled = open(10_000, 4_000_000L, 0, 3_000_000L);
-        throttled.target.ack(0L, 0L, 1_000_000L, 0L, 0L);
+        target(throttled).ack(0L, 0L, 1_000_000L, 0L, 0L);
         assertTrue(TaskTransactions.due(throttled, 2_000L, 5_000L), "acknowledged slower than the last speed: commit");
         TaskTransactions.Open early = open(10_000, 4_000_000L, 0, 3_000_000L);
-        early.target.ack(0L, 0L, 1_000_000L, 0L, 0L);
+        target(early).ack(0L, 0L, 1_000_000L, 0L, 0L);
         assertFalse(TaskTransactions.due(early, 999L, 5_000L), "too early to read its own speed: the last speed holds");
         TaskTransactions.Open flowing = open(10_000, 4_000_000L, 0, 3_000_000L);
-        flowing.target.ack(0L, 0L, 2_500_000L, 0L, 0L);
+        target(flowing).ack(0L, 0L, 2_500_000L, 0L, 0L);
         assertFalse(TaskTransactions.due(flowing, 2_000L, 5_000L), "acknowledged about as fast as sent: stays open");
         TaskTransactions.Open first = open(0, 0L, 0, 200_000L);
         assertTrue(TaskTransactions.due(first, 2_000L, 5_000L), "nothing acknowledged in 2 s of a first transaction");

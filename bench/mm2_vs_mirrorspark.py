@@ -402,7 +402,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     started = time.monotonic()
     is_mm2 = tool in ("mm2", MM2_EXACTLY_ONCE)
     extra = (mm2_exactly_once_lines() if tool == MM2_EXACTLY_ONCE else []) if is_mm2 else \
-        args.extra + VARIANTS.get(tool, []) + (realtime_lines(args.realtime_batch_seconds) if tool == REALTIME else [])
+        args.extra + VARIANTS.get(tool, []) + (realtime_lines(args.realtime_batch_seconds)
+                                               if tool in (REALTIME, REALTIME_EXACTLY_ONCE) else [])
     proc = launch("mm2" if is_mm2 else "mirrorspark", work / f"{tool}{tag}", clusters, f"{backlog}, {steady}",
                   args.cores, extra, master)
     sampler = RssSampler(proc.pid)
@@ -427,7 +428,7 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
                 raise RuntimeError(f"{tool} wrote without transactions: no MirrorSourceConnector transactional id")
         if not args.no_failover:
             failover = failover_redelivery(clusters, backlog, remote, f"bench-group-{tool}",
-                                           transactional=tool in (EXACTLY_ONCE, MM2_EXACTLY_ONCE))
+                                           transactional=tool in TRANSACTIONAL or tool == MM2_EXACTLY_ONCE)
     finally:
         peak = sampler.stop()
         stop(proc)
@@ -469,14 +470,19 @@ BOUNDED_EXTRA = [f"mirrorspark.batch.max.records = {BOUND}"]
 # The same mirrorspark with the target producer's idempotence off, as some MM2 files have it (older
 # brokers, no IdempotentWrite ACL): one request in flight per connection keeps partition order.
 NON_IDEMPOTENT = "mirrorspark-no-idempotence"
-# The same mirrorspark with exactly-once into the target (transactions): throughput and latency.
+# The same mirrorspark with exactly-once into the target (transactions): throughput and latency; and
+# exactly-once in real-time mode, each task committing every mirrorspark.realtime.transaction.ms.
 EXACTLY_ONCE = "mirrorspark-exactly-once"
+REALTIME_EXACTLY_ONCE = "mirrorspark-realtime-exactly-once"
 VARIANTS = {BOUNDED: BOUNDED_EXTRA, NON_IDEMPOTENT: ["dst.producer.enable.idempotence = false"],
-            EXACTLY_ONCE: ["dst.exactly.once.source.support = enabled"]}
+            EXACTLY_ONCE: ["dst.exactly.once.source.support = enabled"],
+            REALTIME_EXACTLY_ONCE: ["dst.exactly.once.source.support = enabled"]}
 VARIANT_ROWS = ((BOUNDED, f"batch bound cost: local[N] with mirrorspark.batch.max.records = {BOUND:,}"),
                 (NON_IDEMPOTENT, "idempotence off cost: local[N] with dst.producer.enable.idempotence = false"),
-                (EXACTLY_ONCE, "exactly-once cost: local[N] with dst.exactly.once.source.support = enabled"))
-WITH_LATENCY = {EXACTLY_ONCE}  # variants whose latency is measured too (a read_committed consumer)
+                (EXACTLY_ONCE, "exactly-once cost: local[N] with dst.exactly.once.source.support = enabled"),
+                (REALTIME_EXACTLY_ONCE, "exactly-once in real-time mode: local[N]"))
+WITH_LATENCY = {EXACTLY_ONCE, REALTIME_EXACTLY_ONCE}  # variants whose latency is measured too (read_committed)
+TRANSACTIONAL = {EXACTLY_ONCE, REALTIME_EXACTLY_ONCE}
 # MM2 with exactly-once (Connect's exactly-once source support, MM2 3.5+): the peer of the exactly-once
 # row, set up as Kafka's documentation says for dedicated mode (the internal REST server fences zombie
 # tasks; the source read read_committed, or MM2 reports exactly-once unsupported).
@@ -569,15 +575,17 @@ def table(result: dict) -> list[str]:
                 lines.append(f"| {label}: latency p50 / p99 ({steady['p50_ms']:,} / {steady['p99_ms']:,} ms) vs the "
                              f"default | | {steady['p50_ms'] / default['p50_ms']:.2f}x / "
                              f"{steady['p99_ms'] / default['p99_ms']:.2f}x |" + " |" * (2 * len(runs) - 1))
-    if EXACTLY_ONCE in result and MM2_EXACTLY_ONCE in result:
-        ours, theirs = result[EXACTLY_ONCE], result[MM2_EXACTLY_ONCE]
+    for key, mode in ((EXACTLY_ONCE, "mirrorspark"), (REALTIME_EXACTLY_ONCE, "mirrorspark real-time")):
+        if key not in result or MM2_EXACTLY_ONCE not in result:
+            continue
+        ours, theirs = result[key], result[MM2_EXACTLY_ONCE]
         rate, peer_rate = ours["backlog_records_per_second"], theirs["backlog_records_per_second"]
-        lines.append(f"| exactly-once, both: mirrorspark ({rate:,} records/s) vs MM2 with "
+        lines.append(f"| exactly-once, both: {mode} ({rate:,} records/s) vs MM2 with "
                      f"dst.exactly.once.source.support = enabled ({peer_rate:,}) | | {rate / peer_rate:.2f}x |"
                      + " |" * (2 * len(runs) - 1))
         steady, peer = ours.get("steady"), theirs.get("steady")
         if steady and peer:
-            lines.append(f"| exactly-once, both: latency p50 / p99, mirrorspark ({steady['p50_ms']:,} / "
+            lines.append(f"| exactly-once, both: latency p50 / p99, {mode} ({steady['p50_ms']:,} / "
                          f"{steady['p99_ms']:,} ms) vs MM2 ({peer['p50_ms']:,} / {peer['p99_ms']:,} ms) | | "
                          f"{steady['p50_ms'] / peer['p50_ms']:.2f}x / {steady['p99_ms'] / peer['p99_ms']:.2f}x |"
                          + " |" * (2 * len(runs) - 1))
@@ -751,7 +759,7 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, EXACTLY_ONCE,
-                                           MM2_EXACTLY_ONCE, REALTIME, CLUSTER),
+                                           REALTIME_EXACTLY_ONCE, MM2_EXACTLY_ONCE, REALTIME, CLUSTER),
                         help="run one replicator (no ratios)")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip mirrorspark on a local 2-worker Spark standalone cluster")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -418,3 +419,96 @@ def test_a_remote_topic_deleted_as_a_transaction_begins_ends_its_batch_and_is_re
     assert detail["records_lost"] == 0
     assert "did not end within transaction.timeout.ms (10000 ms)" in output
     assert recreated < 45, f"the batch held the restart {recreated:.0f} s"
+
+
+REALTIME = "mirrorspark.trigger = realtime\nspark.master = local[2]\nmirrorspark.realtime.transaction.ms = 100\n"
+
+
+@pytest.mark.long
+def test_realtime_exactly_once_commits_within_a_batch_and_a_kill9_leaves_each_record_once(clusters, unique, tmp_path):
+    """Real-time mode with exactly-once: each long-running task commits its transaction every
+    ``mirrorspark.realtime.transaction.ms``, so records become visible to a read_committed consumer
+    while the real-time batch (30 s here) still runs; ``kill -9`` mid-batch, with transactions open
+    and Spark's batch not recorded, then a restart: each record once, in order."""
+    topic, remote, flow = f"eosrt-{unique}", f"primary.eosrt-{unique}", "primary->backup"
+    create_topic(clusters["primary"], topic, 2)
+    producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 5, "enable.idempotence": True})
+    sent, stop = 0, threading.Event()
+
+    def feed() -> None:  # about 2,000 records/s until stopped
+        nonlocal sent
+        while not stop.is_set():
+            for record in numbered(sent, sent + 200, 2):
+                producer.produce(topic, **record)
+            sent += 200
+            producer.poll(0)
+            time.sleep(0.1)
+        producer.flush(30)
+
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{EOS}{REALTIME}"
+                          "mirrorspark.realtime.batch.seconds = 30\n")
+    state = tmp_path / "state"
+    state.mkdir()
+    checkpoint = state / "flows" / "primary" / "backup" / "checkpoint"
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        with (state / "run.log").open("wb") as out:
+            driver = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], stdout=out,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_until(lambda: driver.poll() is not None or _committed_count(clusters["backup"], remote) >= 2_000,
+                       "2,000 records committed on the target", 180)
+            assert driver.poll() is None, (state / "run.log").read_text()[-3000:]
+            mid_batch = False
+            for _ in range(3):  # records visible while Spark's batch runs (a probe that met a batch end again)
+                batch, seen = _latest_batch(checkpoint), _committed_count(clusters["backup"], remote)
+                wait_until(lambda before=seen: _committed_count(clusters["backup"], remote) >= before + 1_000,
+                           "1,000 more committed", 20)
+                mid_batch = _latest_batch(checkpoint) == batch
+                if mid_batch:
+                    break
+            open_at_kill = sum(log_ends(clusters["backup"], remote).values())
+        finally:
+            kill9(driver)
+            driver.wait(30)
+        at_kill = _committed_count(clusters["backup"], remote)
+        with running_mirrorspark(config, state) as second:
+            time.sleep(8)
+            stop.set()
+            feeder.join()
+            wait_committed(clusters["backup"], remote, sent, timeout=180)
+            time.sleep(3)
+            output = second.output()
+    finally:
+        stop.set()
+        feeder.join()
+    records = committed_records(clusters["backup"], remote)
+    seqs = [s for _, _, s in records]
+    lost, duplicated = lost_and_duplicated(range(sent), seqs)
+    print(f"real-time exactly-once: {sent} records; {at_kill} committed and {open_at_kill} offsets used on the target "
+          f"at the kill; after the restart {len(seqs)} committed, lost {len(lost)}, duplicated {duplicated}; "
+          f"visible within Spark's batch: {mid_batch}")
+    assert mid_batch, "records became visible only at a real-time batch's end"
+    assert not lost and duplicated == 0
+    assert in_source_order(records, 2)
+    assert "Traceback" not in output and f"flow {flow} started" in output
+
+
+def _committed_count(bootstrap: str, topic: str) -> int:
+    """Records a read_committed consumer of ``topic`` can read (0 while it does not exist)."""
+    try:
+        admin = admin_client({"bootstrap.servers": bootstrap})
+        futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest()
+                                      for p in end_offsets(bootstrap, topic)},
+                                     isolation_level=IsolationLevel.READ_COMMITTED)
+        return sum(f.result(30).offset for f in futures.values())
+    except KafkaException:
+        return 0
+
+
+def _latest_batch(checkpoint: Path) -> int:
+    """The last real-time batch Spark recorded as committed (-1: none yet)."""
+    commits = checkpoint / "commits"
+    return max((int(p.name) for p in commits.iterdir() if p.name.isdigit()), default=-1) if commits.is_dir() else -1

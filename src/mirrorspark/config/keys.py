@@ -233,8 +233,9 @@ KEYS: tuple[Key, ...] = (
         "group of the flow's partitions with one consumer, forward each record as it arrives, for latency at "
         "MM2's level). `realtime` needs a free task slot per group (`mirrorspark.realtime.tasks`) and is refused "
         "with the numbers when the Spark application has fewer (`spark.master = local[N]`, or executors' "
-        "cores); it copies at least once (not with `exactly.once.source.support = enabled`) and re-plans its "
-        "topics by restarting the query when topics or partitions appear.", choices=("microbatch", "realtime")),
+        "cores); with `exactly.once.source.support = enabled` each task commits a transaction every "
+        "`mirrorspark.realtime.transaction.ms`; it re-plans its topics by restarting the query when topics or "
+        "partitions appear.", choices=("microbatch", "realtime")),
     Key("mirrorspark.realtime.tasks", Type.INT, "0",
         "Real-time mode: how many long-running tasks read the flow's partitions, each a group of them with one "
         "consumer (as MM2's `tasks.max`); each holds a task slot for as long as the flow runs. 0, the default, "
@@ -245,6 +246,11 @@ KEYS: tuple[Key, ...] = (
         "Spark's minimum). Offset syncs, checkpoints, lag and mirrorspark's resume state follow each batch end; "
         "records pause briefly at each boundary, which is what the p99 latency shows (measured per batch length "
         "by `make bench-realtime`: docs/adr/0016-real-time-mode.md).", low=5, high=3600),
+    Key("mirrorspark.realtime.transaction.ms", Type.INT, "100",
+        "Real-time mode with `exactly.once.source.support = enabled`: the longest a task's transaction holds its "
+        "records before it commits them (visible to `read_committed` consumers), as MM2's "
+        "`transaction.boundary.interval.ms`; a shorter one lowers their latency and commits more often "
+        "(docs/adr/0015-exactly-once.md).", low=1, high=600000),
     Key("mirrorspark.heartbeats.hold.ms", Type.INT, "10000",
         "While a flow's only new records are heartbeats (an idle flow: MM2 emits one a second), they are copied "
         "together at most this long after they arrive, instead of one micro-batch each; any other record copies "

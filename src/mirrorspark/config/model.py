@@ -172,10 +172,6 @@ class FlowConfig:
         if not self.options.realtime:
             return
         trigger = self.where("mirrorspark.trigger")
-        if self.exactly_once:
-            raise ConfigError(f"{trigger} = realtime contradicts {self.exactly_once_key} = enabled: a real-time batch "
-                              "runs for many seconds and Spark replays it after a failure, so it cannot be one "
-                              f"transaction; use {trigger} = microbatch for exactly-once", trigger)
         if self.options.batch_max_records > 0:
             key = self.where("mirrorspark.batch.max.records")
             raise ConfigError(f"{key} = {self.options.batch_max_records} contradicts {trigger} = realtime: real-time "

@@ -112,6 +112,7 @@ class FlowSettings:
     realtime: bool  # mirrorspark.trigger = realtime
     realtime_batch: float  # seconds
     realtime_tasks: int  # 0: a share of the free slots
+    realtime_transaction_ms: int  # exactly-once in real-time mode: a task's transaction at most this old
     restart_attempts: int
     restart_backoff: float
     lease_enabled: bool
@@ -168,6 +169,7 @@ class FlowSettings:
             realtime=read.choice("mirrorspark.trigger") == "realtime",
             realtime_batch=read.number("mirrorspark.realtime.batch.seconds"),
             realtime_tasks=read.integer("mirrorspark.realtime.tasks"),
+            realtime_transaction_ms=read.integer("mirrorspark.realtime.transaction.ms"),
             restart_attempts=read.integer("mirrorspark.flow.restart.attempts"),
             restart_backoff=read.number("mirrorspark.flow.restart.backoff.seconds"),
             lease_enabled=read.flag("mirrorspark.flow.lease.enabled"),

@@ -26,7 +26,7 @@ from mirrorspark.pipeline.query_progress import QueryProgress
 from mirrorspark.pipeline.query_start import QueryStart
 from mirrorspark.pipeline.record_columns import SINK_FORMAT
 from mirrorspark.schemas.sync import SchemaSync
-from mirrorspark.sink_report import WrittenRun
+from mirrorspark.sink_report import WrittenRun, topic_ids_option
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -189,9 +189,14 @@ class FlowQuery:
                                          None if self.flow.same_names else plan.remote)
         if starting is not None:
             options["startingOffsets"] = starting
-        resume = realtime.resume_point(self.writer.guard, self.spark_log, plan)
         sink = dict(self.writer.sink_options_for(plan))
-        sink.update(resume=resume, resumeRun=uuid.uuid4().hex)  # the batches of this start share one ResumeLedger
+        run = uuid.uuid4().hex  # the batches of this start share one ResumeLedger and what they know of progress
+        if self.flow.exactly_once:  # the progress committed with the records says what is on the target
+            sink.update(resume="", resumeRun=run, writeRun=run,
+                        transactionMs=str(self.flow.options.realtime_transaction_ms),
+                        topicIds=topic_ids_option(self.writer.guard.sink_topic_ids(plan.remote)))
+        else:
+            sink.update(resume=realtime.resume_point(self.writer.guard, self.spark_log, plan), resumeRun=run)
         self.writer.starting(None)
         spark.conf.set(realtime.ALLOWLIST_CHECK, "false")
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)

@@ -5,6 +5,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.mirrorspark.schema.SchemaIds;
@@ -51,6 +54,9 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private final LeaseWatch watch;
     /** Exactly-once mode: the task's transactions, through one producer for the task (null otherwise). */
     private final TaskTransactions transactions;
+    /** Real-time exactly-once: the periodic check that commits an aged transaction (null otherwise). */
+    private final ScheduledFuture<?> ticker;
+    private boolean tickerStopped;
     /** The flow's Connect transformations, null without {@code transforms}. */
     private final Transforms transforms;
 
@@ -63,17 +69,23 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
     private final Map<String, long[]> resume;
 
     MirrorDataWriter(WriteSettings settings) {
-        this(settings, settings.resume);
+        this(settings, settings.resume, WriterClients.POOLED, retriedAttempt(), settings.writeBatch);
     }
 
     /** {@code resume}: the target ranges this writer compares with (a real-time batch: what the
-     *  batches before it left of them, {@link ResumeLedger}). */
-    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume) {
-        this(settings, resume, WriterClients.POOLED, retriedAttempt());
+     *  batches before it left of them, {@link ResumeLedger}); {@code epoch}: the real-time batch. */
+    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, long epoch) {
+        this(settings, resume, WriterClients.POOLED, retriedAttempt(), epoch);
     }
 
     /** {@code clients}: where its Kafka clients come from; {@code retried}: a retry of a failed task attempt. */
     MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, WriterClients clients, boolean retried) {
+        this(settings, resume, clients, retried, settings.writeBatch);
+    }
+
+    /** {@code batch}: the micro-batch's id or the real-time batch's epoch (-1: not known). */
+    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, WriterClients clients, boolean retried,
+                     long batch) {
         this.settings = settings;
         this.clients = clients;
         this.resume = resume;
@@ -81,10 +93,53 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         // An executor in a JVM of its own: no driver renews a fence here, the lease is read from the target.
         this.watch = local == null && settings.leaseGroup != null ? LeaseWatch.acquire(settings) : null;
         this.fence = watch != null ? watch.until : local;
-        this.transactions = settings.exactlyOnce ? new TaskTransactions(settings, clients, taskIndex(), retried) : null;
+        this.transactions = settings.exactlyOnce
+            ? new TaskTransactions(settings, clients, taskIndex(), batch, retried) : null;
         this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
         this.retried = retried;
         this.transforms = Transforms.of(settings.transforms);
+        // Real-time exactly-once: what a task holds is committed once it is transactionMs old, rows or not.
+        long every = Math.max(1L, settings.transactionMs / 4);
+        this.ticker = transactions != null && settings.transactionMs > 0
+            ? TICKS.scheduleWithFixedDelay(this::commitAged, every, every, TimeUnit.MILLISECONDS) : null;
+    }
+
+    /** Real-time exactly-once: threads that commit a task's aged transaction while no row comes. */
+    private static final ScheduledThreadPoolExecutor TICKS = ticks();
+
+    private static ScheduledThreadPoolExecutor ticks() {
+        ScheduledThreadPoolExecutor ticks = new ScheduledThreadPoolExecutor(
+            Math.max(2, Runtime.getRuntime().availableProcessors()), r -> {
+                Thread t = new Thread(r, "mirrorspark-transaction-ticks");
+                t.setDaemon(true);
+                return t;
+            });
+        ticks.setRemoveOnCancelPolicy(true);
+        return ticks;
+    }
+
+    /** The ticker's check: commits the task's transaction once it is {@code transactionMs} old. A failure
+     *  is the task's: the next row, or the batch's commit, throws it. */
+    private void commitAged() {
+        synchronized (transactions) {
+            if (tickerStopped || failure != null || !transactions.aged(System.currentTimeMillis())) {
+                return;
+            }
+            try {
+                transactions.commitNow(this::checkFailure);
+            } catch (IOException | RuntimeException e) {
+                failure = e;
+            }
+        }
+    }
+
+    private void stopTicker() {
+        if (ticker != null) {
+            ticker.cancel(false);
+            synchronized (transactions) {
+                tickerStopped = true;  // a check already running ends before this returns
+            }
+        }
     }
 
     /** The running task's index in the batch's layout (its input partition: a group of partitions); 0 outside a task. */
@@ -149,17 +204,20 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         long age = ts < 0 ? -1L : Math.max(0L, now - ts);
         PartitionAcks target = acksFor(topic, partition);
         if (transactions != null) {
-            TaskTransactions.Part part = transactions.of(target);
-            if (transactions.due(now)) {  // committed before this row: its progress excludes it
-                transactions.commitNow(this::checkFailure);
+            synchronized (transactions) {  // real-time mode: the ticker may commit between two rows
+                checkFailure();
+                TaskTransactions.Part part = transactions.of(target);
+                if (transactions.due(now)) {  // committed before this row: its progress excludes it
+                    transactions.commitNow(this::checkFailure);
+                }
+                if (TaskTransactions.committed(part, upstream)) {
+                    return;  // in a committed transaction already: paired from the progress, not sent again
+                }
+                Fences.check(s.flow, fence);
+                target.unresolvedSchemas += unresolved ? 1 : 0;
+                transactions.send(part, new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value,
+                    headers), new Ack(target, upstream, ts, bytes, age), bytes, now);
             }
-            if (TaskTransactions.committed(part, upstream)) {
-                return;  // in a committed transaction already: paired from the progress, not sent again
-            }
-            Fences.check(s.flow, fence);
-            target.unresolvedSchemas += unresolved ? 1 : 0;
-            transactions.send(part, new ProducerRecord<>(topic, partition, ts < 0 ? null : ts, key, value, headers),
-                new Ack(target, upstream, ts, bytes, age), bytes, now);
             return;
         }
         if ((!resume.isEmpty() || (retried && !s.retryFrom.isEmpty()))
@@ -239,7 +297,10 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         }
         closeTails();
         if (transactions != null) {
-            transactions.commit(this::checkFailure);
+            stopTicker();
+            synchronized (transactions) {
+                transactions.commit(this::checkFailure);
+            }
         } else {
             producer.flush();
             checkFailure();
@@ -264,7 +325,10 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         // Spark calls close() next; the failure (if any) retires the producer there.
         aborted = true;
         if (transactions != null) {
-            transactions.abort();
+            stopTicker();
+            synchronized (transactions) {
+                transactions.abort();
+            }
         }
     }
 
@@ -280,8 +344,11 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         // Called after commit() and after abort(): give the shared producer back exactly once.
         if (!released && transactions != null) {
             released = true;
-            transactions.abort();  // a task that neither committed nor aborted (an error in between)
-            transactions.release();
+            stopTicker();
+            synchronized (transactions) {
+                transactions.abort();  // a task that neither committed nor aborted (an error in between)
+                transactions.release();
+            }
             return;
         }
         if (!released) {

@@ -26,6 +26,7 @@ final class MirrorStreamingWrite implements StreamingWrite {
         this.settings = settings;
         this.driverWaitMs = driverWaitMs;
         this.ledger = ResumeLedger.of(settings.flow, settings.resumeRun, settings.resume);
+        Transactions.fenceEarlier(settings);  // exactly-once: once per start, before its first batch's tasks write
     }
 
     /** Called for each real-time batch once the one before it committed: its writers compare with what is left. */
@@ -49,7 +50,7 @@ final class MirrorStreamingWrite implements StreamingWrite {
         public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
             // The replay of an interrupted run can span several batches (each is bounded by time, not
             // rows): each compares from where the batches before it stopped, until every range is passed.
-            return new MirrorDataWriter(settings, resume);
+            return new MirrorDataWriter(settings, resume, epochId);
         }
     }
 

@@ -50,6 +50,8 @@ final class TaskTransactions {
     private final WriteSettings settings;
     private final WriterClients clients;
     private final int task;
+    /** The batch (a micro-batch's id, a real-time batch's epoch) this task writes. */
+    private final long batch;
     /** A retried task attempt: every partition's progress is read from the target, none taken as kept. */
     private final boolean retried;
     private final Map<String, Part> parts = new LinkedHashMap<>();
@@ -126,10 +128,11 @@ final class TaskTransactions {
     private final long budgetMs;
     private final long timeoutMs;
 
-    TaskTransactions(WriteSettings settings, WriterClients clients, int task, boolean retried) {
+    TaskTransactions(WriteSettings settings, WriterClients clients, int task, long batch, boolean retried) {
         this.settings = settings;
         this.clients = clients;
         this.task = task;
+        this.batch = batch;
         this.retried = retried;
         this.timeoutMs = timeoutMs(settings.producer);
         this.budgetMs = Math.max(1L, timeoutMs / 2);
@@ -214,9 +217,16 @@ final class TaskTransactions {
         return txn.liveRate;
     }
 
-    /** True when the task's transaction must be committed before the next row ({@link #due} with this task's budget). */
+    /** True when the task's transaction must be committed before the next row ({@link #due} with this task's
+     *  budget), or, in real-time mode, once it has been open {@code transactionMs}. */
     boolean due(long now) {
-        return open != null && due(open, now, budgetMs);
+        return open != null && (due(open, now, budgetMs) || aged(now));
+    }
+
+    /** Real-time mode: the open transaction has held its records for {@code transactionMs}. */
+    boolean aged(long now) {
+        Open txn = open;
+        return settings.transactionMs > 0 && txn != null && txn.begun && now - txn.begunAt >= settings.transactionMs;
     }
 
     /** Commits the task's transaction mid-batch: the rows sent so far, with their progress, exactly once. */
@@ -237,7 +247,7 @@ final class TaskTransactions {
             if (open == null) {
                 open = new Open(clients.acquireTransactional(settings, task));
             }
-            Progress progress = clients.progress(settings, target.topic, target.partition, retried);
+            Progress progress = clients.progress(settings, target.topic, target.partition, retried, batch);
             part = new Part(target, progress, settings.topicsOf(target.topic));
             parts.put(key, part);
         }
@@ -324,7 +334,7 @@ final class TaskTransactions {
                 Part part = done.getKey();
                 part.progress = done.getValue();
                 part.dirty = false;
-                clients.committed(settings, part.target.topic, part.target.partition, part.progress);
+                clients.committed(settings, part.target.topic, part.target.partition, part.progress, batch);
             }
             txn.dirty.clear();
             FaultPoints.reached(FaultPoints.AFTER_COMMIT, SENT.get(), txn.sent);

@@ -34,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * {@code transactional.id} is the flow's prefix and the task's index in the batch's layout, so a
  * retried attempt of a task (on this executor or another) fences the attempt before it: its open
  * transaction is aborted and it can commit nothing more. Which task writes a partition can change
- * from batch to batch, and another instance or an earlier start may have laid the flow out
+ * from batch to batch (or real-time batch), and another instance or an earlier start may have laid the flow out
  * differently, so the driver fences, once per start, every id under the flow's prefix whose
  * transaction is open ({@link #fenceEarlier}), before any task writes.
  *
@@ -238,7 +238,8 @@ final class Transactions {
      * batch's topics: kept where nothing else can have committed it since ({@link #usable}), else read
      * from the target ({@code fresh}: read in any case, a retried task attempt).
      */
-    static Progress progress(WriteSettings s, String topic, int partition, boolean fresh) throws IOException {
+    static Progress progress(WriteSettings s, String topic, int partition, boolean fresh, long batch)
+        throws IOException {
         String key = partitionKey(s, topic, partition);
         String topics = s.topicsOf(topic);
         if (!fresh) {
@@ -246,22 +247,22 @@ final class Transactions {
             synchronized (KNOWN) {
                 known = KNOWN.get(key);
             }
-            if (usable(known, s.writeRun, s.writeBatch, allTasksHere())) {
+            if (usable(known, s.writeRun, batch, allTasksHere())) {
                 return Progress.forTopics(known.progress, topics);
             }
         }
         Progress read = read(s, new TopicPartition(topic, partition));
-        remember(s, topic, partition, read);
+        remember(s, topic, partition, read, batch);
         return Progress.forTopics(read, topics);
     }
 
     /** {@code progress} is what the target holds for the partition now (read, or committed by this JVM). */
-    static void remember(WriteSettings s, String topic, int partition, Progress progress) {
+    static void remember(WriteSettings s, String topic, int partition, Progress progress, long batch) {
         if (s.writeRun == null) {
             return;  // not told its start: nothing kept can be told apart from another start's
         }
         synchronized (KNOWN) {
-            KNOWN.put(partitionKey(s, topic, partition), new Known(progress, s.writeRun, s.writeBatch));
+            KNOWN.put(partitionKey(s, topic, partition), new Known(progress, s.writeRun, batch));
         }
     }
 

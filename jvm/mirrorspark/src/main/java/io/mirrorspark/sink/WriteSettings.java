@@ -55,6 +55,10 @@ final class WriteSettings implements Serializable {
      *  knows of a partition's exactly-once progress is used only within one start ({@link Transactions}). */
     final String writeRun;
     final long writeBatch;
+    /** Real-time mode with exactly-once (option {@code transactionMs}): the longest a task's transaction
+     *  stays open before its records are committed, visible to {@code read_committed} consumers; 0: at
+     *  the batch's end and the bounds of {@link TaskTransactions#due} only (micro-batches). */
+    final long transactionMs;
     /** Per target topic: {@code <source topic id>|<remote topic id>} as the driver last saw them (option
      *  {@code topicIds}, lines source topic TAB source id TAB remote id, an id not known yet empty).
      *  Exactly-once progress committed for other ids (a topic re-created since) is not used ({@link Progress#heldFor}). */
@@ -80,8 +84,10 @@ final class WriteSettings implements Serializable {
                           String progressGroup, HashMap<String, String> remoteTopics, String resumeRun,
                           HashMap<String, String> topicIds, String leaseGroup, String leaseInstance,
                           HashMap<String, String> transforms, SchemaIds schemaIds,
-                          java.util.HashSet<String> schemaTopics, String writeRun, long writeBatch) {
+                          java.util.HashSet<String> schemaTopics, String writeRun, long writeBatch,
+                          long transactionMs) {
         this.flow = flow;
+        this.transactionMs = transactionMs;
         this.writeRun = writeRun;
         this.writeBatch = writeBatch;
         this.schemaIds = schemaIds;
@@ -155,7 +161,8 @@ final class WriteSettings implements Serializable {
             transforms(options.get("transforms")),
             options.containsKey("schemaIds") ? SchemaIds.parse(options.get("schemaIds")) : null,
             lines(options.get("schemaTopics")), emptyAsNull(options.get("writeRun")),
-            Long.parseLong(options.getOrDefault("writeBatch", "-1")));
+            Long.parseLong(options.getOrDefault("writeBatch", "-1")),
+            Long.parseLong(options.getOrDefault("transactionMs", "0")));
     }
 
     private static String emptyAsNull(String option) {

@@ -20,11 +20,13 @@ interface WriterClients {
     /** The transactional producer of task {@code task} of the flow (exactly-once mode). */
     Transactions.Entry acquireTransactional(WriteSettings settings, int task);
 
-    /** A target partition's committed progress ({@code fresh}: read from the target, nothing kept used). */
-    Progress progress(WriteSettings settings, String topic, int partition, boolean fresh) throws IOException;
+    /** A target partition's committed progress for a writer of batch {@code batch} ({@code fresh}: read from
+     *  the target, nothing kept used). */
+    Progress progress(WriteSettings settings, String topic, int partition, boolean fresh, long batch)
+        throws IOException;
 
-    /** The task committed {@code progress} for the partition: what the target holds now. */
-    void committed(WriteSettings settings, String topic, int partition, Progress progress);
+    /** The task of batch {@code batch} committed {@code progress} for the partition: what the target holds now. */
+    void committed(WriteSettings settings, String topic, int partition, Progress progress, long batch);
 
     /** What is kept of the partition's progress may be behind the target (a failed or cut task). */
     void forget(WriteSettings settings, String topic, int partition);
@@ -53,14 +55,14 @@ interface WriterClients {
         }
 
         @Override
-        public Progress progress(WriteSettings settings, String topic, int partition, boolean fresh)
+        public Progress progress(WriteSettings settings, String topic, int partition, boolean fresh, long batch)
             throws IOException {
-            return Transactions.progress(settings, topic, partition, fresh);
+            return Transactions.progress(settings, topic, partition, fresh, batch);
         }
 
         @Override
-        public void committed(WriteSettings settings, String topic, int partition, Progress progress) {
-            Transactions.remember(settings, topic, partition, progress);
+        public void committed(WriteSettings settings, String topic, int partition, Progress progress, long batch) {
+            Transactions.remember(settings, topic, partition, progress, batch);
         }
 
         @Override

@@ -115,14 +115,14 @@ final class MirrorDataWriterTest {
         }
 
         @Override
-        public Progress progress(WriteSettings settings, String topic, int partition, boolean fresh) {
+        public Progress progress(WriteSettings settings, String topic, int partition, boolean fresh, long batch) {
             TopicPartition tp = new TopicPartition(topic, partition);
             progressAsked.add(tp + (fresh ? ", fresh" : ""));
             return Progress.forTopics(progress.getOrDefault(tp, Progress.NONE), settings.topicsOf(topic));
         }
 
         @Override
-        public void committed(WriteSettings settings, String topic, int partition, Progress committed) {
+        public void committed(WriteSettings settings, String topic, int partition, Progress committed, long batch) {
             progress.put(new TopicPartition(topic, partition), committed);
         }
 
@@ -556,6 +556,38 @@ final class MirrorDataWriterTest {
         assertTrue(task.transactionAborted(), "nothing of it visible");
         assertEquals(List.of("forgot a.t-0", "forgot a.t-1", "p-0"), clients.released,
             "the next batch reads both partitions' progress from the target; the producer, its transaction aborted, is kept");
+    }
+
+    @Test
+    void aRealTimeTaskCommitsItsTransactionOnceItIsOldWhetherRowsComeOrNot() throws IOException, InterruptedException {
+        Clients clients = new Clients();
+        Map<String, String> options = options("writer-eos-realtime");
+        options.put("exactlyOnce", "true");
+        options.put("transactionalIdPrefix", "p-");
+        options.put("progressGroup", "mirrorspark-progress");
+        options.put("topicIds", "t\tS1\tR1");
+        options.put("transactionMs", "40");
+        WriteSettings settings = WriteSettings.from(SCHEMA, options);
+        MockProducer<byte[], byte[]> task = transactional(clients, settings, 40, 0);
+        MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false, 3L);
+        write(writer, record(0, 10), record(0, 11));
+        long deadline = System.currentTimeMillis() + 5_000L;
+        while (task.history().isEmpty() && System.currentTimeMillis() < deadline) {
+            Thread.sleep(10L);  // no more rows: the ticker commits what the task holds
+        }
+        assertEquals(2, task.history().size(), "visible without another row and before the batch's end");
+        OffsetAndMetadata first = task.consumerGroupOffsetsHistory().get(0).get("mirrorspark-progress")
+            .get(new TopicPartition(REMOTE, 0));
+        assertEquals(12, first.offset(), "its progress committed with them");
+        write(writer, record(0, 12));
+        assertTrue(task.transactionInFlight(), "the next row begins the next transaction");
+        PartitionAcks part = report(writer.commit()).get("a.t-0");
+        writer.close();
+        assertEquals(3, task.history().size(), "the batch's end commits the rest");
+        assertEquals(13, task.consumerGroupOffsetsHistory().get(task.consumerGroupOffsetsHistory().size() - 1)
+            .get("mirrorspark-progress").get(new TopicPartition(REMOTE, 0)).offset());
+        assertEquals(OffsetRunList.of(10, 40, 3), part.runs());
+        assertEquals(13, clients.progress.get(new TopicPartition(REMOTE, 0)).next, "kept for the next real-time batch");
     }
 
     @Test

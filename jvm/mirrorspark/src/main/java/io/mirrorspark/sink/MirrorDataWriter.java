@@ -10,6 +10,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.mirrorspark.kafka.PollBoundary;
 import io.mirrorspark.schema.SchemaIds;
 import io.mirrorspark.schema.UnknownSchemaIdException;
 import org.apache.kafka.clients.producer.Callback;
@@ -98,10 +99,15 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
         this.retried = retried;
         this.transforms = Transforms.of(settings.transforms);
-        // Real-time exactly-once: what a task holds is committed once it is transactionMs old, rows or not.
+        // Real-time exactly-once: what a task holds is committed when its source has polled everything it
+        // had (MM2's transaction.boundary = poll), or once it is transactionMs old, rows or not.
+        boolean realTime = transactions != null && settings.transactionMs > 0;
         long every = Math.max(1L, settings.transactionMs / 4);
-        this.ticker = transactions != null && settings.transactionMs > 0
-            ? TICKS.scheduleWithFixedDelay(this::commitAged, every, every, TimeUnit.MILLISECONDS) : null;
+        this.ticker = realTime
+            ? TICKS.scheduleWithFixedDelay(() -> commitIf(false), every, every, TimeUnit.MILLISECONDS) : null;
+        if (realTime) {
+            PollBoundary.register(() -> commitIf(true));
+        }
     }
 
     /** Real-time exactly-once: threads that commit a task's aged transaction while no row comes. */
@@ -118,11 +124,15 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         return ticks;
     }
 
-    /** The ticker's check: commits the task's transaction once it is {@code transactionMs} old. A failure
-     *  is the task's: the next row, or the batch's commit, throws it. */
-    private void commitAged() {
+    /**
+     * Real-time exactly-once: commits the task's transaction at the source's poll boundary
+     * ({@code boundary}: records held), or from the ticker once it is {@code transactionMs} old. A
+     * failure is the task's: the next row, or the batch's commit, throws it.
+     */
+    private void commitIf(boolean boundary) {
         synchronized (transactions) {
-            if (tickerStopped || failure != null || !transactions.aged(System.currentTimeMillis())) {
+            long now = System.currentTimeMillis();
+            if (tickerStopped || failure != null || !(boundary ? transactions.holding() : transactions.aged(now))) {
                 return;
             }
             try {
@@ -135,6 +145,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
 
     private void stopTicker() {
         if (ticker != null) {
+            PollBoundary.clear();
             ticker.cancel(false);
             synchronized (transactions) {
                 tickerStopped = true;  // a check already running ends before this returns

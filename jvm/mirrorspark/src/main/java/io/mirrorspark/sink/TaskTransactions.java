@@ -229,6 +229,12 @@ final class TaskTransactions {
         return settings.transactionMs > 0 && txn != null && txn.begun && now - txn.begunAt >= settings.transactionMs;
     }
 
+    /** Real-time mode: the task's transaction holds records (committed at the source's next poll boundary). */
+    boolean holding() {
+        Open txn = open;
+        return settings.transactionMs > 0 && txn != null && txn.begun;
+    }
+
     /** Commits the task's transaction mid-batch: the rows sent so far, with their progress, exactly once. */
     void commitNow(MirrorDataWriter.Failure failure) throws IOException {
         commit(failure);

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import io.mirrorspark.kafka.PollBoundary;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -131,6 +132,13 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             if (now >= deadline) {
                 failed = false;
                 return RecordStatus.newStatusWithoutArrivalTime(false);
+            }
+            if (PollBoundary.wanted()) {  // exactly-once: what is fetched already joins the open transaction
+                poll(0L);
+                if (buffered.hasNext()) {
+                    continue;
+                }
+                PollBoundary.reached();  // nothing more for now: the sink commits before the wait
             }
             // A poll returns as soon as a record comes: waiting longer costs no latency, only fewer
             // wake-ups over the task's partitions while they are quiet (until the next check).

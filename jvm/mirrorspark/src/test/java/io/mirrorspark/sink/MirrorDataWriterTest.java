@@ -18,6 +18,7 @@ import java.util.Set;
 
 import io.mirrorspark.kafka.OffsetRunList;
 import io.mirrorspark.kafka.OffsetRuns;
+import io.mirrorspark.kafka.PollBoundary;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
@@ -588,6 +589,31 @@ final class MirrorDataWriterTest {
             .get("mirrorspark-progress").get(new TopicPartition(REMOTE, 0)).offset());
         assertEquals(OffsetRunList.of(10, 40, 3), part.runs());
         assertEquals(13, clients.progress.get(new TopicPartition(REMOTE, 0)).next, "kept for the next real-time batch");
+    }
+
+    @Test
+    void aRealTimeTaskCommitsWhenItsSourceHasPolledEverythingItHad() throws IOException {
+        Clients clients = new Clients();
+        Map<String, String> options = options("writer-eos-boundary");
+        options.put("exactlyOnce", "true");
+        options.put("transactionalIdPrefix", "p-");
+        options.put("progressGroup", "mirrorspark-progress");
+        options.put("transactionMs", "600000");  // the ticker's bound out of the way
+        WriteSettings settings = WriteSettings.from(SCHEMA, options);
+        MockProducer<byte[], byte[]> task = transactional(clients, settings, 40, 0);
+        MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false, 0L);
+        assertTrue(PollBoundary.wanted(), "the task's thread tells its source it waits for poll boundaries");
+        write(writer, record(0, 10), record(0, 11));
+        assertTrue(task.history().isEmpty(), "held while the poll's records come");
+        PollBoundary.reached();  // the source polled everything it had and is about to wait
+        assertEquals(2, task.history().size(), "committed before the source waits: MM2's poll boundary");
+        PollBoundary.reached();
+        assertEquals(1, task.consumerGroupOffsetsHistory().size(), "nothing held: no empty transaction");
+        write(writer, record(0, 12));
+        writer.commit();
+        writer.close();
+        assertEquals(3, task.history().size());
+        assertFalse(PollBoundary.wanted(), "a finished task leaves its thread's source alone");
     }
 
     @Test

@@ -85,8 +85,9 @@ KEYS: tuple[Key, ...] = (
         "`exactly.once.source.support` not enabled, or the source consumer set to `read_uncommitted`).",
         choices=("requested", "required")),
     Key("transaction.boundary", Type.STRING, "poll",
-        "Where exactly-once transactions end: mirrorspark commits one per micro-batch and target partition, "
-        "which is MM2's `poll`; the other boundaries are refused.", choices=("poll",)),
+        "Where exactly-once transactions end: MM2's `poll`. Each mirrorspark task commits its transaction at the "
+        "end of its micro-batch (and within it as the target's speed requires), or in real-time mode whenever "
+        "its source has handed over everything it polled; the other boundaries are refused.", choices=("poll",)),
     Key("enabled", Type.BOOLEAN, "false", "Run this flow: `A->B.enabled = true`."),
     Key("topics", Type.LIST, ".*", "Topics to replicate: regexes, comma separated, full match.", regex=True),
     Key("topics.exclude", Type.LIST, _EXCLUDE_TOPICS, "Topics never replicated; excludes win over `topics`.",

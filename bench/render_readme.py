@@ -77,14 +77,17 @@ def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
                 f"{run['steady']['p99_ms']:.1f} ms", run["steady"]["p99_ms"] / a["steady"]["p99_ms"], False)
     eos, peer = mm2.get("mirrorspark-exactly-once"), mm2.get("mm2-exactly-once")
     if eos and peer:  # both with dst.exactly.once.source.support = enabled
-        row("exactly-once backlog copy, 1 KiB records, both exactly-once",
-            f"{peer['backlog_records_per_second']:,} records/s", f"{eos['backlog_records_per_second']:,} records/s",
-            eos["backlog_records_per_second"] / peer["backlog_records_per_second"], True)
-        if eos.get("steady") and peer.get("steady"):
-            for q in ("p50", "p99"):
-                ours, theirs = eos["steady"][f"{q}_ms"], peer["steady"][f"{q}_ms"]
-                row(f"latency {q} at {rate:,} records/s, both exactly-once", f"{theirs:.1f} ms", f"{ours:.1f} ms",
-                    ours / theirs, False)
+        for mode, run in (("", eos), (", real-time mode", mm2.get("mirrorspark-realtime-exactly-once"))):
+            if not run:
+                continue
+            row(f"exactly-once backlog copy, 1 KiB records, both exactly-once{mode}",
+                f"{peer['backlog_records_per_second']:,} records/s", f"{run['backlog_records_per_second']:,} records/s",
+                run["backlog_records_per_second"] / peer["backlog_records_per_second"], True)
+            if run.get("steady") and peer.get("steady"):
+                for q in ("p50", "p99"):
+                    ours, theirs = run["steady"][f"{q}_ms"], peer["steady"][f"{q}_ms"]
+                    row(f"latency {q} at {rate:,} records/s, both exactly-once{mode}", f"{theirs:.1f} ms",
+                        f"{ours:.1f} ms", ours / theirs, False)
     elif eos:
         row("exactly-once backlog copy, 1 KiB records (MM2: at least once)",
             f"{a['backlog_records_per_second']:,} records/s", f"{eos['backlog_records_per_second']:,} records/s",

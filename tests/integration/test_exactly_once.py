@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import OffsetSpec
 from helpers.config import cluster_config, write_config
+from helpers.feed import NumberedFeed
 from helpers.kafka import create_topic, delete_and_recreate, limit_client, lost_and_duplicated, produce
 from helpers.offsets import checkpoints, commit_on
 from helpers.processes import MIRRORSPARK, java_of, kill9, running_mirrorspark, writer_and_standby
@@ -426,34 +426,19 @@ REALTIME = "mirrorspark.trigger = realtime\nspark.master = local[2]\nmirrorspark
 
 @pytest.mark.long
 def test_realtime_exactly_once_commits_within_a_batch_and_a_kill9_leaves_each_record_once(clusters, unique, tmp_path):
-    """Real-time mode with exactly-once: each long-running task commits its transaction every
-    ``mirrorspark.realtime.transaction.ms``, so records become visible to a read_committed consumer
-    while the real-time batch (30 s here) still runs; ``kill -9`` mid-batch, with transactions open
-    and Spark's batch not recorded, then a restart: each record once, in order."""
+    """Real-time mode with exactly-once: each long-running task commits its transaction at its source's
+    poll boundaries (at most ``mirrorspark.realtime.transaction.ms`` apart), so records become visible
+    to a read_committed consumer while the real-time batch (30 s here) still runs; ``kill -9`` mid-batch,
+    with transactions open and Spark's batch not recorded, then a restart: each record once, in order."""
     topic, remote, flow = f"eosrt-{unique}", f"primary.eosrt-{unique}", "primary->backup"
     create_topic(clusters["primary"], topic, 2)
-    producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 5, "enable.idempotence": True})
-    sent, stop = 0, threading.Event()
-
-    def feed() -> None:  # about 2,000 records/s until stopped
-        nonlocal sent
-        while not stop.is_set():
-            for record in numbered(sent, sent + 200, 2):
-                producer.produce(topic, **record)
-            sent += 200
-            producer.poll(0)
-            time.sleep(0.1)
-        producer.flush(30)
-
     config = write_config(tmp_path / "mm2.properties", clusters,
                           f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n{EOS}{REALTIME}"
                           "mirrorspark.realtime.batch.seconds = 30\n")
     state = tmp_path / "state"
     state.mkdir()
     checkpoint = state / "flows" / "primary" / "backup" / "checkpoint"
-    feeder = threading.Thread(target=feed)
-    feeder.start()
-    try:
+    with NumberedFeed(clusters["primary"], topic, 2) as feed:
         with (state / "run.log").open("wb") as out:
             driver = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], stdout=out,
                                       stderr=subprocess.STDOUT, start_new_session=True)
@@ -476,14 +461,10 @@ def test_realtime_exactly_once_commits_within_a_batch_and_a_kill9_leaves_each_re
         at_kill = _committed_count(clusters["backup"], remote)
         with running_mirrorspark(config, state) as second:
             time.sleep(8)
-            stop.set()
-            feeder.join()
+            sent = feed.stop()
             wait_committed(clusters["backup"], remote, sent, timeout=180)
             time.sleep(3)
             output = second.output()
-    finally:
-        stop.set()
-        feeder.join()
     records = committed_records(clusters["backup"], remote)
     seqs = [s for _, _, s in records]
     lost, duplicated = lost_and_duplicated(range(sent), seqs)

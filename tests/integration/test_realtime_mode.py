@@ -10,6 +10,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 from helpers.config import write_config
+from helpers.feed import NumberedFeed
 from helpers.kafka import (
     count,
     create_topic,
@@ -54,28 +55,12 @@ def test_realtime_kill9_mid_batch_loses_nothing_and_copies_nothing_twice(cluster
     from Spark's last batch and compares with what the target holds, so nothing is sent twice."""
     topic, remote = f"rt-k9-{unique}", f"primary.rt-k9-{unique}"
     create_topic(clusters["primary"], topic, 3)
-    producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 5})
-    sent = 0
-    stop = threading.Event()
-
-    def feed() -> None:  # about 2,000 records/s until stopped
-        nonlocal sent
-        while not stop.is_set():
-            for record in numbered(sent, sent + 200, 3):
-                producer.produce(topic, **record)
-            sent += 200
-            producer.poll(0)
-            time.sleep(0.1)
-        producer.flush(30)
-
     config = write_config(tmp_path / "mm2.properties", clusters,
                           f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n" + REALTIME)
     state = tmp_path / "state"
     state.mkdir()
     checkpoint = state / "flows" / "primary" / "backup" / "checkpoint"
-    feeder = threading.Thread(target=feed)
-    feeder.start()
-    try:
+    with NumberedFeed(clusters["primary"], topic, 3) as feed:  # about 2,000 records/s until stopped
         with (state / "run.log").open("wb") as out:
             driver = subprocess.Popen([*MIRRORSPARK, "run", str(config), "--state-dir", str(state)], stdout=out,
                                       stderr=subprocess.STDOUT, start_new_session=True)
@@ -93,14 +78,10 @@ def test_realtime_kill9_mid_batch_loses_nothing_and_copies_nothing_twice(cluster
         at_kill, committed = count(clusters["backup"], remote), committed_records(checkpoint, topic)
         with running_mirrorspark(config, state) as second:
             time.sleep(8)
-            stop.set()
-            feeder.join()
+            sent = feed.stop()
             wait_for_count(clusters["backup"], remote, sent, timeout=120)
             time.sleep(7)  # a batch boundary: the figures are recorded
             figures = flow_detail(state, "primary->backup")
-    finally:
-        stop.set()
-        feeder.join()
     landed = seqs(clusters["backup"], remote)
     lost, duplicates = lost_and_duplicated(range(sent), landed)
     print(f"real-time kill -9 drill: {sent} records, {at_kill} on the target at the kill, {committed} committed by "

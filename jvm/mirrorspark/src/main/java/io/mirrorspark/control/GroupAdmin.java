@@ -184,23 +184,10 @@ public final class GroupAdmin implements AutoCloseable {
      * Returns the ids fenced, a JSON array.
      */
     public String fenceOpen(String prefix, int timeoutMs) {
-        String what = "fencing the open transactions under " + prefix;
-        try {
-            ArrayNode out = JSON.createArrayNode();
-            OpenTransactions.fence(admin, prefix, timeoutMs).forEach(out::add);
-            return out.toString();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new NotAnswering(what + ": interrupted", e);
-        } catch (TimeoutException e) {
-            throw new NotAnswering(what + ": no answer in " + timeoutMs + " ms", e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause() == null ? e : e.getCause();
-            if (notAnswering(cause)) {
-                throw new NotAnswering(what + ": " + cause, cause);
-            }
-            throw new Refused(what + ": " + cause, cause);
-        }
+        ArrayNode out = JSON.createArrayNode();
+        answered(() -> OpenTransactions.fence(admin, prefix, timeoutMs), timeoutMs,
+            "fencing the open transactions under " + prefix).forEach(out::add);
+        return out.toString();
     }
 
     private static JsonNode array(String text, String what) {
@@ -266,9 +253,14 @@ public final class GroupAdmin implements AutoCloseable {
     }
 
     private static <T> T get(KafkaFuture<T> future, int timeoutMs, String what) {
+        // The call's own timeout ends it first; this bound only guards against a future never completed.
+        return answered(() -> future.get(timeoutMs + 5_000L, TimeUnit.MILLISECONDS), timeoutMs, what);
+    }
+
+    /** A cluster's answer, waited for by {@code call}, or {@link NotAnswering} / {@link Refused} saying {@code what}. */
+    private static <T> T answered(Asked<T> call, int timeoutMs, String what) {
         try {
-            // The call's own timeout ends it first; this bound only guards against a future never completed.
-            return future.get(timeoutMs + 5_000L, TimeUnit.MILLISECONDS);
+            return call.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new NotAnswering(what + ": interrupted", e);
@@ -281,6 +273,11 @@ public final class GroupAdmin implements AutoCloseable {
             }
             throw new Refused(what + ": " + cause, cause);
         }
+    }
+
+    /** A wait for a cluster's answer. */
+    private interface Asked<T> {
+        T get() throws InterruptedException, ExecutionException, TimeoutException;
     }
 
     /** A retriable error anywhere in the chain ("Failed to find brokers" wraps a timeout, for one). */

@@ -472,12 +472,23 @@ final class MirrorDataWriterTest {
 
     /** Exactly-once settings, source topic t's ids S1 and remote a.t's R1. */
     private static WriteSettings exactlyOnce(String flow) {
+        return WriteSettings.from(SCHEMA, exactlyOnceOptions(flow));
+    }
+
+    /** The same in real-time mode, a transaction at most {@code transactionMs} old. */
+    private static WriteSettings realTimeExactlyOnce(String flow, long transactionMs) {
+        Map<String, String> options = exactlyOnceOptions(flow);
+        options.put("transactionMs", Long.toString(transactionMs));
+        return WriteSettings.from(SCHEMA, options);
+    }
+
+    private static Map<String, String> exactlyOnceOptions(String flow) {
         Map<String, String> options = options(flow);
         options.put("exactlyOnce", "true");
         options.put("transactionalIdPrefix", "p-");
         options.put("progressGroup", "mirrorspark-progress");
         options.put("topicIds", "t\tS1\tR1");
-        return WriteSettings.from(SCHEMA, options);
+        return options;
     }
 
     /** The task's transactional producer, a.t-0 holding {@code held0} records and a.t-1 {@code held1}. */
@@ -562,13 +573,7 @@ final class MirrorDataWriterTest {
     @Test
     void aRealTimeTaskCommitsItsTransactionOnceItIsOldWhetherRowsComeOrNot() throws IOException, InterruptedException {
         Clients clients = new Clients();
-        Map<String, String> options = options("writer-eos-realtime");
-        options.put("exactlyOnce", "true");
-        options.put("transactionalIdPrefix", "p-");
-        options.put("progressGroup", "mirrorspark-progress");
-        options.put("topicIds", "t\tS1\tR1");
-        options.put("transactionMs", "40");
-        WriteSettings settings = WriteSettings.from(SCHEMA, options);
+        WriteSettings settings = realTimeExactlyOnce("writer-eos-realtime", 40);
         MockProducer<byte[], byte[]> task = transactional(clients, settings, 40, 0);
         MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false, 3L);
         write(writer, record(0, 10), record(0, 11));
@@ -594,12 +599,7 @@ final class MirrorDataWriterTest {
     @Test
     void aRealTimeTaskCommitsWhenItsSourceHasPolledEverythingItHad() throws IOException {
         Clients clients = new Clients();
-        Map<String, String> options = options("writer-eos-boundary");
-        options.put("exactlyOnce", "true");
-        options.put("transactionalIdPrefix", "p-");
-        options.put("progressGroup", "mirrorspark-progress");
-        options.put("transactionMs", "600000");  // the ticker's bound out of the way
-        WriteSettings settings = WriteSettings.from(SCHEMA, options);
+        WriteSettings settings = realTimeExactlyOnce("writer-eos-boundary", 600_000);  // the ticker's bound out of the way
         MockProducer<byte[], byte[]> task = transactional(clients, settings, 40, 0);
         MirrorDataWriter writer = new MirrorDataWriter(settings, settings.resume, clients, false, 0L);
         assertTrue(PollBoundary.wanted(), "the task's thread tells its source it waits for poll boundaries");

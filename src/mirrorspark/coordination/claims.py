@@ -115,19 +115,27 @@ class Claims:
 
     def latest(self, key: bytes) -> bytes | None:
         """The newest value of ``key`` (None: never written, or deleted)."""
-        found: bytes | None = None
+        return self.latest_of({key})[key]
+
+    def latest_of(self, keys: set[bytes]) -> dict[bytes, bytes | None]:
+        """The newest value of each of ``keys``, in one read of the topic (None: never written, or deleted)."""
+        found: dict[bytes, bytes | None] = dict.fromkeys(keys)
         try:
             for got, value, *_ in read_to_end(self.conf, LEASE_TOPIC, timeout=30):
-                if got == key:
-                    found = value
+                if got in found:
+                    found[got] = value
         except TopicMissing:
-            return None
+            pass
         return found
 
     def put(self, key: bytes, value: bytes | None, what: str) -> None:
         """Write ``value`` under ``key`` (None deletes it: a tombstone the compaction removes)."""
+        self.put_all([(key, value)], what)
+
+    def put_all(self, records: list[tuple[bytes, bytes | None]], what: str) -> None:
+        """Write each (key, value), with one producer."""
         sender = producer({**self.conf, "enable.idempotence": True})
-        send_all(sender, LEASE_TOPIC, [(key, value)], what)
+        send_all(sender, LEASE_TOPIC, records, what)
 
 
 class SharedOlderCopies:
@@ -148,16 +156,30 @@ class SharedOlderCopies:
         return json.dumps(["older-copies", self.flow, self.group, remote]).encode()
 
     def read(self, remote: str) -> dict | None:
-        value = self.claims.latest(self._key(remote))
-        if not value:
-            return None
-        try:
-            entry = json.loads(value)
-        except ValueError:
-            log.warning("an unreadable record of %s's older copies in %s is skipped", remote, LEASE_TOPIC)
-            return None
-        return entry if isinstance(entry, dict) else None
+        return self.read_all([remote])[remote]
+
+    def read_all(self, remotes: list[str]) -> dict[str, dict | None]:
+        """The entries of ``remotes``, in one read of the topic: one per remote topic made a consumer each, for
+        minutes of a flow's first checks at thousands of partitions."""
+        keys = {self._key(remote): remote for remote in remotes}
+        out: dict[str, dict | None] = dict.fromkeys(remotes)
+        for key, value in self.claims.latest_of(set(keys)).items():
+            if not value:
+                continue
+            try:
+                entry = json.loads(value)
+            except ValueError:
+                log.warning("an unreadable record of %s's older copies in %s is skipped", keys[key], LEASE_TOPIC)
+                continue
+            out[keys[key]] = entry if isinstance(entry, dict) else None
+        return out
 
     def write(self, remote: str, entry: dict | None) -> None:
-        self.claims.put(self._key(remote), None if entry is None else json.dumps(entry).encode(),
-                        f"older copies of {remote}")
+        self.write_all({remote: entry})
+
+    def write_all(self, entries: dict[str, dict | None]) -> None:
+        """Each remote topic's entry (None deletes it), with one producer."""
+        if entries:
+            self.claims.put_all([(self._key(remote), None if entry is None else json.dumps(entry).encode())
+                                 for remote, entry in sorted(entries.items())],
+                                "older copies of " + ", ".join(sorted(entries)))

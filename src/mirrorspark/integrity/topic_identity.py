@@ -65,6 +65,10 @@ class OlderCopiesStore(Protocol):
 
     def write(self, remote: str, entry: dict | None) -> None: ...
 
+    def read_all(self, remotes: list[str]) -> dict[str, dict | None]: ...
+
+    def write_all(self, entries: dict[str, dict | None]) -> None: ...
+
 
 class TopicIdentity:
     """Checks one flow's topics against the ids (and source end offsets) seen last."""
@@ -232,6 +236,7 @@ class TopicIdentity:
         with the older copies: an instance that took the flow over without state knows only what it
         copied itself (its mapping begins at its resume point), and a deletion of the remote topic
         also loses the copies the instances before it made (the tenth soak run: 1,040 uncounted)."""
+        due: dict[str, tuple[str, str, dict[str, int]]] = {}
         for source, name in sorted(remote.items()):
             remote_id, source_id = self.remote_ids.get(name), self.source_ids.get(source)
             if not remote_id or not source_id:
@@ -240,25 +245,36 @@ class TopicIdentity:
             firsts = {str(p): first for p in sorted(written)
                       if (first := self.mapping.first_upstream(source, p)) is not None}
             noted = self._held_noted.get((name, remote_id, source_id), {})
-            if not firsts or all(noted.get(p, first + 1) <= first for p, first in firsts.items()):
-                continue
-            entry = self._older_entry(name, remote_id)
+            if firsts and not all(noted.get(p, first + 1) <= first for p, first in firsts.items()):
+                due[name] = (remote_id, source_id, firsts)
+        if not due:
+            return
+        assert self.shared is not None
+        shared = self.shared.read_all(sorted(due))  # one read and one write for all of them
+        changed: dict[str, dict] = {}
+        helds: dict[tuple[str, str, str], dict[str, int]] = {}
+        for name, (remote_id, source_id, firsts) in due.items():
+            entry = self._merged_entry(name, remote_id, shared[name])
             held = entry.setdefault("held_from", {}).setdefault(source_id, {})
-            changed = False
             for p, first in firsts.items():
                 if first < held.get(p, first + 1):
                     held[p] = first
-                    changed = True
-            if changed:
-                self.older_copies[name] = entry
-                assert self.shared is not None
-                self.shared.write(name, entry)
-            self._held_noted[(name, remote_id, source_id)] = dict(held)
+                    changed[name] = entry
+            helds[(name, remote_id, source_id)] = held
+        self.shared.write_all(dict(changed))
+        for name, entry in changed.items():
+            self.older_copies[name] = entry
+        for key, held in helds.items():
+            self._held_noted[key] = dict(held)
 
     def _older_entry(self, remote: str, remote_id: str) -> dict:
         """What this state and the target know of the older copies in ``remote`` (by its id ``remote_id``)."""
+        return self._merged_entry(remote, remote_id, self.shared.read(remote) if self.shared is not None else None)
+
+    def _merged_entry(self, remote: str, remote_id: str, shared: dict | None) -> dict:
+        """This state's entry of ``remote`` merged with ``shared``, the target's (None: it has none)."""
         entry: dict[str, Any] = {"id": remote_id, "generations": []}
-        for known in (self.older_copies.get(remote), self.shared.read(remote) if self.shared is not None else None):
+        for known in (self.older_copies.get(remote), shared):
             if not known or known.get("id") != remote_id:
                 continue
             if "ends" in known and "generations" not in known:  # kept by an earlier version: target offsets

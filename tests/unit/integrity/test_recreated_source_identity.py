@@ -303,15 +303,28 @@ class SharedStore:
 
     def __init__(self) -> None:
         self.entries: dict[str, dict] = {}
+        self.reads = 0
+        self.writes = 0
 
     def read(self, remote: str) -> dict | None:
-        return self.entries.get(remote)
+        return self.read_all([remote])[remote]
+
+    def read_all(self, remotes: list[str]) -> dict[str, dict | None]:
+        self.reads += 1
+        return {remote: json.loads(json.dumps(self.entries[remote])) if remote in self.entries else None
+                for remote in remotes}
 
     def write(self, remote: str, entry: dict | None) -> None:
-        if entry is None:
-            self.entries.pop(remote, None)
-        else:
-            self.entries[remote] = json.loads(json.dumps(entry))
+        self.write_all({remote: entry})
+
+    def write_all(self, entries: dict[str, dict | None]) -> None:
+        if entries:
+            self.writes += 1
+        for remote, entry in entries.items():
+            if entry is None:
+                self.entries.pop(remote, None)
+            else:
+                self.entries[remote] = json.loads(json.dumps(entry))
 
 
 def test_the_earlier_copies_are_reported_by_the_instance_writing_when_the_remote_topic_goes(tmp_path, monkeypatch):
@@ -440,3 +453,31 @@ def test_a_truncated_source_partition_is_reported_and_moved_back_alone(tmp_path,
     ident.apply_rewinds()
     assert json.loads((offsets / "3").read_text().splitlines()[2]) == {"t": {"0": 5000, "1": 4200}, "u": {"0": 7}}
     assert not ident.rewinds_pending()
+
+
+def test_where_the_copies_begin_is_noted_for_all_remote_topics_in_one_read_and_one_write(tmp_path, monkeypatch):
+    """Noted one remote topic at a time, each took a consumer and a producer on the target: 300 topics kept a
+    flow's topic checks busy for minutes after its start, and its client JVM's CPU with them."""
+    topics = [f"t{i}" for i in range(30)]
+    files = LocalFiles(tmp_path)
+    (tmp_path / "checkpoint").mkdir()
+    marks = WriteMarks(files)
+    marks.batch_written(0, "p", [WrittenRun.of(f"a.{t}", p, 0, 0, 10) for t in topics for p in (0, 1)],
+                        {f"a.{t}": t for t in topics})
+    store = SharedStore()
+    ident = TopicIdentity(files=files, flow_name="a->b", source="source", target="target",  # type: ignore[arg-type]
+                          loss=LossLog(files, "a->b"), marks=marks,
+                          spark_log=SparkOffsetLog(LocalFiles(tmp_path / "checkpoint")), mapping=Starting(0),
+                          shared=store)
+    monkeypatch.setattr(topic_identity, "topic_ids", lambda admin, names: {t: f"S-{t}" for t in names})
+    monkeypatch.setattr(topic_identity, "topic_layout",
+                        lambda admin, names: {n: (f"R-{n}", {0: 1, 1: 1}) for n in names})
+    monkeypatch.setattr(topic_identity, "partition_offsets",
+                        lambda admin, parts, earliest=False, **_: {p: 0 if earliest else 10 for p in parts})
+    remote = {t: f"a.{t}" for t in topics}
+    ident.check(remote, dict.fromkeys(topics, 2))
+    assert (store.reads, store.writes) == (1, 1)
+    assert store.entries["a.t7"]["held_from"] == {"S-t7": {"0": 0, "1": 0}}
+    assert len(store.entries) == len(topics)
+    ident.check(remote, dict.fromkeys(topics, 2))
+    assert (store.reads, store.writes) == (1, 1), "noted once: the next checks read nothing"

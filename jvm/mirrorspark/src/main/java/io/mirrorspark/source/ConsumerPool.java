@@ -7,9 +7,11 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
@@ -34,10 +36,13 @@ final class ConsumerPool {
     private static final class Idle {
         final Consumer<byte[], byte[]> consumer;
         final long since;
+        /** What it was assigned when given back: a real-time consumer keeps it (see {@link #release}). */
+        final Set<TopicPartition> assigned;
 
-        Idle(Consumer<byte[], byte[]> consumer, long since) {
+        Idle(Consumer<byte[], byte[]> consumer, long since, Set<TopicPartition> assigned) {
             this.consumer = consumer;
             this.since = since;
+            this.assigned = assigned;
         }
     }
 
@@ -63,10 +68,11 @@ final class ConsumerPool {
      * a fetch still answers as soon as a record is there), not the cap, which would cost each idle
      * consumer fifty fetches a second.
      */
-    static Consumer<byte[], byte[]> acquire(Map<String, String> settings, boolean realTime) {
+    static Consumer<byte[], byte[]> acquire(Map<String, String> settings, boolean realTime,
+                                            Set<TopicPartition> wanted) {
         synchronized (POOL) {
             Deque<Idle> idle = POOL.get(List.of(settings, realTime));
-            Idle found = idle == null ? null : idle.pollFirst();
+            Idle found = idle == null ? null : take(idle, wanted);
             if (found != null) {
                 return found.consumer;
             }
@@ -74,17 +80,48 @@ final class ConsumerPool {
         return create(settings, realTime);
     }
 
+    /**
+     * The idle consumer that last read {@code wanted}, else the most recent one. A real-time task
+     * ends with a fetch in flight at the broker, held up to {@code fetch.max.wait.ms} for records of
+     * its partitions; a node has one fetch in flight per consumer. The next batch's task for the same
+     * partitions gets that fetch's answer as soon as a record comes; a task given another group's
+     * consumer could send nothing until that wait ended (a record at a batch boundary waited 460-735
+     * ms at 600 quiet partitions; ADR 0027 section 7).
+     */
+    private static Idle take(Deque<Idle> idle, Set<TopicPartition> wanted) {
+        for (Iterator<Idle> it = idle.iterator(); it.hasNext(); ) {
+            Idle i = it.next();
+            if (i.assigned.equals(wanted)) {
+                it.remove();
+                return i;
+            }
+        }
+        return idle.pollFirst();
+    }
+
+    /**
+     * A task's consumer back to the pool, or closed if the task failed. A micro-batch consumer is
+     * unassigned. A real-time one keeps its assignment, so the fetch it has in flight and what that
+     * fetch brings stay valid for the next task of the same partitions (same positions: nothing is
+     * fetched again; another position: Kafka's consumer drops the answer).
+     */
     static void release(Map<String, String> settings, boolean realTime, Consumer<byte[], byte[]> consumer,
                         boolean failed) {
         if (failed) {
             consumer.close(Duration.ofSeconds(2));
             return;
         }
-        consumer.unsubscribe();
+        Set<TopicPartition> assigned = Set.of();
+        if (realTime) {
+            assigned = Set.copyOf(consumer.assignment());
+        } else {
+            consumer.unsubscribe();
+        }
         long now = System.currentTimeMillis();
         java.util.List<Consumer<byte[], byte[]>> expired = new java.util.ArrayList<>();
         synchronized (POOL) {
-            POOL.computeIfAbsent(List.of(settings, realTime), s -> new ArrayDeque<>()).addFirst(new Idle(consumer, now));
+            POOL.computeIfAbsent(List.of(settings, realTime), s -> new ArrayDeque<>())
+                .addFirst(new Idle(consumer, now, assigned));
             for (Deque<Idle> idle : POOL.values()) {
                 for (Iterator<Idle> it = idle.iterator(); it.hasNext(); ) {
                     Idle i = it.next();

@@ -68,7 +68,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private Set<String> missingBefore = new HashSet<>();
 
     GroupReader(SourceSettings settings, List<OffsetRange> ranges, boolean realTime) {
-        this(settings, ranges, ConsumerPool.acquire(settings.consumer, realTime), realTime);
+        this(settings, ranges, ConsumerPool.acquire(settings.consumer, realTime, partitionsOf(ranges)), realTime);
     }
 
     /** A micro-batch task's reader with the consumer given (a test's). */
@@ -93,10 +93,20 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             }
         }
         consumer.assign(assigned);
+        // A real-time consumer comes back from the pool with its assignment, and with what it paused.
+        consumer.resume(consumer.paused());
         for (OffsetRange r : ranges) {
             consumer.seek(new TopicPartition(r.topic, r.partition), r.from);
         }
         pauseDone();
+    }
+
+    private static Set<TopicPartition> partitionsOf(List<OffsetRange> ranges) {
+        Set<TopicPartition> out = new HashSet<>();
+        for (OffsetRange r : ranges) {
+            out.add(new TopicPartition(r.topic, r.partition));
+        }
+        return out;
     }
 
     @Override

@@ -2,8 +2,16 @@ package io.mirrorspark.source;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.common.TopicPartition;
 
 import org.junit.jupiter.api.Test;
 
@@ -36,5 +44,38 @@ final class ConsumerPoolTest {
         assertEquals(String.valueOf(Integer.MAX_VALUE), config.get("max.poll.records"));
         assertEquals("500", config.get("fetch.max.wait.ms"), "the user's wait: a fetch answers when a record comes");
         assertEquals("none", config.get("auto.offset.reset"));
+    }
+
+    @Test
+    void aRealTimeTaskGetsBackTheConsumerThatReadItsPartitions() {
+        // Its fetch in flight is for those partitions: another group's consumer would hold the task back until
+        // that fetch's wait at the broker ended.
+        Map<String, String> settings = Map.of("client.id", "sticky-" + System.nanoTime());
+        Set<TopicPartition> first = Set.of(new TopicPartition("t", 0), new TopicPartition("t", 2));
+        Set<TopicPartition> second = Set.of(new TopicPartition("t", 1), new TopicPartition("t", 3));
+        MockConsumer<byte[], byte[]> a = assignedTo(first);
+        MockConsumer<byte[], byte[]> b = assignedTo(second);
+        ConsumerPool.release(settings, true, a, false);
+        ConsumerPool.release(settings, true, b, false);
+        assertEquals(first, a.assignment(), "a real-time consumer keeps its assignment in the pool");
+        assertSame(a, ConsumerPool.acquire(settings, true, first), "not the most recent one: the one of these");
+        assertSame(b, ConsumerPool.acquire(settings, true, Set.of(new TopicPartition("t", 9))),
+            "no match: any idle one");
+    }
+
+    @Test
+    void aMicroBatchConsumerIsUnassignedWhenGivenBack() {
+        Map<String, String> settings = Map.of("client.id", "unassigned-" + System.nanoTime());
+        Set<TopicPartition> some = Set.of(new TopicPartition("t", 0));
+        MockConsumer<byte[], byte[]> c = assignedTo(some);
+        ConsumerPool.release(settings, false, c, false);
+        assertTrue(c.assignment().isEmpty());
+        assertSame(c, ConsumerPool.acquire(settings, false, some));
+    }
+
+    private static MockConsumer<byte[], byte[]> assignedTo(Set<TopicPartition> partitions) {
+        MockConsumer<byte[], byte[]> c = new MockConsumer<>(OffsetResetStrategy.NONE);
+        c.assign(List.copyOf(partitions));
+        return c;
     }
 }

@@ -109,6 +109,9 @@ def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
             row(f"latency p50 of one record a second, {int(count):,} quiet partitions, real-time mode",
                 f"{x['pulse']['p50_ms']:.1f} ms", f"{rt['pulse']['p50_ms']:.1f} ms",
                 rt["pulse"]["p50_ms"] / x["pulse"]["p50_ms"], False)
+            row(f"latency p99 of one record a second, {int(count):,} quiet partitions, real-time mode",
+                f"{x['pulse']['p99_ms']:.1f} ms", f"{rt['pulse']['p99_ms']:.1f} ms",
+                rt["pulse"]["p99_ms"] / x["pulse"]["p99_ms"], False)
             row(f"idle CPU per minute, {int(count):,} quiet partitions, real-time mode",
                 f"{x['idle_cpu_seconds_per_60s']:.1f} s", f"{rt['idle_cpu_seconds_per_60s']:.1f} s",
                 rt["idle_cpu_seconds_per_60s"] / x["idle_cpu_seconds_per_60s"], False)

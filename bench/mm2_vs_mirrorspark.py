@@ -83,6 +83,19 @@ def create(bootstrap: str, topic: str, partitions: int) -> None:
         f.result(30)
 
 
+def drop_copies(clusters: dict[str, str], names: set[str]) -> None:
+    """Deletes the source topics ``names`` and what was copied of them on the target (remote and
+    plain-loop topics). Every 1 KiB copy leaves about 2 GB on the brokers' disks; kept to the end, the
+    runs with the exactly-once rounds filled this machine's disk and a broker stopped."""
+    copies = names | {f"src.{n}" for n in names} | {f"ceiling-{n}" for n in names}
+    for bootstrap in (clusters["src"], clusters["dst"]):
+        admin = admin_client({"bootstrap.servers": bootstrap})
+        present = [t for t in admin.list_topics(timeout=30).topics if t in copies]
+        if present:
+            for future in admin.delete_topics(present, operation_timeout=60).values():
+                future.result(120)
+
+
 def end_offsets(bootstrap: str, topic: str, committed: bool = True) -> dict[int, int]:
     """Each partition's end as a read_committed consumer sees it (``committed``: the last stable offset),
     or the log end (records of open transactions included)."""
@@ -656,6 +669,7 @@ def backlog_rounds(args, clusters: dict[str, str], work: Path) -> list[dict]:
                 ceiling.brokers_cpu_seconds * 1e6 / args.records, 2)
         rounds.append(measured)
         print(json.dumps({f"backlog round {number}": measured}), flush=True)
+        drop_copies(clusters, {f"{kind}-{tool}{tag}" for kind in ("backlog", "steady") for tool in order})
     return rounds
 
 
@@ -681,6 +695,7 @@ def exactly_once_rounds(args, clusters: dict[str, str], work: Path) -> list[dict
             measured[f"{tool}_brokers_cpu_per_million"] = copy.get("brokers_cpu_seconds_per_million")
         rounds.append(measured)
         print(json.dumps({f"exactly-once round {number}": measured}), flush=True)
+        drop_copies(clusters, {f"{kind}-{tool}-eos{number}" for kind in ("backlog", "steady") for tool in order})
     return rounds
 
 
@@ -841,6 +856,7 @@ def main() -> None:
             result["warmup_records_per_second"] = round(warm_brokers(clusters, args.records, args.size,
                                                                      args.partitions, args.cores, work))
             print(json.dumps({"warm-up copy": result["warmup_records_per_second"]}), flush=True)
+            drop_copies(clusters, {"warmup"})
         for tool in ("mm2", "mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, REALTIME):
             if args.only in (None, tool):
                 # A variant measures the backlog only (a cost on throughput); exactly-once its latency too.
@@ -850,12 +866,15 @@ def main() -> None:
                 # Real-time mode too on local[N]: N long-running tasks, each a group of the partitions.
                 result[tool] = run_replicator(tool, run_args, clusters, work, None)
                 print(json.dumps({tool: result[tool]}), flush=True)
+                if tool != "mm2":
+                    drop_copies(clusters, {f"backlog-{tool}", f"steady-{tool}"})
         if args.only in (None, CLUSTER) and not args.no_cluster:
             spark = LocalSpark(work / "spark")
             master = spark.up(workers=2, cores=1, memory="1g")
             try:
                 result[CLUSTER] = run_replicator(CLUSTER, args, clusters, work, master)
                 print(json.dumps({CLUSTER: result[CLUSTER]}), flush=True)
+                drop_copies(clusters, {f"backlog-{CLUSTER}", f"steady-{CLUSTER}"})
             finally:
                 spark.down(purge=True)
         if not args.no_limit and "mm2" in result:
@@ -877,6 +896,8 @@ def main() -> None:
                                                                          args.partitions, args.cores, work)
             result.setdefault("sizes", {})[str(size)] = runs
             print(json.dumps({f"size {size}": runs}), flush=True)
+            drop_copies(clusters, {f"{kind}-{tool}-{size}b" for kind in ("backlog", "steady")
+                                   for tool in ("mm2", "mirrorspark")})
         if not args.no_limit:
             create(clusters["dst"], "limit", args.partitions)
             result["limit_records_per_second"] = producer_perf(clusters["dst"], "limit", args.records, args.size,

@@ -83,10 +83,12 @@ def create(bootstrap: str, topic: str, partitions: int) -> None:
         f.result(30)
 
 
-def drop_copies(clusters: dict[str, str], names: set[str]) -> None:
+def drop_copies(clusters: dict[str, str], names: set[str], work: Path) -> None:
     """Deletes the source topics ``names`` and what was copied of them on the target (remote and
-    plain-loop topics). Every 1 KiB copy leaves about 2 GB on the brokers' disks; kept to the end, the
-    runs with the exactly-once rounds filled this machine's disk and a broker stopped."""
+    plain-loop topics), and waits until the brokers have removed their files. Every 1 KiB copy leaves
+    about 2 GB on the brokers' disks; kept to the end, the runs with the exactly-once rounds filled
+    this machine's disk and a broker stopped. The brokers remove a deleted topic's files a minute
+    later: copies measured meanwhile were slowed by up to half, so nothing is measured until then."""
     copies = names | {f"src.{n}" for n in names} | {f"ceiling-{n}" for n in names}
     for bootstrap in (clusters["src"], clusters["dst"]):
         admin = admin_client({"bootstrap.servers": bootstrap})
@@ -94,6 +96,11 @@ def drop_copies(clusters: dict[str, str], names: set[str]) -> None:
         if present:
             for future in admin.delete_topics(present, operation_timeout=60).values():
                 future.result(120)
+    deadline = time.monotonic() + 300
+    while any((work / "clusters").rglob("*-delete")):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"deleted topics still on disk under {work / 'clusters'} after 300 s")
+        time.sleep(2)
 
 
 def end_offsets(bootstrap: str, topic: str, committed: bool = True) -> dict[int, int]:
@@ -669,7 +676,6 @@ def backlog_rounds(args, clusters: dict[str, str], work: Path) -> list[dict]:
                 ceiling.brokers_cpu_seconds * 1e6 / args.records, 2)
         rounds.append(measured)
         print(json.dumps({f"backlog round {number}": measured}), flush=True)
-        drop_copies(clusters, {f"{kind}-{tool}{tag}" for kind in ("backlog", "steady") for tool in order})
     return rounds
 
 
@@ -695,7 +701,6 @@ def exactly_once_rounds(args, clusters: dict[str, str], work: Path) -> list[dict
             measured[f"{tool}_brokers_cpu_per_million"] = copy.get("brokers_cpu_seconds_per_million")
         rounds.append(measured)
         print(json.dumps({f"exactly-once round {number}": measured}), flush=True)
-        drop_copies(clusters, {f"{kind}-{tool}-eos{number}" for kind in ("backlog", "steady") for tool in order})
     return rounds
 
 
@@ -856,7 +861,6 @@ def main() -> None:
             result["warmup_records_per_second"] = round(warm_brokers(clusters, args.records, args.size,
                                                                      args.partitions, args.cores, work))
             print(json.dumps({"warm-up copy": result["warmup_records_per_second"]}), flush=True)
-            drop_copies(clusters, {"warmup"})
         for tool in ("mm2", "mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, REALTIME):
             if args.only in (None, tool):
                 # A variant measures the backlog only (a cost on throughput); exactly-once its latency too.
@@ -866,15 +870,15 @@ def main() -> None:
                 # Real-time mode too on local[N]: N long-running tasks, each a group of the partitions.
                 result[tool] = run_replicator(tool, run_args, clusters, work, None)
                 print(json.dumps({tool: result[tool]}), flush=True)
-                if tool != "mm2":
-                    drop_copies(clusters, {f"backlog-{tool}", f"steady-{tool}"})
+        if args.only is None:  # the single runs' copies (all but MM2's: the plain loop reads it below)
+            drop_copies(clusters, {f"{kind}-{tool}" for kind in ("backlog", "steady")
+                                   for tool in ("mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, REALTIME)}, work)
         if args.only in (None, CLUSTER) and not args.no_cluster:
             spark = LocalSpark(work / "spark")
             master = spark.up(workers=2, cores=1, memory="1g")
             try:
                 result[CLUSTER] = run_replicator(CLUSTER, args, clusters, work, master)
                 print(json.dumps({CLUSTER: result[CLUSTER]}), flush=True)
-                drop_copies(clusters, {f"backlog-{CLUSTER}", f"steady-{CLUSTER}"})
             finally:
                 spark.down(purge=True)
         if not args.no_limit and "mm2" in result:
@@ -896,8 +900,6 @@ def main() -> None:
                                                                          args.partitions, args.cores, work)
             result.setdefault("sizes", {})[str(size)] = runs
             print(json.dumps({f"size {size}": runs}), flush=True)
-            drop_copies(clusters, {f"{kind}-{tool}-{size}b" for kind in ("backlog", "steady")
-                                   for tool in ("mm2", "mirrorspark")})
         if not args.no_limit:
             create(clusters["dst"], "limit", args.partitions)
             result["limit_records_per_second"] = producer_perf(clusters["dst"], "limit", args.records, args.size,

@@ -53,7 +53,7 @@ soak: setup
 	MIRRORSPARK_SOAK_MINUTES=$(SOAK_MINUTES) MIRRORSPARK_SOAK_SEED=$(SOAK_SEED) \
 	MIRRORSPARK_SOAK_REPORT=build/soak-report.txt .venv/bin/pytest -s -p no:cacheprovider tests/soak
 
-# Real MirrorMaker 2 vs mirrorspark on the same local brokers and the schema bench below (about 32 minutes on 2 cores).
+# Real MirrorMaker 2 vs mirrorspark on the same local brokers and the schema bench below (about 40 minutes on 2 cores).
 bench: setup
 	.venv/bin/python bench/mm2_vs_mirrorspark.py
 	.venv/bin/python bench/schema_rewrite.py

@@ -289,6 +289,11 @@ class SparkJvm:
             out[(topic, int(partition))] = int(position)
         return out
 
+    def give_resume(self, run: str, ranges: str) -> None:
+        """Real-time mode: where the query started as ``run`` resumes on the target (the sink's ``resume``
+        format), which its first batch waits for (``io.mirrorspark.sink.ResumeRanges``)."""
+        _call("ResumeRanges.give", lambda: self._sink.ResumeRanges.give(run, ranges))
+
     def epoch_taken(self, flow: str, epoch: int) -> None:
         """The batch is recorded: its sink commit goes on."""
         _call("WrittenBatches.taken", lambda: self._batches.taken(flow, epoch))

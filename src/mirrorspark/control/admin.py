@@ -217,7 +217,10 @@ def partition_offsets(admin: AdminClient, partitions: list[Partition], earliest:
     """Log start (``earliest``) or end offsets of ``partitions`` (the last stable offset with
     ``read_committed``); partitions that do not exist (a deleted topic) are left out. A partition
     whose leader is moving (a topic just created, a broker restarting) is asked again for up to
-    ``timeout`` seconds."""
+    ``timeout`` seconds. A partition the client calls unknown is left out only once the cluster's
+    own description lacks it: librdkafka's client answers "unknown" for topics created moments
+    before, from its cached metadata, for minutes, and a partition taken for missing is one whose
+    end a flow does not record before writing to it (docs/adr/0027-grouped-source-real-time.md, section 9)."""
     from confluent_kafka import IsolationLevel
     from confluent_kafka.admin import OffsetSpec
 
@@ -230,6 +233,7 @@ def partition_offsets(admin: AdminClient, partitions: list[Partition], earliest:
         futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in pending}, isolation_level=isolation,
                                      request_timeout=timeout)
         retry: list[Partition] = []
+        unknown: list[Partition] = []
         for tp, future in futures.items():
             try:
                 out[(tp.topic, tp.partition)] = future.result().offset
@@ -237,11 +241,16 @@ def partition_offsets(admin: AdminClient, partitions: list[Partition], earliest:
                 error = exc.args[0]
                 if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
                                     KafkaError._UNKNOWN_TOPIC):
+                    unknown.append((tp.topic, tp.partition))
                     continue
-                if error.code() in _LEADER_MOVING and time.monotonic() < deadline:
+                if (error.code() in _LEADER_MOVING or error.code() == KafkaError._NOENT) \
+                        and time.monotonic() < deadline:  # _NOENT: none of the partitions asked has a leader yet
                     retry.append((tp.topic, tp.partition))
                     continue
                 raise
+        if unknown and time.monotonic() < deadline:  # described: the client's metadata is refreshed with it
+            layout = topic_layout(admin, sorted({t for t, _ in unknown}), timeout)
+            retry += [(t, p) for t, p in unknown if p in layout.get(t, ("", {}))[1]]
         pending = retry
         if pending:
             time.sleep(0.2)

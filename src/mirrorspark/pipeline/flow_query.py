@@ -195,8 +195,8 @@ class FlowQuery:
             sink.update(resume="", resumeRun=run, writeRun=run,
                         transactionMs=str(self.flow.options.realtime_transaction_ms),
                         topicIds=topic_ids_option(self.writer.guard.sink_topic_ids(plan.remote)))
-        else:
-            sink.update(resume=realtime.resume_point(self.writer.guard, self.spark_log, plan), resumeRun=run)
+        else:  # given once the query started: the target's ends are asked while Spark plans (ADR 0027 section 9)
+            sink.update(resume="", resumeLater="true", resumeRun=run)
         self.writer.starting(None)
         spark.conf.set(realtime.ALLOWLIST_CHECK, "false")
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.flow.name)
@@ -208,16 +208,28 @@ class FlowQuery:
                                                after=self.after_realtime_batch)
         self.recorder.start()
         try:
-            self.query = (
+            query = (
                 rows.writeStream.queryName(self.flow.name).format(SINK_FORMAT).options(**sink)
                 .outputMode("update").trigger(realTime=f"{self.flow.options.realtime_batch:g} seconds")
                 .option("checkpointLocation", self.checkpoint.uri())
                 .start()
             )
+            self.query = query
         except Exception:
             self.recorder.stop()
             self.recorder = None
             raise
+        if not self.flow.exactly_once:
+            try:
+                ranges = realtime.resume_point(self.writer.guard, self.spark_log, plan)
+            except BaseException:  # its first batch is still waiting: nothing was written
+                try:
+                    query.stop()
+                finally:
+                    self.recorder.stop()
+                    self.recorder = None
+                raise
+            SparkJvm(session=spark).give_resume(run, ranges)
         self.planned_partitions = partitions
 
     def replan_reason(self, plan) -> str | None:

@@ -133,3 +133,67 @@ def test_a_groups_own_setting_reads_as_librdkafka_names_its_source():
     assert _config_source("DYNAMIC_GROUP_CONFIG") == ConfigSource.GROUP_CONFIG
     assert _config_source("DYNAMIC_TOPIC_CONFIG") == ConfigSource.DYNAMIC_TOPIC_CONFIG
     assert _config_source("DYNAMIC_BROKER_LOGGER_CONFIG") == ConfigSource.UNKNOWN_CONFIG
+
+
+class StaleMetadataAdmin:
+    """librdkafka's admin client as measured right after CreateTopics: list_offsets calls a topic created
+    moments before unknown, from its cached metadata, until a DescribeTopics of it refreshes the cache."""
+
+    def __init__(self, *, existing: dict[str, int], cached: set[str]) -> None:
+        self.existing = existing  # topic -> partition count on the cluster
+        self.cached = set(cached)  # topics the client's metadata knows
+        self.described: list[list[str]] = []
+
+    @staticmethod
+    def _done(result=None, error=None):
+        from concurrent.futures import Future
+
+        future: Future = Future()
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+        return future
+
+    def list_offsets(self, wanted, **_):
+        from confluent_kafka import KafkaError, KafkaException
+
+        return {tp: self._done(SimpleNamespace(offset=7))
+                if tp.topic in self.cached and tp.partition < self.existing.get(tp.topic, 0)
+                else self._done(error=KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+                for tp in wanted}
+
+    def describe_topics(self, topics, **_):
+        from confluent_kafka import KafkaError, KafkaException
+
+        names = list(topics.topic_names)
+        self.described.append(names)
+        out = {}
+        for topic in names:
+            if topic in self.existing:
+                self.cached.add(topic)
+                parts = [SimpleNamespace(id=p, leader=SimpleNamespace(id=1)) for p in range(self.existing[topic])]
+                out[topic] = self._done(SimpleNamespace(topic_id=f"id-{topic}", partitions=parts))
+            else:
+                out[topic] = self._done(error=KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+        return out
+
+
+def test_a_topic_just_created_is_not_taken_for_missing_because_the_clients_metadata_lags():
+    from mirrorspark.control.admin import partition_offsets
+
+    admin = StaleMetadataAdmin(existing={"old": 1, "new": 2}, cached={"old"})
+    ends = partition_offsets(admin, [("old", 0), ("new", 0), ("new", 1), ("gone", 0)], timeout=5)
+    assert ends == {("old", 0): 7, ("new", 0): 7, ("new", 1): 7}, "a deleted topic alone is left out"
+    assert admin.described == [["gone", "new"]], "one description of the partitions called unknown"
+
+
+def test_a_partition_the_cluster_does_not_have_is_left_out_without_waiting():
+    import time as _time
+
+    from mirrorspark.control.admin import partition_offsets
+
+    admin = StaleMetadataAdmin(existing={"t": 1}, cached={"t"})
+    started = _time.monotonic()
+    assert partition_offsets(admin, [("t", 0), ("t", 1)], timeout=5) == {("t", 0): 7}
+    assert _time.monotonic() - started < 1, "a partition the description lacks is not asked again"

@@ -81,6 +81,7 @@ public final class MirrorSink implements TableProvider {
         public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
             WriteSettings settings = WriteSettings.from(info.schema(), info.options().asCaseSensitiveMap());
             long driverWaitMs = Long.parseLong(info.options().getOrDefault("driverWaitMs", "120000"));
+            boolean resumeLater = "true".equals(info.options().get("resumeLater"));
             // Real-time mode runs in Spark's update output mode: each row is one record appended.
             return new SupportsStreamingUpdateAsAppend() {
                 @Override
@@ -93,7 +94,7 @@ public final class MirrorSink implements TableProvider {
 
                         @Override
                         public StreamingWrite toStreaming() {
-                            return new MirrorStreamingWrite(settings, driverWaitMs);
+                            return new MirrorStreamingWrite(settings, driverWaitMs, resumeLater);
                         }
                     };
                 }

@@ -22,10 +22,13 @@ final class MirrorStreamingWrite implements StreamingWrite {
     /** What is left to compare of an interrupted run's target records, epoch after epoch. */
     private final ResumeLedger ledger;
 
-    MirrorStreamingWrite(WriteSettings settings, long driverWaitMs) {
+    /** {@code resumeLater}: the first batch waits for its ranges from the driver ({@link ResumeRanges}),
+     *  given after the query started, instead of the {@code resume} option. */
+    MirrorStreamingWrite(WriteSettings settings, long driverWaitMs, boolean resumeLater) {
         this.settings = settings;
         this.driverWaitMs = driverWaitMs;
-        this.ledger = ResumeLedger.of(settings.flow, settings.resumeRun, settings.resume);
+        this.ledger = resumeLater ? ResumeLedger.given(settings.flow, settings.resumeRun, driverWaitMs)
+            : ResumeLedger.of(settings.flow, settings.resumeRun, settings.resume);
         Transactions.fenceEarlier(settings);  // exactly-once: once per start, before its first batch's tasks write
     }
 

@@ -39,6 +39,21 @@ final class ResumeLedger {
             : new ResumeLedger(run, ranges));
     }
 
+    /**
+     * {@link #of} with the ranges the driver gives after the query started ({@link ResumeRanges}),
+     * waited for at the query's first batch only, for up to {@code waitMs}.
+     */
+    static ResumeLedger given(String flow, String run, long waitMs) {
+        if (run.isEmpty()) {
+            throw new IllegalArgumentException("the mirrorspark sink's 'resumeLater' option needs 'resumeRun'");
+        }
+        ResumeLedger held = RUNNING.get(flow);
+        if (held != null && held.run.equals(run)) {
+            return held;
+        }
+        return of(flow, run, ResumeRanges.await(run, waitMs));
+    }
+
     /** The ranges left, as the next batch's writers take them (a copy: they travel to executors). */
     synchronized HashMap<String, long[]> left() {
         HashMap<String, long[]> out = new HashMap<>();

@@ -249,7 +249,7 @@ final class WriteSettings implements Serializable {
         return topic + '\u0000' + partition;
     }
 
-    private static HashMap<String, long[]> resume(String option) {
+    static HashMap<String, long[]> resume(String option) {
         HashMap<String, long[]> out = new HashMap<>();
         if (option == null || option.isEmpty()) {
             return out;

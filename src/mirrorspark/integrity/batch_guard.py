@@ -11,7 +11,8 @@ has its topic's id checked before the write: a re-created topic is read again fr
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from mirrorspark.errors import OperationalError
@@ -53,8 +54,11 @@ class BatchGuard:
     def __init__(self, *, flow_name: str, marks: WriteMarks, loss: LossLog, source_starts: OffsetsOf,
                  target_ends: OffsetsOf, fail_on_loss: bool,
                  rewinds_pending: Callable[[], set[str]] = set, writing: Callable[[], bool] | None = None,
-                 identity: TopicCheck | None = None) -> None:
+                 identity: TopicCheck | None = None, listing_wait: float = 30.0) -> None:
         self.flow_name = flow_name
+        # How long a remote partition created moments before may stay unlisted by the target before the
+        # flow restarts to create it (the measured lag: docs/adr/0027-grouped-source-real-time.md, section 9).
+        self.listing_wait = listing_wait
         self.identity = identity  # asked first when a source partition went back or appears (None: not asked)
         self.writing = writing  # the flow's lease is held and confirmed (None: no lease)
         self.rewinds_pending = rewinds_pending  # source topics to be read again from their start at the restart
@@ -72,9 +76,7 @@ class BatchGuard:
                          f"instance writes it, or this one was stopped too long); batch {batch_id} is not written")
         targets = sorted({(remote[t], p) for t, p in ends if t in remote})
         self._check_targets(starts, ends, remote)
-        unknown = self.marks.unknown_targets(targets)
-        if unknown:
-            self.marks.learn_targets(self.target_ends(unknown))
+        self.learn_new_targets(targets)
         if self.fail_on_loss:
             gaps = self._gaps(starts, ends, remote, {})
             if gaps:
@@ -96,6 +98,29 @@ class BatchGuard:
                      "compared before anything is sent again", self.flow_name, batch_id,
                      sum(r.records for r in ranges))
         return resume_option(ranges)
+
+    def learn_new_targets(self, targets: Sequence[Partition]) -> None:
+        """Record the target end of each partition this flow has never written, before it writes there:
+        a first write interrupted is compared from that end at the restart, not sent again uncounted.
+        A remote partition created moments before may not be listed yet: it is asked again until it is,
+        and never written unrecorded; one still unlisted after ``listing_wait`` seconds makes the flow
+        restart, whose topic check creates it."""
+        unknown = self.marks.unknown_targets(targets)
+        deadline = time.monotonic() + self.listing_wait
+        while unknown:
+            ends = self.target_ends(unknown)
+            if ends:
+                self.marks.learn_targets(ends)
+            unknown = [t for t in unknown if t not in ends]
+            if unknown and time.monotonic() >= deadline:
+                shown = ", ".join(f"{t}[{p}]" for t, p in unknown[:3])
+                raise RemoteTopicGone(
+                    f"flow {self.flow_name}: remote partition(s) {shown}"
+                    f"{f' and {len(unknown) - 3} more' if len(unknown) > 3 else ''} are not listed by the target "
+                    f"{self.listing_wait:g} s after they were asked for; nothing is written to them before their "
+                    "end is recorded, and the flow restarts to create them")
+            if unknown:
+                time.sleep(0.2)
 
     def _check_targets(self, starts: Positions, ends: Positions, remote: Mapping[str, str]) -> None:
         """Refuse to write newer records into a remote partition that went back: the refill of a

@@ -115,9 +115,7 @@ def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) 
     epoch = 0 if committed is None else committed + 1
     targets = sorted({(remote, p) for source, remote in plan.remote.items()
                       for p in range(plan.partitions.get(source, 0))})
-    unknown = guard.marks.unknown_targets(targets)
-    if unknown:  # partitions never written by this flow: their ends now, before anything is written
-        guard.marks.learn_targets(guard.target_ends(unknown))
+    guard.learn_new_targets(targets)  # partitions never written by this flow: their ends, before anything is written
     marks = guard.marks.starts_of(epoch, REALTIME_PLANNED, targets)
     now = guard.target_ends(sorted(marks))
     ranges = [ResumeRange(topic, partition, begin, now[(topic, partition)])

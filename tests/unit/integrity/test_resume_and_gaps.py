@@ -174,3 +174,36 @@ def test_a_batch_is_not_written_once_the_flow_lease_is_gone(tmp_path):
     with pytest.raises(Fenced, match=r"a->b: fenced.*batch 2 is not written"):
         guard.before_write(2, "line", {("t", 0): 5}, {("t", 0): 9}, {"t": "r"}, rerun=False)
     assert asked == []  # refused before it even looks at the target
+
+
+def test_a_remote_partition_just_created_is_not_written_before_its_end_is_recorded(tmp_path):
+    """The target's client may not list a partition created moments before (measured: a third of 3,000
+    for seconds). Its end is asked again until it is listed, so a first write interrupted is compared
+    from it at the restart instead of being sent again uncounted."""
+    marks = WriteMarks(LocalFiles(tmp_path))
+    listed: list[set] = [{("r", 0)}, {("r", 0)}, {("r", 0), ("r", 1)}]  # partition 1 listed at the third ask
+    asked: list = []
+
+    def target_ends(parts):
+        asked.append(sorted(parts))
+        now = listed[min(len(asked), len(listed)) - 1]
+        return {p: 0 for p in parts if p in now}
+
+    guard = BatchGuard(flow_name="a->b", marks=marks, loss=LossLog(LocalFiles(tmp_path), "a->b"),
+                       source_starts=lambda parts: {}, target_ends=target_ends, fail_on_loss=False)
+    assert guard.before_write(0, "line-0", {}, {("t", 0): 5, ("t", 1): 5}, {"t": "r"}, rerun=False) == ""
+    assert asked == [[("r", 0), ("r", 1)], [("r", 1)], [("r", 1)]]
+    assert WriteMarks(LocalFiles(tmp_path)).unknown_targets([("r", 0), ("r", 1)]) == []
+
+
+def test_a_remote_partition_the_target_never_lists_restarts_the_flow_before_writing(tmp_path):
+    from mirrorspark.integrity.batch_guard import RemoteTopicGone
+
+    files = LocalFiles(tmp_path)
+    guard = BatchGuard(flow_name="a->b", marks=WriteMarks(files), loss=LossLog(files, "a->b"),
+                       source_starts=lambda parts: {}, target_ends=lambda parts: {p: 3 for p in parts if p[1] == 0},
+                       fail_on_loss=False, listing_wait=0.3)
+    with pytest.raises(RemoteTopicGone, match=r"r\[1\] are not listed by the target 0.3 s after.*restarts to create"):
+        guard.before_write(0, "line-0", {}, {("t", 0): 5, ("t", 1): 5}, {"t": "r"}, rerun=False)
+    assert WriteMarks(LocalFiles(tmp_path)).unknown_targets([("r", 0), ("r", 1)]) == [("r", 1)], \
+        "what was listed is recorded"

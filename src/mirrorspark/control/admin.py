@@ -156,7 +156,11 @@ def check_replication_factor(admin: AdminClient, rf: int, key: str, cluster: str
 
 
 def topic_partitions(admin: AdminClient, timeout: float = 10.0) -> dict[str, int]:
-    """Every topic on the cluster with its partition count (one metadata request)."""
+    """Every topic on the cluster with its partition count (one metadata request). Kafka's Java Admin
+    answers the counts alone; librdkafka's metadata has every partition's details."""
+    counts = getattr(admin, "partition_counts", None)
+    if counts is not None:
+        return cast(dict[str, int], counts(timeout=timeout))
     metadata = admin.list_topics(timeout=timeout)
     return {
         name: len(topic.partitions)
@@ -258,8 +262,19 @@ def partition_offsets(admin: AdminClient, partitions: list[Partition], earliest:
 
 
 def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> dict[str, str]:
-    """Topic id of each existing topic of ``topics`` (a re-created topic gets a new one)."""
-    return {topic: topic_id for topic, (topic_id, _) in topic_layout(admin, topics, timeout).items()}
+    """Topic id of each existing topic of ``topics`` (a re-created topic gets a new one). Kafka's Java
+    Admin answers the ids alone; librdkafka's describes the whole topics."""
+    ask = getattr(admin, "topic_ids", None)
+    if ask is None:
+        return {topic: topic_id for topic, (topic_id, _) in topic_layout(admin, topics, timeout).items()}
+    out: dict[str, str] = {}
+    for topic, future in ask(list(topics), request_timeout=timeout).items() if topics else ():
+        try:
+            out[topic] = str(future.result())
+        except KafkaException as exc:
+            if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                raise
+    return out
 
 
 def topic_layout(admin: AdminClient, topics: list[str], timeout: float = 15.0

@@ -302,6 +302,17 @@ class JavaAdminClient(_JavaClient):
             [TopicPartitionInfo(p[0], _node(p[1]), [_node(n) for n in p[2]], [_node(n) for n in p[3]])
              for p in ok["partitions"]]))
 
+    def partition_counts(self, timeout: float = -1) -> dict[str, int]:
+        """Every topic with its partition count (``list_topics`` without the partitions' details)."""
+        return {str(name): int(count) for name, count in
+                self._ask("reading metadata", lambda java: java.partitionCounts(_ms(timeout))).items()}
+
+    def topic_ids(self, topics: list[str], request_timeout: float = 30) -> dict[str, Future]:
+        """Each topic's id alone (``describe_topics`` without the partitions): asked every few seconds."""
+        found = self._ask("describing topics", lambda java: java.topicIds(json.dumps(list(topics)),
+                                                                           _ms(request_timeout)))
+        return _each(found, lambda _, topic_id: topic_id)
+
     def describe_configs(self, resources: list, request_timeout: float = 30, **_: Any) -> dict[Any, Future]:
         wanted = [[r.restype.name, r.name] for r in resources]
         found = self._ask("describing configs", lambda java: java.describeConfigs(json.dumps(wanted),

@@ -23,7 +23,7 @@ from typing import Any, cast
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.control.admin import consumer
+from mirrorspark.control.admin import consumer, topic_partitions
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.partition import Partition
 
@@ -82,9 +82,8 @@ class LagProbe:
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None and tp.offset >= 0}
 
     def _partitions(self, topics: list[str]) -> list[TopicPartition]:
-        metadata = self.admin.list_topics(timeout=15).topics
-        return [TopicPartition(t, p) for t in topics if t in metadata and metadata[t].error is None
-                for p in metadata[t].partitions]
+        counts = topic_partitions(self.admin, timeout=15)
+        return [TopicPartition(t, p) for t in topics for p in range(counts.get(t, 0))]
 
     def _oldest_pending_timestamps(self, positions: dict[Partition, int]) -> dict[Partition, int]:
         """Timestamp (ms) of the first record at or after each position."""

@@ -165,7 +165,7 @@ class FlowOffsets:
 
     def pending_checkpoint_resets(self) -> set[Partition]:
         """(source topic, partition) whose checkpoints still point into a previous remote topic."""
-        return {key for key in self.ranges.partitions() if self.ranges.binding(*key).reset_checkpoints}
+        return self.ranges.checkpoint_resets()
 
     def checkpoint_resets_done(self, done: set[Partition]) -> None:
         for topic, partition in done:

@@ -341,6 +341,12 @@ class OffsetRanges:
         with self._lock:
             return sorted(self._partitions)
 
+    def checkpoint_resets(self) -> set[Partition]:
+        """The partitions whose checkpoints must be replaced: asked every checkpoint round, for thousands
+        of partitions, without copying each binding."""
+        with self._lock:
+            return {key for key, ranges in self._partitions.items() if ranges.binding.reset_checkpoints}
+
     def rows(self, topic: str, partition: int) -> list[RangeRow]:
         """The partition's stored runs in source order (a copy of the list; rows are immutable)."""
         with self._lock:

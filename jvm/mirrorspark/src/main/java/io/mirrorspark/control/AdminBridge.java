@@ -144,6 +144,33 @@ public final class AdminBridge implements AutoCloseable {
         return out.toString();
     }
 
+    /**
+     * Every topic of the cluster with its partition count, {@code {name: count}}: what {@link #metadata}
+     * lists, without the brokers, leaders, replicas and ISRs. Why: the topic refresh and the lag probe
+     * ask it every few seconds, and thousands of partitions written out and parsed each time cost more
+     * than the asking.
+     */
+    public String partitionCounts(int timeoutMs) {
+        ObjectNode out = JSON.createObjectNode();
+        List<String> names = new ArrayList<>(get(admin.listTopics(new ListTopicsOptions().listInternal(true)
+            .timeoutMs(timeoutMs)).names(), timeoutMs, "listing topics"));
+        if (names.isEmpty()) {
+            return out.toString();
+        }
+        Map<String, KafkaFuture<TopicDescription>> described =
+            admin.describeTopics(names, new DescribeTopicsOptions().timeoutMs(timeoutMs)).topicNameValues();
+        for (String name : names) {
+            try {
+                out.put(name, get(described.get(name), timeoutMs, "describing topic " + name).partitions().size());
+            } catch (ClientError e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+                    throw e;
+                }  // deleted between the listing and the description
+            }
+        }
+        return out.toString();
+    }
+
     /** {@code {"cluster_id", "controller": node, "nodes": [node]}}, a node as {@code [id, host, port, rack]}. */
     public String describeCluster(int timeoutMs) {
         DescribeClusterResult cluster = admin.describeCluster(new DescribeClusterOptions().timeoutMs(timeoutMs));
@@ -176,6 +203,23 @@ public final class AdminBridge implements AutoCloseable {
                 info.isr().forEach(n -> isr.add(node(n)));
             }
             return ok;
+        }).toString();
+    }
+
+    /**
+     * Each topic of {@code topics} (a JSON array): its id, as {@link #describeTopics} gives it. Why: a
+     * flow asks its source's topic ids every few seconds (a re-created topic is seen by its new id), and
+     * the partitions, replicas and ISRs of thousands of partitions, written out and parsed each time,
+     * were most of an idle flow's control-plane CPU.
+     */
+    public String topicIds(String topics, int timeoutMs) {
+        List<String> names = new ArrayList<>();
+        array(topics, "topics").forEach(n -> names.add(n.asText()));
+        Map<String, KafkaFuture<TopicDescription>> described =
+            admin.describeTopics(names, new DescribeTopicsOptions().timeoutMs(timeoutMs)).topicNameValues();
+        return each(names, name -> {
+            TopicDescription d = get(described.get(name), timeoutMs, "describing topic " + name);
+            return d.topicId() == null ? JSON.nullNode() : JSON.getNodeFactory().textNode(d.topicId().toString());
         }).toString();
     }
 

@@ -19,7 +19,10 @@ import org.apache.kafka.common.TopicPartition;
  * {@code maxOffsetsPerTrigger} (0: no bound), {@code groups} (tasks per batch),
  * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering),
  * {@code idleCheckMs} (while an {@link EndWatcher} sees nothing new, the brokers are asked for the
- * ends at most this often; 0: on every trigger),
+ * ends at most this often; 0: on every trigger), {@code topicRefreshMs} (how often the pattern's
+ * topics are listed again, so a new topic or partition is read within it: each listing describes
+ * every topic of the source cluster, and listing every second was most of an idle query's own CPU
+ * at thousands of partitions; MM2 lists every {@code refresh.topics.interval.seconds}, 600 s),
  * {@code holdPattern} and {@code holdMs} (topics whose records alone start a batch at most every
  * holdMs: heartbeats, see {@link IdleHold}) and
  * {@code failOnDataLoss} (mirrorspark.data.loss = fail: records gone before they were read fail the
@@ -64,7 +67,7 @@ public final class SourceSettings implements Serializable {
         this.maxRecords = Long.parseLong(get(options, "maxOffsetsPerTrigger", "0"));
         this.groups = Math.max(1, Integer.parseInt(get(options, "groups", "2")));
         this.pollTimeoutMs = Long.parseLong(get(options, "pollTimeoutMs", "120000"));
-        this.topicRefreshMs = Long.parseLong(get(options, "topicRefreshMs", "1000"));
+        this.topicRefreshMs = Long.parseLong(get(options, "topicRefreshMs", "5000"));
         this.idleCheckMs = Long.parseLong(get(options, "idleCheckMs", "5000"));
         this.failOnDataLoss = Boolean.parseBoolean(get(options, "failOnDataLoss", "false").trim());
         this.holdPattern = get(options, "holdPattern", "");

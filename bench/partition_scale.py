@@ -2,7 +2,8 @@
 one after the other (MM2 ``tasks.max`` = Spark ``local[N]`` = N cores).
 
 Per partition count P (topics of 10 partitions, 20 records of 100 B in each partition):
-- full sync: process start -> the target holds all P x 20 records;
+- full sync: process start -> the target holds all P x 20 records (the median of ``--sync-rounds``
+  runs over fresh topics, the tools' order turning each round);
 - CPU while idle: user + system seconds of the replicator's process tree over ``--idle-seconds``
   after the sync (nothing produced);
 - latency of a one-record-per-second topic among the quiet ones: p50/p99 of arrival time minus the
@@ -177,7 +178,10 @@ def drop(bootstrap: str, prefix: str) -> None:
         time.sleep(1)
 
 
-def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, args) -> dict:
+def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, args, sync_only: bool = False,
+            ) -> dict:
+    """One replicator over fresh topics: the full sync, then (unless ``sync_only``) idle CPU, the
+    one-per-second latency and peak RSS."""
     prefix = f"q{partitions}{tool[:2]}"
     topics = fill(clusters["src"], prefix, partitions)
     remote = [f"src.{t}" for t in topics]
@@ -200,6 +204,8 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
             time.sleep(0.5)
         sync = time.monotonic() - started
         print(f"[{tool} {partitions}] full sync in {sync:.1f} s", flush=True)
+        if sync_only:
+            return {"full_sync_seconds": round(sync, 1)}
         time.sleep(10)  # settle: the last batch commits, checkpoints are written once
         cpu0 = tree_cpu_seconds(proc.pid)
         threads0 = tree_threads(proc.pid) if args.threads else {}
@@ -221,10 +227,19 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
             "pulse": pulse, "peak_rss_mb": round(peak / 2**20)}
 
 
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else round((ordered[middle - 1] + ordered[middle]) / 2, 1)
+
+
 def table(result: dict) -> list[str]:
     """MM2 / mirrorspark's default mode / its real-time mode (when the run has it), ratios against MM2."""
-    lines = ["| partitions | full sync, s: MM2 / mirrorspark / real-time | CPU while idle, s per 60 s | "
+    rounds = int(result.get("settings", {}).get("sync_rounds", 1))
+    sync = f"full sync, s (median of {rounds} runs)" if rounds > 1 else "full sync, s"
+    lines = [f"| partitions | {sync}: MM2 / mirrorspark / real-time | CPU while idle, s per 60 s | "
              "p50 of the one-per-second records, ms | p99, ms | peak RSS, MB |", "|---|---|---|---|---|---|"]
+    spread = []
     for count, runs in sorted(result["runs"].items(), key=lambda kv: int(kv[0])):
         if "mm2" not in runs or "mirrorspark" not in runs:
             continue
@@ -238,6 +253,13 @@ def table(result: dict) -> list[str]:
         lines.append(f"| {int(count):,} | {cell(lambda r: r['full_sync_seconds'])} | "
                      f"{cell(lambda r: r['idle_cpu_seconds_per_60s'])} | {cell(lambda r: r['pulse']['p50_ms'])} | "
                      f"{cell(lambda r: r['pulse']['p99_ms'])} | {cell(lambda r: r['peak_rss_mb'])} |")
+        if rounds > 1:
+            spread.append(f"{int(count):,} partitions: " + "; ".join(
+                f"{name} {', '.join(str(x) for x in runs[tool].get('full_sync_rounds', []))}"
+                for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (REALTIME, "real-time"))
+                if tool in runs))
+    if spread:
+        lines += ["", "Each full sync, s, in run order: " + ". ".join(spread) + "."]
     return lines
 
 
@@ -249,6 +271,10 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--threads", type=int, default=0, metavar="N",
                         help="also print the N threads that used the most CPU while idle")
+    parser.add_argument("--sync-rounds", type=int, default=3,
+                        help="full syncs per tool and count, the order turning each round (the first with the "
+                             "other figures); the median is reported: a single sync moves by half with the "
+                             "brokers' state")
     parser.add_argument("--idle-seconds", type=int, default=60)
     parser.add_argument("--pulse-seconds", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=1200)
@@ -268,9 +294,18 @@ def main() -> None:
             for tool in TOOLS:
                 if args.only in (None, tool):
                     run = one_run(tool, count, clusters, work, args)
+                    run["full_sync_rounds"] = [run["full_sync_seconds"]]
                     result["runs"].setdefault(str(count), {})[tool] = run
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     args.out.write_text(json.dumps(result, indent=2))
+            runs = result["runs"].get(str(count), {})
+            for number in range(1, args.sync_rounds):
+                for tool in TOOLS[number % len(TOOLS):] + TOOLS[:number % len(TOOLS)]:
+                    if tool in runs:
+                        rounds = runs[tool]["full_sync_rounds"]
+                        rounds.append(one_run(tool, count, clusters, work, args, sync_only=True)["full_sync_seconds"])
+                        runs[tool]["full_sync_seconds"] = median(rounds)
+                        args.out.write_text(json.dumps(result, indent=2))
     finally:
         local.down(purge=True)
     print("\n".join(table(result)))

@@ -179,24 +179,25 @@ def drop(bootstrap: str, prefix: str) -> None:
 
 
 def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, args, sync_only: bool = False,
-            ) -> dict:
+            number: int = 1) -> dict:
     """One replicator over fresh topics: the full sync, then (unless ``sync_only``) idle CPU, the
-    one-per-second latency and peak RSS."""
-    prefix = f"q{partitions}{tool[:2]}"
+    one-per-second latency and peak RSS. Run ``number`` > 1 has topics and a state folder of its own:
+    MM2 would resume re-created topics of the same names from its stored offsets, mirrorspark from its state."""
+    prefix = f"q{partitions}{tool[:2]}" + (f"r{number}" if number > 1 else "")
+    home = work / (f"{tool}-{partitions}" + (f"-r{number}" if number > 1 else ""))
     topics = fill(clusters["src"], prefix, partitions)
     remote = [f"src.{t}" for t in topics]
     expected = partitions * RECORDS_PER_PARTITION
     target = admin_client({"bootstrap.servers": clusters["dst"]})
     started = time.monotonic()
     extra = [*args.extra, *(["mirrorspark.trigger = realtime"] if tool == REALTIME else [])]
-    proc = launch("mm2" if tool == "mm2" else "mirrorspark", work / f"{tool}-{partitions}", clusters, f"{prefix}-.*",
-                  args.cores, extra)
+    proc = launch("mm2" if tool == "mm2" else "mirrorspark", home, clusters, f"{prefix}-.*", args.cores, extra)
     sampler = RssSampler(proc.pid)
     sampler.start()
     try:
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"{tool} exited with {proc.returncode}; see {work / f'{tool}-{partitions}'}")
+                raise RuntimeError(f"{tool} exited with {proc.returncode}; see {home}")
             if target_total(target, remote) >= expected:
                 break
             if time.monotonic() - started > args.timeout:
@@ -303,7 +304,8 @@ def main() -> None:
                 for tool in TOOLS[number % len(TOOLS):] + TOOLS[:number % len(TOOLS)]:
                     if tool in runs:
                         rounds = runs[tool]["full_sync_rounds"]
-                        rounds.append(one_run(tool, count, clusters, work, args, sync_only=True)["full_sync_seconds"])
+                        rounds.append(one_run(tool, count, clusters, work, args, sync_only=True,
+                                              number=number + 1)["full_sync_seconds"])
                         runs[tool]["full_sync_seconds"] = median(rounds)
                         args.out.write_text(json.dumps(result, indent=2))
     finally:

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.control.java_clients import uses_java
 from mirrorspark.errors import ClusterFailure, ConfigError, NotFound, OperationalError
-from mirrorspark.partition import Partition
+from mirrorspark.partition import Partition, kafka_topic_id
 
 _QUIET = logging.getLogger("mirrorspark.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
@@ -270,7 +270,7 @@ def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> d
     out: dict[str, str] = {}
     for topic, future in ask(list(topics), request_timeout=timeout).items() if topics else ():
         try:
-            out[topic] = str(future.result())
+            out[topic] = kafka_topic_id(str(future.result()))
         except KafkaException as exc:
             if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 raise
@@ -295,7 +295,7 @@ def topic_layout(admin: AdminClient, topics: list[str], timeout: float = 15.0
                 raise
             continue
         leaders = {p.id: (p.leader.id if p.leader is not None else -1) for p in found.partitions}
-        out[topic] = (str(found.topic_id), leaders)
+        out[topic] = (kafka_topic_id(str(found.topic_id)), leaders)
     return out
 
 

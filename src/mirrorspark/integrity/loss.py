@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
+from mirrorspark.partition import kafka_topic_ref
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,8 @@ def load(files: StateFiles) -> list[LossReport]:
     if not text:
         return []
     try:
-        return [LossReport(**entry) for entry in json.loads(text)]
+        return [LossReport(**{**entry, "log": kafka_topic_ref(entry["log"])} if entry.get("log") else entry)
+                for entry in json.loads(text)]
     except (ValueError, TypeError) as exc:
         log.warning("%s/%s is unreadable (%s); earlier loss reports are not shown", files.uri(), FILE, exc)
         return []

@@ -36,13 +36,30 @@ from mirrorspark.control.admin import partition_offsets, topic_ids, topic_layout
 from mirrorspark.integrity.loss import LossLog, Span
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.integrity.write_marks import WriteMarks
-from mirrorspark.partition import Partition
+from mirrorspark.partition import Partition, kafka_topic_id
 from mirrorspark.sink_report import TopicIds
 from mirrorspark.state.files import StateFiles
 
 log = logging.getLogger(__name__)
 
 FILE = "topic-ids.json"
+
+
+def _kafka_ids(entry: Any) -> Any:
+    """An older-copies entry (this state's or the target's) with its topic ids as Kafka writes them."""
+    if not isinstance(entry, dict):
+        return entry
+    out = dict(entry)
+    if isinstance(out.get("id"), str):
+        out["id"] = kafka_topic_id(out["id"])
+    out["generations"] = [{**g, "source_id": kafka_topic_id(g["source_id"])}
+                          if isinstance(g, dict) and isinstance(g.get("source_id"), str) else g
+                          for g in out.get("generations", [])]
+    if "generations" not in entry:
+        del out["generations"]
+    if isinstance(out.get("held_from"), dict):
+        out["held_from"] = {kafka_topic_id(k): v for k, v in out["held_from"].items()}
+    return out
 
 
 class OffsetMapping(Protocol):
@@ -101,13 +118,14 @@ class TopicIdentity:
             saved = json.loads(files.read(FILE) or "{}")
         except ValueError:
             saved = {}
-        self.source_ids: dict[str, str] = saved.get("source", {})
-        self.remote_ids: dict[str, str] = saved.get("remote", {})
+        self.source_ids: dict[str, str] = {t: kafka_topic_id(i) for t, i in saved.get("source", {}).items()}
+        self.remote_ids: dict[str, str] = {t: kafka_topic_id(i) for t, i in saved.get("remote", {}).items()}
         self.source_ends: dict[str, dict[str, int]] = saved.get("source_ends", {})
         # Remote topic -> its id and the earlier generations of its source topic (re-created since) it holds
         # copies of: per generation the source topic's id and, per partition, the end of what was copied. A
         # deletion of that remote topic loses them for good. Kept on the target too (``shared``).
-        self.older_copies: dict[str, dict] = saved.get("older_copies", {})
+        self.older_copies: dict[str, dict] = {remote: _kafka_ids(entry) for remote, entry
+                                              in saved.get("older_copies", {}).items()}
         self.remote_leaders: dict[str, dict[int, int]] = {}  # as seen by the last check (this run only)
         # (remote topic, its id, source id) -> the first source offsets this instance put on the target as held
         self._held_noted: dict[tuple[str, str, str], dict[str, int]] = {}
@@ -275,7 +293,7 @@ class TopicIdentity:
     def _merged_entry(self, remote: str, remote_id: str, shared: dict | None) -> dict:
         """This state's entry of ``remote`` merged with ``shared``, the target's (None: it has none)."""
         entry: dict[str, Any] = {"id": remote_id, "generations": []}
-        for known in (self.older_copies.get(remote), shared):
+        for known in (self.older_copies.get(remote), _kafka_ids(shared)):
             if not known or known.get("id") != remote_id:
                 continue
             if "ends" in known and "generations" not in known:  # kept by an earlier version: target offsets

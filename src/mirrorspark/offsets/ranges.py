@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
 
-from mirrorspark.partition import OffsetRun, Partition
+from mirrorspark.partition import OffsetRun, Partition, kafka_topic_ref
 
 DEFAULT_MAX_RUNS = 256
 
@@ -56,8 +56,9 @@ class Binding:
 
     @classmethod
     def from_json(cls, body: dict) -> Binding:
-        floor = body.get("floor")
-        return cls(body.get("remote"), None if floor is None else int(floor), bool(body.get("reset")))
+        floor, remote = body.get("floor"), body.get("remote")
+        return cls(None if remote is None else kafka_topic_ref(remote), None if floor is None else int(floor),
+                   bool(body.get("reset")))
 
 
 class _PartitionRanges:

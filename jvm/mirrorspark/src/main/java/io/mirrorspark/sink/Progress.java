@@ -60,6 +60,14 @@ final class Progress {
      * or the remote topic's differs, both being known. Progress without topics (an earlier version's)
      * is used, as it was then; so is any progress for a batch not told its topics' ids.
      */
+    /**
+     * A topic id as Kafka writes it (URL-safe base64): progress committed by a driver that used
+     * librdkafka's clients (0.1.0's) names the same id in the standard alphabet.
+     */
+    static String kafkaId(String id) {
+        return id.replace('+', '-').replace('/', '_');
+    }
+
     boolean heldFor(String topics) {
         if (this.topics == null || topics == null) {
             return true;
@@ -67,7 +75,7 @@ final class Progress {
         String[] mine = this.topics.split("\\|", -1);
         String[] theirs = topics.split("\\|", -1);
         for (int i = 0; i < Math.min(mine.length, theirs.length); i++) {
-            if (!mine[i].isEmpty() && !theirs[i].isEmpty() && !mine[i].equals(theirs[i])) {
+            if (!mine[i].isEmpty() && !theirs[i].isEmpty() && !kafkaId(mine[i]).equals(kafkaId(theirs[i]))) {
                 return false;
             }
         }

@@ -87,6 +87,14 @@ final class TopicGenerationsTest {
         assertTrue(Progress.decode(162, Progress.encode("|R1", RUNS)).heldFor("S2|R1"), "committed without the source id");
     }
 
+    /** Progress committed under librdkafka's clients (0.1.0's) names its ids in base64's standard alphabet. */
+    @Test
+    void theSameIdInEitherAlphabetIsTheSameTopic() {
+        Progress committed = Progress.decode(162, Progress.encode("m0Xq8uhOQSC7G4PJtl+wdw|/7Xq8uhOQSC7G4PJtl+wdw", RUNS));
+        assertTrue(committed.heldFor("m0Xq8uhOQSC7G4PJtl-wdw|_7Xq8uhOQSC7G4PJtl-wdw"), "Kafka's text of the same ids");
+        assertFalse(committed.heldFor("m0Xq8uhOQSC7G4PJtl-wdx|_7Xq8uhOQSC7G4PJtl-wdw"), "another source topic");
+    }
+
     /** A batch of the re-created source topic: nothing of it is committed, every row is sent. */
     @Test
     void aReCreatedSourceTopicSkipsNothing() {

@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient
 from helpers.kafka import create_topic
 from helpers.waiting import wait_until
 
-from mirrorspark.control.admin import topic_ids, topic_partitions
+from mirrorspark.control.admin import topic_ids, topic_layout, topic_partitions
 from mirrorspark.control.java_clients import JAVA_PROPERTIES, JavaAdminClient
 
 pytestmark = pytest.mark.broker
@@ -30,6 +30,8 @@ def test_java_topic_ids_match_librdkafkas_and_follow_a_recreated_topic(clusters,
     # The same ids as librdkafka's whole description, which writes Kafka's base64 with + and / for - and _
     assert before == {t: i.replace("+", "-").replace("/", "_") for t, i in topic_ids(librdkafka, wanted).items()}
     assert all(len(topic_id) > 10 for topic_id in before.values())
+    layout = topic_layout(java, wanted)  # the whole description gives the same ids, and each partition's leader
+    assert {t: i for t, (i, _) in layout.items()} == before and sorted(layout[kept][1]) == [0, 1, 2]
 
     for future in librdkafka.delete_topics([recreated], operation_timeout=30).values():
         future.result(60)

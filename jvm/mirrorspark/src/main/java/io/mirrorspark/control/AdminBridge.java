@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.AlterConsumerGroupOffsetsOptions;
@@ -184,12 +185,7 @@ public final class AdminBridge implements AutoCloseable {
 
     /** Each topic of {@code topics} (a JSON array): {@code {"id", "internal", "partitions": [[id, leader, [replicas], [isr]]]}}, nodes as in {@link #describeCluster}. */
     public String describeTopics(String topics, int timeoutMs) {
-        List<String> names = new ArrayList<>();
-        array(topics, "topics").forEach(n -> names.add(n.asText()));
-        Map<String, KafkaFuture<TopicDescription>> described =
-            admin.describeTopics(names, new DescribeTopicsOptions().timeoutMs(timeoutMs)).topicNameValues();
-        return each(names, name -> {
-            TopicDescription d = get(described.get(name), timeoutMs, "describing topic " + name);
+        return eachDescribed(topics, timeoutMs, d -> {
             ObjectNode ok = JSON.createObjectNode();
             ok.put("id", d.topicId() == null ? null : d.topicId().toString());
             ok.put("internal", d.isInternal());
@@ -203,7 +199,7 @@ public final class AdminBridge implements AutoCloseable {
                 info.isr().forEach(n -> isr.add(node(n)));
             }
             return ok;
-        }).toString();
+        });
     }
 
     /**
@@ -213,14 +209,18 @@ public final class AdminBridge implements AutoCloseable {
      * were most of an idle flow's control-plane CPU.
      */
     public String topicIds(String topics, int timeoutMs) {
+        return eachDescribed(topics, timeoutMs, d -> d.topicId() == null ? JSON.nullNode()
+            : JSON.getNodeFactory().textNode(d.topicId().toString()));
+    }
+
+    /** {@link #each} over the topics of {@code topics} (a JSON array), each answered from its description. */
+    private String eachDescribed(String topics, int timeoutMs, Function<TopicDescription, JsonNode> answer) {
         List<String> names = new ArrayList<>();
         array(topics, "topics").forEach(n -> names.add(n.asText()));
         Map<String, KafkaFuture<TopicDescription>> described =
             admin.describeTopics(names, new DescribeTopicsOptions().timeoutMs(timeoutMs)).topicNameValues();
-        return each(names, name -> {
-            TopicDescription d = get(described.get(name), timeoutMs, "describing topic " + name);
-            return d.topicId() == null ? JSON.nullNode() : JSON.getNodeFactory().textNode(d.topicId().toString());
-        }).toString();
+        return each(names, name -> answer.apply(get(described.get(name), timeoutMs, "describing topic " + name)))
+            .toString();
     }
 
     /**

@@ -40,9 +40,16 @@ final class EndWatcher implements AutoCloseable {
         this.thread.start();
     }
 
-    /** Watch for anything after {@code ends} (each partition's next offset); quiet until it arrives. */
+    /**
+     * Watch for anything after {@code ends} (each partition's next offset); quiet until it arrives.
+     * Armed again with the ends it is quietly watching (the driver's periodic check found nothing),
+     * it keeps its fetch in flight: no copy, no seek of every partition, no new fetch session.
+     */
     void arm(Map<TopicPartition, Long> ends) {
         synchronized (lock) {
+            if (!closed && wanted != null && stirred != generation && wanted.equals(ends)) {
+                return;
+            }
             wanted = Map.copyOf(ends);
             generation++;
             lock.notifyAll();

@@ -133,7 +133,9 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
             config.put("auto.offset.reset", "none");
             config.put("fetch.max.bytes", "1");  // the broker still sends one batch: enough to wake the driver
             config.put("max.partition.fetch.bytes", "1");
-            config.put("fetch.max.wait.ms", String.valueOf(settings.idleCheckMs / 4));
+            // The broker answers as soon as a record arrives: a longer wait delays nothing, and each
+            // idle round trip walks every watched partition in the client (most of the watcher's CPU).
+            config.put("fetch.max.wait.ms", String.valueOf(watchWaitMs(settings.idleCheckMs, config.get("request.timeout.ms"))));
             Object id = config.get("client.id");
             config.put("client.id", (id == null ? "mirrorspark-source" : id) + "-watch");
             config.put("key.deserializer", ByteArrayDeserializer.class.getName());
@@ -142,6 +144,22 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
                 "mirrorspark end watcher (" + settings.pattern + ")");
         }
         return watcher;
+    }
+
+    /**
+     * The watcher's broker-side wait: one idle check, under half the user's request timeout (a fetch
+     * held longer than its request's timeout would be cut and sent again).
+     */
+    static long watchWaitMs(long idleCheckMs, Object requestTimeout) {
+        long wait = Math.max(1L, idleCheckMs);
+        if (requestTimeout != null) {
+            try {
+                wait = Math.min(wait, Math.max(1L, Long.parseLong(requestTimeout.toString().trim()) / 2));
+            } catch (NumberFormatException e) {
+                // the consumer refuses it when created; nothing to bound by
+            }
+        }
+        return wait;
     }
 
     private Map<TopicPartition, Long> ends(Collection<TopicPartition> tps) {

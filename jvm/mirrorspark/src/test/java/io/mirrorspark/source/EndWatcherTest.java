@@ -1,11 +1,13 @@
 package io.mirrorspark.source;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -92,5 +94,57 @@ final class EndWatcherTest {
             assertTrue(waited < 3_000, "the first record ends the wait (" + waited + " ms)");
             assertFalse(watcher.quiet(), "the first record ends the wait");
         }
+    }
+
+    /** Counts seeks: each one is a partition the watcher positioned again. */
+    private static final class CountingConsumer extends MockConsumer<byte[], byte[]> {
+        final AtomicInteger seeks = new AtomicInteger();
+
+        CountingConsumer() {
+            super(OffsetResetStrategy.NONE);
+        }
+
+        @Override
+        public synchronized void seek(TopicPartition partition, long offset) {
+            seeks.incrementAndGet();
+            super.seek(partition, offset);
+        }
+    }
+
+    /**
+     * The driver arms the watcher again after every quiet check: the same ends leave it watching as it
+     * was (no seek of every partition), new ends or ends after a wake position it again.
+     */
+    @Test
+    void armedAgainWithTheSameEndsTheWatcherKeepsWatching() {
+        TopicPartition a = new TopicPartition("a", 0);
+        TopicPartition b = new TopicPartition("b", 0);
+        CountingConsumer consumer = new CountingConsumer();
+        consumer.updateBeginningOffsets(Map.of(a, 0L, b, 0L));
+        try (EndWatcher watcher = new EndWatcher(consumer, Duration.ofMillis(20), "test watcher")) {
+            watcher.arm(Map.of(a, 5L, b, 3L));
+            assertTrue(within(500, () -> consumer.seeks.get() == 2), "both partitions positioned");
+            watcher.arm(new java.util.HashMap<>(Map.of(a, 5L, b, 3L)));
+            assertFalse(within(200, () -> consumer.seeks.get() > 2), "the same ends: not positioned again");
+            assertTrue(watcher.quiet(), "still quiet");
+            consumer.schedulePollTask(() -> consumer.addRecord(new ConsumerRecord<>("b", 0, 3, new byte[0],
+                new byte[0])));
+            assertTrue(within(2000, () -> !watcher.quiet()), "a record after the ends still wakes it");
+            watcher.arm(Map.of(a, 5L, b, 3L));
+            assertTrue(watcher.quiet(), "armed after the wake: quiet");
+            assertTrue(within(500, () -> consumer.seeks.get() == 4), "after a wake the same ends are positioned again");
+            watcher.arm(Map.of(a, 5L, b, 4L));
+            assertTrue(within(500, () -> consumer.seeks.get() == 6), "new ends: positioned again");
+        }
+    }
+
+    /** The watcher's fetch waits one idle check at the broker, under half the user's request timeout. */
+    @Test
+    void watchWaitIsOneCheckUnderHalfTheRequestTimeout() {
+        assertEquals(5_000L, GroupedMicroBatchStream.watchWaitMs(5_000L, null));
+        assertEquals(3_000L, GroupedMicroBatchStream.watchWaitMs(5_000L, "6000"));
+        assertEquals(5_000L, GroupedMicroBatchStream.watchWaitMs(5_000L, "30000"));
+        assertEquals(5_000L, GroupedMicroBatchStream.watchWaitMs(5_000L, "not a number"));
+        assertEquals(1L, GroupedMicroBatchStream.watchWaitMs(0L, null));
     }
 }

@@ -254,7 +254,8 @@ KEYS: tuple[Key, ...] = (
         "(docs/adr/0015-exactly-once.md).", low=1, high=600000),
     Key("mirrorspark.heartbeats.hold.ms", Type.INT, "10000",
         "While a flow's only new records are heartbeats (an idle flow: MM2 emits one a second), they are copied "
-        "together at most this long after they arrive, instead of one micro-batch each; any other record copies "
+        "together at most this long after the flow's quiet check of its source first sees them (one every few "
+        "seconds), instead of one micro-batch each; any other record copies "
         "them at once with it. An idle flow then runs one batch per interval instead of one a second (its CPU "
         "falls by about as much). 0 copies heartbeats as they come, as MM2 does.", low=0, high=60000),
     Key("mirrorspark.source.stall.timeout.ms", Type.INT, "60000",

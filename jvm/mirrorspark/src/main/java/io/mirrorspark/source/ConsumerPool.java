@@ -113,7 +113,9 @@ final class ConsumerPool {
         }
         Set<TopicPartition> assigned = Set.of();
         if (realTime) {
-            assigned = Set.copyOf(consumer.assignment());
+            // A HashSet, not Set.copyOf: its linear probing walks the runs of adjacent hash codes that
+            // numbered topic names give, when built and when compared with the next task's partitions.
+            assigned = java.util.Collections.unmodifiableSet(new java.util.HashSet<>(consumer.assignment()));
         } else {
             consumer.unsubscribe();
         }

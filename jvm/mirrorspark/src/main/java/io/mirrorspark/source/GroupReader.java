@@ -61,6 +61,10 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private int runPartition = -1;
     private long runEnd = -1L;
     private UTF8String runName;
+    /**
+     * True until the read ends normally: a reader closed after a failure closes its consumer instead
+     * of giving it back to the pool.
+     */
     private boolean failed = true;
     private long lastProgress = System.currentTimeMillis();
     private long lastCheck = System.currentTimeMillis();
@@ -179,6 +183,11 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             }
         }
         next.putAll(dropped);
+        // A normal end: Spark asks where the task stopped only then. It also ends a task whose last call
+        // answered a record once its own clock passed the deadline, without asking again; taking that
+        // for a failure closed the consumer, and the next batch's new one set up its fetch session for
+        // every partition again (about 0.9 s of CPU at 1,500 partitions; ADR 0027 section 11).
+        failed = false;
         return new GroupOffset(next, dropped.keySet());
     }
 

@@ -2,6 +2,7 @@ package io.mirrorspark.source;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -156,6 +157,35 @@ final class RealTimeGroupsTest {
         assertEquals(List.of(0L, 1L, 2L, 3L, 4L), read);
         assertEquals(Map.of(T0, 5L, T1, 3L), ((GroupOffset) reader.getOffset()).next);
         reader.close();
+    }
+
+    /**
+     * Spark ends a task whose last call answered a record once its own clock passes the deadline,
+     * asking where it stopped without another call: a normal end, so the consumer goes back to the
+     * pool for the next batch; a task that failed closes its consumer.
+     */
+    @Test
+    void aTaskEndedBySparksClockGivesItsConsumerBack() throws Exception {
+        Map<String, String> options = options("{\"t\":[0,1]}");
+        options.put("kafka.client.id", "ended-by-clock-" + System.nanoTime());  // a pool key of its own
+        SourceSettings settings = new SourceSettings(options);
+        MockConsumer<byte[], byte[]> consumer = source(5L);
+        GroupReader reader = new GroupReader(settings, open(0L, 3L), consumer, true);
+        consumer.addRecord(new ConsumerRecord<>("t", 0, 0L, new byte[0], new byte[] {0}));
+        assertTrue(reader.nextWithTimeout(System.currentTimeMillis(), 5_000L).hasRecord());
+        assertEquals(Map.of(T0, 1L, T1, 3L), ((GroupOffset) reader.getOffset()).next);
+        reader.close();
+        assertFalse(consumer.closed(), "a normal end keeps the consumer");
+        assertSame(consumer, ConsumerPool.acquire(settings.consumer, true, Set.of(T0, T1)), "pooled for the next batch");
+
+        Map<String, String> stalling = new HashMap<>(options);
+        stalling.put("pollTimeoutMs", "1");
+        MockConsumer<byte[], byte[]> behind = source(9L);  // t-0's records 4..8 are due and never come
+        GroupReader stalled = new GroupReader(new SourceSettings(stalling), open(4L, 3L), behind, true);
+        assertThrows(GroupReader.SourceStalledException.class,
+            () -> stalled.nextWithTimeout(System.currentTimeMillis(), 5_000L));
+        stalled.close();
+        assertTrue(behind.closed(), "a failed task's consumer is closed, not pooled");
     }
 
     /**

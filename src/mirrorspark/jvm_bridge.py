@@ -96,13 +96,17 @@ class JvmFences:
 
     def __init__(self, *, java: Any) -> None:
         self._java = java
+        # Looked up once: py4j asks the JVM what a class's member is at each lookup, a second round
+        # trip for each of the lease's two renewals a second.
+        self._renew = java.renew
+        self._revoke = java.revoke
 
     def renew(self, flow: str, until_ms: int) -> None:
         """Writes of ``flow`` are allowed until ``until_ms`` (epoch ms); blocks while the JVM is stopped."""
-        _call("Fences.renew", lambda: self._java.renew(flow, until_ms))
+        _call("Fences.renew", lambda: self._renew(flow, until_ms))
 
     def revoke(self, flow: str) -> None:
-        _call("Fences.revoke", lambda: self._java.revoke(flow))
+        _call("Fences.revoke", lambda: self._revoke(flow))
 
     def drop_unsent(self, flow: str) -> int:
         """Close ``flow``'s producers in this JVM, dropping what they still retry (``Fences.dropUnsent``)."""
@@ -231,7 +235,7 @@ class SparkJvm:
         return str(_call("Preflight.check", lambda: self._sink.Preflight.check(self._context, names)))
 
     def fences(self) -> JvmFences:
-        return JvmFences(java=_call("Fences", lambda: self._sink.Fences))
+        return _call("Fences", lambda: JvmFences(java=self._sink.Fences))
 
     def group_admin(self, settings: Mapping[str, str]) -> JvmGroupAdmin:
         """Kafka's Admin client for one cluster's groups, from its Java client settings (as MM2 gives

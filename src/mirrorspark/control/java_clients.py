@@ -567,6 +567,10 @@ class JavaConsumer(_JavaClient):
         _call("unassigning partitions", lambda: self._java.unassign())
         self._next = {}
 
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        rows = [[tp.topic, tp.partition] for tp in partitions]
+        _call("pausing partitions", lambda: self._java.pause(json.dumps(rows)))
+
     def subscribe(self, topics: list[str], on_assign: Callable | None = None, on_revoke: Callable | None = None,
                   on_lost: Callable | None = None) -> None:
         self._callbacks = {"assigned": on_assign, "revoked": on_revoke, "lost": on_lost or on_revoke}

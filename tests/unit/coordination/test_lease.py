@@ -16,9 +16,15 @@ class Member:
     def __init__(self, assigned: bool, refuse: bool) -> None:
         self.assigned, self.refuse = assigned, refuse
         self.committed: list[TopicPartition] = []
+        self.paused: list[TopicPartition] = []
 
     def assignment(self):
         return [TopicPartition(LEASE_TOPIC, 0)] if self.assigned else []
+
+    def pause(self, partitions):
+        if not self.assigned:
+            raise KafkaException(KafkaError(KafkaError._STATE, "not assigned"))
+        self.paused.extend(partitions)
 
     def commit(self, offsets, asynchronous):
         if self.refuse:
@@ -188,3 +194,19 @@ def test_a_lease_lost_and_held_again_counts_one_loss():
     clock.now += 30.0
     lease._confirm(Member(assigned=True, refuse=False))
     assert lease.held() and lease.active() and lease.losses == 1
+
+
+def test_the_lease_partition_is_paused_once_per_assignment_and_again_after_a_refusal():
+    """The member reads nothing of the lease topic: a record it read made a confirmation round."""
+    lease = _lease()
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
+    gone = Member(assigned=False, refuse=False)
+    lease._quiet(gone)  # revoked meanwhile: the consumer refuses; the next round tries again
+    member = Member(assigned=True, refuse=False)
+    lease._quiet(member)
+    lease._quiet(member)
+    assert [(p.topic, p.partition) for p in member.paused] == [(LEASE_TOPIC, 0)]
+    lease._revoked(None, [TopicPartition(LEASE_TOPIC, 0)])
+    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])  # given again: fetched until paused again
+    lease._quiet(member)
+    assert len(member.paused) == 2

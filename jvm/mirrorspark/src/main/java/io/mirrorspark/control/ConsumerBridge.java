@@ -171,6 +171,24 @@ public final class ConsumerBridge implements AutoCloseable {
         return out.toString();
     }
 
+    /**
+     * Stop fetching {@code partitions} ({@code [[topic, partition]]}, assigned ones): a group member that
+     * only holds its partitions (the flow's lease) sends no fetches and gets no records, so each of its
+     * rounds is paced by its poll's timeout, not by records arriving.
+     */
+    public void pause(String partitions) {
+        List<TopicPartition> wanted = new ArrayList<>();
+        for (JsonNode row : AdminBridge.array(partitions, "partitions")) {
+            wanted.add(new TopicPartition(row.get(0).asText(), row.get(1).asInt()));
+        }
+        try {
+            consumer.pause(wanted);
+        } catch (RuntimeException e) {
+            throw ClientError.of("pausing " + wanted, e);
+        }
+        wanted.forEach(tp -> pending.removeIf(r -> r.topic().equals(tp.topic()) && r.partition() == tp.partition()));
+    }
+
     /** Give up every assigned partition. */
     public void unassign() {
         pending.clear();

@@ -114,10 +114,13 @@ class FlowSupervisor:
             self._publish()
             return
         now = time.monotonic()
-        if self.requests.pending() is not None and q.query is not None and q.query.isActive:
+        # Asked once a look (a JVM call each time): the next look, half a second later, sees any change.
+        running = q.query is not None and q.query.isActive
+        stopped = q.query is not None and not running
+        if self.requests.pending() is not None and running:
             log.warning("flow %s: restarting: %s", q.flow.name, self.requests.take())
             self._restart(spark)
-        elif self.restart_at is None and q.query is not None and not q.query.isActive and \
+        elif self.restart_at is None and stopped and \
                 (reason := q.take_restart_reason()) is not None and self.attempts == 0:
             self.attempts_quick += 1
             if self.attempts_quick > QUICK_RESTARTS:  # the restart did not repair it: a failure, with backoff
@@ -126,9 +129,9 @@ class FlowSupervisor:
             else:
                 log.warning("flow %s: restarting: %s", q.flow.name, reason)
                 self._restart(spark)
-        elif self.restart_at is None and q.query is not None and not q.query.isActive and self._schema_met(spark, now):
+        elif self.restart_at is None and stopped and self._schema_met(spark, now):
             pass
-        elif self.restart_at is None and q.query is not None and not q.query.isActive:
+        elif self.restart_at is None and stopped:
             self._failed_once(q.loss_stop or q.error() or "the query stopped", now,
                               q.loss_stop is None and retriable(q.failure_text()))
         elif self.restart_at is not None and now >= self.restart_at:

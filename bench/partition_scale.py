@@ -123,7 +123,12 @@ def fill(bootstrap: str, prefix: str, partitions: int) -> list[str]:
     for t in topics:
         for p in range(PER_TOPIC):
             for _ in range(RECORDS_PER_PARTITION):
-                producer.produce(t, payload, partition=p)
+                while True:
+                    try:
+                        producer.produce(t, payload, partition=p)
+                        break
+                    except BufferError:  # 10,000 partitions fill the client's queue: let it drain
+                        producer.poll(0.5)
             producer.poll(0)
     producer.flush(120)
     return topics

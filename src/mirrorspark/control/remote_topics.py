@@ -23,20 +23,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# A KRaft controller refuses a CreateTopics or CreatePartitions request that adds more partitions than
-# this ("Excessively large number of partitions per request"): a flow of 10,000 partitions or more could
-# not create its remote topics in one request.
-PARTITIONS_PER_REQUEST = 10_000
+# A KRaft controller refuses a request whose change takes more metadata records than this ("Unable to
+# perform excessively large batch operation"; ``QuorumController.MAX_RECORDS_PER_USER_OP``), and one that
+# adds more partitions ("Excessively large number of partitions per request"). A topic created is a
+# topic record, a record per partition and one per config it is given; a partition added, one record.
+RECORDS_PER_REQUEST = 10_000
 
 
-def in_requests(items: list[T], partitions: Callable[[T], int]) -> list[list[T]]:
-    """``items`` in consecutive requests adding at most ``PARTITIONS_PER_REQUEST`` partitions each (an
+def creation_records(topic: NewTopic) -> int:
+    """The metadata records a controller writes to create ``topic``."""
+    return 1 + topic.num_partitions + len(topic.config or {})
+
+
+def in_requests(items: list[T], records: Callable[[T], int]) -> list[list[T]]:
+    """``items`` in consecutive requests of at most ``RECORDS_PER_REQUEST`` metadata records each (an
     item larger than that alone in its request: the broker names it when it refuses)."""
     requests: list[list[T]] = []
     size = 0
     for item in items:
-        n = partitions(item)
-        if not requests or size + n > PARTITIONS_PER_REQUEST:
+        n = records(item)
+        if not requests or size + n > RECORDS_PER_REQUEST:
             requests.append([])
             size = 0
         requests[-1].append(item)
@@ -182,7 +188,7 @@ class RemoteTopics:
         to_grow = [NewPartitions(remote[t], n) for t, n in wanted.items()
                    if remote[t] in existing and existing[remote[t]] < n]
         if to_create:
-            for request in in_requests(to_create, lambda t: t.num_partitions):
+            for request in in_requests(to_create, creation_records):
                 self._wait(self.target.create_topics(request), "create", tolerate=KafkaError.TOPIC_ALREADY_EXISTS)
             log.info("flow %s: created remote topics %s", self.flow.name, sorted(t.topic for t in to_create))
             self.created.update(t.topic for t in to_create)

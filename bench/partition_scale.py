@@ -180,9 +180,22 @@ def pulse_latency(clusters: dict[str, str], topic: str, remote: str, seconds: in
             "p99_ms": round(percentile(latencies, 0.99), 1)}
 
 
-def drop(bootstrap: str, prefix: str) -> None:
+def drop(bootstrap: str, prefix: str, data: Path | None = None) -> None:
     """Deletes the topics named ``prefix``... and waits until they are gone: a broker that kept every
-    tool's partitions of every size would hold 60,000 logs at 10,000 partitions, past its file limit."""
+    tool's partitions of every size would hold 60,000 logs at 10,000 partitions, past its file limit.
+    With ``data`` (the broker's log folder), also until their logs are removed from it: a deleted log
+    stays open for the broker's ``file.delete.delay.ms`` (a minute), and the next tool's 10,000
+    partitions beside the last one's took the broker past its 20,000 open files (the new partitions
+    failed to open and never had a leader)."""
+    drop_topics(bootstrap, prefix)
+    deadline = time.monotonic() + 300
+    while data is not None and any(entry.name.startswith(prefix) for entry in os.scandir(data)):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"logs of {prefix}* still in {data} 300 s after their deletion")
+        time.sleep(2)
+
+
+def drop_topics(bootstrap: str, prefix: str) -> None:
     admin = admin_client({"bootstrap.servers": bootstrap})
     names = [t for t in admin.list_topics(timeout=30).topics if t.startswith(prefix)]
     if not names:
@@ -245,8 +258,10 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
     finally:
         peak = sampler.stop()
         stop(proc)
-        drop(clusters["src"], f"{prefix}-")
-        drop(clusters["dst"], f"src.{prefix}-")
+        # The logs' removal is waited for where two tools' partitions would not fit the broker's files.
+        wait = partitions > CONTROLLER_RECORDS // 4
+        drop(clusters["src"], f"{prefix}-", work / "clusters" / "local" / "src" / "data" if wait else None)
+        drop(clusters["dst"], f"src.{prefix}-", work / "clusters" / "local" / "dst" / "data" if wait else None)
     return {"full_sync_seconds": round(sync, 1), "idle_cpu_seconds_per_60s": round(idle, 1),
             "pulse": pulse, "peak_rss_mb": round(peak / 2**20)}
 

@@ -236,6 +236,11 @@ def main() -> None:
         scale = json.loads((RESULTS / "partition_scale.json").read_text())
         command = f".venv/bin/python bench/partition_scale.py --partitions {scale['settings']['partitions']}"
         text = section("partitions", [provenance(scale, command), "", *partition_table(scale)], text)
+    if (RESULTS / "partition_scale_10000.json").is_file():  # the 10,000-partition size run alone (docs/benchmarks.md)
+        scale = json.loads((RESULTS / "partition_scale_10000.json").read_text())
+        command = (f".venv/bin/python bench/partition_scale.py --partitions {scale['settings']['partitions']} "
+                   f"--sync-rounds {scale['settings']['sync_rounds']}")
+        text = section("partitions-10000", [provenance(scale, command), "", *partition_table(scale)], text)
     if (RESULTS / "fault_drills.json").is_file():
         faults = json.loads((RESULTS / "fault_drills.json").read_text())
         text = section("faults", [provenance(faults, "make bench-faults") + f"; feed {faults['rate']:,} records/s, "

@@ -239,3 +239,24 @@ def test_pysparks_exception_hook_does_not_take_the_client_jvms_errors(monkeypatc
         admin.list_topics(timeout=1)
     assert caught.value.args[0].code() == KafkaError._TIMED_OUT
     admin.close()
+
+
+def test_a_per_item_answer_settles_each_item_as_a_future_does():
+    from concurrent.futures import Future
+
+    from mirrorspark.control.java_clients import _each
+
+    found = _each({"t:0": {"ok": [5, -1, 0]}, "t:1": {"error": [KafkaError.NOT_LEADER_FOR_PARTITION, True, "moving"]}},
+                  lambda _, row: row[0])
+    ok, failed = found["t:0"], found["t:1"]
+    assert isinstance(ok, Future) and ok.done() and not ok.cancelled() and not ok.running()
+    assert ok.result() == 5 and ok.exception() is None
+    with pytest.raises(Exception) as raised:
+        failed.result(timeout=1)
+    assert raised.value.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION
+    assert failed.exception() is raised.value
+    seen = []
+    ok.add_done_callback(seen.append)
+    assert seen == [ok]  # called at once: the answer is there
+    with pytest.raises(RuntimeError):
+        ok.set_result(6)

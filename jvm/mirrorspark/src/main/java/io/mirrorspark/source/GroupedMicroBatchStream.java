@@ -58,6 +58,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     private List<TopicPartition> partitions = List.of();
     private Map<String, Integer> listedCounts = Map.of();  // topic -> partition count of the listing
     private long listedAt;
+    private final Consumer<byte[], byte[]> watching;  // the watcher's consumer when given (tests); null: made
     private EndWatcher watcher;
     private List<TopicPartition> watched;  // the listing the watcher was armed for
     private long checkedAt;                // when the brokers were last asked for the ends
@@ -73,9 +74,16 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
 
     /** {@code driver}: the consumer that lists the partitions and their offsets; null: one made from the settings when needed. */
     GroupedMicroBatchStream(SourceSettings settings, String checkpointLocation, Consumer<byte[], byte[]> driver) {
+        this(settings, checkpointLocation, driver, null);
+    }
+
+    /** {@code watching}: the end watcher's consumer; null: one made from the settings when needed. */
+    GroupedMicroBatchStream(SourceSettings settings, String checkpointLocation, Consumer<byte[], byte[]> driver,
+                            Consumer<byte[], byte[]> watching) {
         this.settings = settings;
         this.checkpointLocation = checkpointLocation;
         this.driver = driver;
+        this.watching = watching;
         this.pattern = Pattern.compile(settings.pattern);
         this.hold = new IdleHold(settings.holdPattern, settings.holdMs);
     }
@@ -126,6 +134,9 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
     }
 
     private EndWatcher watcher() {
+        if (watcher == null && watching != null) {
+            watcher = new EndWatcher(watching, Duration.ofMillis(settings.idleCheckMs), "mirrorspark end watcher");
+        }
         if (watcher == null) {
             Map<String, Object> config = new HashMap<>(settings.consumer);
             config.remove("group.id");
@@ -294,7 +305,9 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
             }
             return startOffset;
         }
-        if (watcher != null) {
+        if (watcher != null && !(hold.heldOnly() && listed == watched && watcher.quiet())) {
+            // A batch of held heartbeats alone leaves the others where the watcher watches them: it keeps
+            // watching (arming it again copied and compared every partition's end, ADR 0027 section 14).
             watcher.disarm();
             watched = null;
         }

@@ -17,7 +17,11 @@ import org.apache.kafka.common.TopicPartition;
 final class IdleHold {
     private final Pattern held;
     private final long holdMs;
+    // Each topic's answer, matched once: a regex per partition on every check was a visible part of an idle
+    // query's stream thread at 10,000 partitions (ADR 0027 section 14). Names the listing drops stay: a few bytes each.
+    private final Map<String, Boolean> matched = new HashMap<>();
     private long since = -1;  // when the held topics first had records no batch carried; -1: none waiting
+    private boolean heldOnly;  // the last apply reported held ends alone moving (their wait over)
 
     IdleHold(String heldPattern, long holdMs) {
         this.held = heldPattern == null || heldPattern.isEmpty() ? null : Pattern.compile(heldPattern);
@@ -34,6 +38,18 @@ final class IdleHold {
         return since < 0 ? Long.MAX_VALUE : Math.max(0L, since + holdMs - now);
     }
 
+    private boolean isHeld(String topic) {
+        return matched.computeIfAbsent(topic, t -> held.matcher(t).matches());
+    }
+
+    /**
+     * True when the last {@link #apply} let a batch start for held topics alone (their wait over), no
+     * other partition moved, added or gone: an end watcher armed for the others may keep watching.
+     */
+    boolean heldOnly() {
+        return heldOnly;
+    }
+
     /** {@code ends} without the held topics: what must start a batch at once. */
     Map<TopicPartition, Long> unheld(Map<TopicPartition, Long> ends) {
         if (held == null || holdMs <= 0) {
@@ -41,7 +57,7 @@ final class IdleHold {
         }
         Map<TopicPartition, Long> out = new HashMap<>();
         for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
-            if (!held.matcher(e.getKey().topic()).matches()) {
+            if (!isHeld(e.getKey().topic())) {
                 out.put(e.getKey(), e.getValue());
             }
         }
@@ -50,6 +66,7 @@ final class IdleHold {
 
     /** The ends to report at {@code now}: {@code latest}, or the held topics kept at {@code start}. */
     Map<TopicPartition, Long> apply(Map<TopicPartition, Long> start, Map<TopicPartition, Long> latest, long now) {
+        heldOnly = false;
         if (held == null || holdMs <= 0) {
             return latest;
         }
@@ -59,7 +76,7 @@ final class IdleHold {
             if (!moved) {
                 continue;
             }
-            if (!held.matcher(e.getKey().topic()).matches()) {
+            if (!isHeld(e.getKey().topic())) {
                 since = -1;
                 return latest;  // real records: a batch now, the held ones with it
             }
@@ -80,11 +97,12 @@ final class IdleHold {
         }
         if (now - since >= holdMs) {
             since = -1;
+            heldOnly = true;
             return latest;
         }
         Map<TopicPartition, Long> kept = new HashMap<>(latest);
         for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
-            if (held.matcher(e.getKey().topic()).matches()) {
+            if (isHeld(e.getKey().topic())) {
                 Long before = start.get(e.getKey());
                 if (before == null) {
                     kept.remove(e.getKey());

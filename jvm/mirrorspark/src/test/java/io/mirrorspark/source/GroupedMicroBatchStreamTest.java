@@ -15,6 +15,7 @@ import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -133,6 +134,71 @@ final class GroupedMicroBatchStreamTest {
         assertEquals(List.of(List.of("t-0:0..20"), List.of("t-1:50..60")), plan(s, start.positions(), bounded),
             "the batch reads the new partition from its earliest too");
         s.stop();
+    }
+
+    /**
+     * A batch that carries held heartbeats alone leaves the end watcher watching the other partitions:
+     * it is not positioned again on each of them after the batch (ADR 0027 section 14). A data
+     * record's batch still sends the watcher away.
+     */
+    @Test
+    void aBatchOfHeldHeartbeatsAloneLeavesTheWatcherWatching() throws InterruptedException {
+        TopicPartition hb = new TopicPartition("a.heartbeats", 0);
+        TopicPartition data = new TopicPartition("t", 0);
+        Map<String, String> options = new HashMap<>();
+        options.put("kafka.bootstrap.servers", "unused:9092");
+        options.put("subscribePattern", "t|a\\.heartbeats");
+        options.put("groups", "1");
+        options.put("idleCheckMs", "20");
+        options.put("holdPattern", "(?:.*\\.)?heartbeats");
+        options.put("holdMs", "60");
+        MockConsumer<byte[], byte[]> driver = source(offsets("t", 0, 0L, "a.heartbeats", 0, 0L),
+            offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
+        java.util.concurrent.atomic.AtomicInteger seeks = new java.util.concurrent.atomic.AtomicInteger();
+        MockConsumer<byte[], byte[]> watching = new MockConsumer<>(OffsetResetStrategy.NONE) {
+            @Override
+            public synchronized void seek(TopicPartition partition, long offset) {
+                seeks.incrementAndGet();
+                super.seek(partition, offset);
+            }
+        };
+        watching.updateBeginningOffsets(offsets("t", 0, 0L));
+        GroupedMicroBatchStream stream = new GroupedMicroBatchStream(new SourceSettings(options), "unused", driver, watching);
+        try {
+            PartitionOffsets start = new PartitionOffsets(offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
+            ReadLimit all = ReadLimit.allAvailable();
+            assertSame(start, stream.latestOffset(start, all), "nothing new");
+            assertTrue(waitFor(() -> seeks.get() == 1), "the watcher watches the data partition, not the heartbeats");
+            driver.updateEndOffsets(offsets("a.heartbeats", 0, 11L));
+            PartitionOffsets end = start;
+            long until = System.currentTimeMillis() + 2000;
+            while (end == start && System.currentTimeMillis() < until) {
+                end = (PartitionOffsets) stream.latestOffset(start, all);
+            }
+            assertEquals(offsets("t", 0, 5L, "a.heartbeats", 0, 11L), end.positions(), "the heartbeat carried after its wait");
+            assertSame(end, stream.latestOffset(end, all), "nothing new after the heartbeats' batch");
+            Thread.sleep(100);
+            assertEquals(1, seeks.get(), "the watcher kept watching: not positioned again");
+            driver.updateEndOffsets(offsets("t", 0, 6L));
+            until = System.currentTimeMillis() + 2000;
+            PartitionOffsets next = end;
+            while (next == end && System.currentTimeMillis() < until) {
+                next = (PartitionOffsets) stream.latestOffset(end, all);
+            }
+            assertEquals(6L, next.positions().get(data), "a data record's batch");
+            assertSame(next, stream.latestOffset(next, all), "nothing new after it");
+            assertTrue(waitFor(() -> seeks.get() == 2), "after a data batch the watcher is positioned at the new end");
+        } finally {
+            stream.stop();
+        }
+    }
+
+    private static boolean waitFor(java.util.function.BooleanSupplier done) throws InterruptedException {
+        long until = System.currentTimeMillis() + 2000;
+        while (!done.getAsBoolean() && System.currentTimeMillis() < until) {
+            Thread.sleep(5);
+        }
+        return done.getAsBoolean();
     }
 
     @Test

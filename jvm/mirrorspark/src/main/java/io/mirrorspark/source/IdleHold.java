@@ -1,6 +1,9 @@
 package io.mirrorspark.source;
 
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
@@ -48,6 +51,19 @@ final class IdleHold {
      */
     boolean heldOnly() {
         return heldOnly;
+    }
+
+    /** The held topics' partitions of {@code partitions}; empty when nothing is held. */
+    List<TopicPartition> held(Collection<TopicPartition> partitions) {
+        List<TopicPartition> out = new ArrayList<>();
+        if (held != null && holdMs > 0) {
+            for (TopicPartition tp : partitions) {
+                if (isHeld(tp.topic())) {
+                    out.add(tp);
+                }
+            }
+        }
+        return out;
     }
 
     /** {@code ends} without the held topics: what must start a batch at once. */

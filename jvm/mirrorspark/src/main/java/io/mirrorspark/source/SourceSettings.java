@@ -19,7 +19,10 @@ import org.apache.kafka.common.TopicPartition;
  * {@code maxOffsetsPerTrigger} (0: no bound), {@code groups} (tasks per batch),
  * {@code pollTimeoutMs} (how long a task waits for a partition that stops answering),
  * {@code idleCheckMs} (while an {@link EndWatcher} sees nothing new, the brokers are asked for the
- * ends at most this often; 0: on every trigger), {@code topicRefreshMs} (how often the pattern's
+ * ends at most this often; 0: on every trigger), {@code endCheckMs} (while the watcher is quiet,
+ * such a check asks only the held topics' ends, and every partition's at most this often: the
+ * watcher already sees a record, a truncation or a re-creation; this is the check behind it),
+ * {@code topicRefreshMs} (how often the pattern's
  * topics are listed again, so a new topic or partition is read within it: each listing describes
  * every topic of the source cluster, and listing every second was most of an idle query's own CPU
  * at thousands of partitions; MM2 lists every {@code refresh.topics.interval.seconds}, 600 s),
@@ -42,6 +45,7 @@ public final class SourceSettings implements Serializable {
     public final long pollTimeoutMs;
     public final long topicRefreshMs;
     public final long idleCheckMs;
+    public final long endCheckMs;
     public final boolean failOnDataLoss;
     public final String holdPattern;
     public final long holdMs;
@@ -69,6 +73,7 @@ public final class SourceSettings implements Serializable {
         this.pollTimeoutMs = Long.parseLong(get(options, "pollTimeoutMs", "120000"));
         this.topicRefreshMs = Long.parseLong(get(options, "topicRefreshMs", "5000"));
         this.idleCheckMs = Long.parseLong(get(options, "idleCheckMs", "5000"));
+        this.endCheckMs = Long.parseLong(get(options, "endCheckMs", "30000"));
         this.failOnDataLoss = Boolean.parseBoolean(get(options, "failOnDataLoss", "false").trim());
         this.holdPattern = get(options, "holdPattern", "");
         if (!holdPattern.isEmpty()) {

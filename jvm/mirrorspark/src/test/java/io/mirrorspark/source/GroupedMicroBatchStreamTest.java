@@ -163,6 +163,7 @@ final class GroupedMicroBatchStreamTest {
             }
         };
         watching.updateBeginningOffsets(offsets("t", 0, 0L));
+        watching.updateEndOffsets(offsets("t", 0, 6L));
         GroupedMicroBatchStream stream = new GroupedMicroBatchStream(new SourceSettings(options), "unused", driver, watching);
         try {
             PartitionOffsets start = new PartitionOffsets(offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
@@ -180,6 +181,8 @@ final class GroupedMicroBatchStreamTest {
             Thread.sleep(100);
             assertEquals(1, seeks.get(), "the watcher kept watching: not positioned again");
             driver.updateEndOffsets(offsets("t", 0, 6L));
+            watching.schedulePollTask(() -> watching.addRecord(
+                new org.apache.kafka.clients.consumer.ConsumerRecord<>("t", 0, 5L, new byte[0], new byte[0])));
             until = System.currentTimeMillis() + 2000;
             PartitionOffsets next = end;
             while (next == end && System.currentTimeMillis() < until) {
@@ -188,6 +191,62 @@ final class GroupedMicroBatchStreamTest {
             assertEquals(6L, next.positions().get(data), "a data record's batch");
             assertSame(next, stream.latestOffset(next, all), "nothing new after it");
             assertTrue(waitFor(() -> seeks.get() == 2), "after a data batch the watcher is positioned at the new end");
+        } finally {
+            stream.stop();
+        }
+    }
+
+    /**
+     * While the watcher is quiet, a check asks the brokers for the held topics' ends only; every
+     * partition's ends are asked every endCheckMs, so an end the watcher missed is still found.
+     */
+    @Test
+    void aQuietCheckAsksTheHeldTopicsAloneAndAllOfThemEveryEndCheck() throws InterruptedException {
+        TopicPartition hb = new TopicPartition("a.heartbeats", 0);
+        TopicPartition data = new TopicPartition("t", 0);
+        Map<String, String> options = new HashMap<>();
+        options.put("kafka.bootstrap.servers", "unused:9092");
+        options.put("subscribePattern", "t|a\\.heartbeats");
+        options.put("groups", "1");
+        options.put("idleCheckMs", "20");
+        options.put("endCheckMs", "400");
+        options.put("holdPattern", "(?:.*\\.)?heartbeats");
+        options.put("holdMs", "60000");
+        List<java.util.Set<TopicPartition>> asked = java.util.Collections.synchronizedList(new ArrayList<>());
+        MockConsumer<byte[], byte[]> driver = new MockConsumer<>(OffsetResetStrategy.NONE) {
+            @Override
+            public synchronized Map<TopicPartition, Long> endOffsets(java.util.Collection<TopicPartition> partitions,
+                                                                     java.time.Duration timeout) {
+                asked.add(new java.util.HashSet<>(partitions));
+                return super.endOffsets(partitions, timeout);
+            }
+        };
+        driver.updateEndOffsets(offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
+        driver.updatePartitions("t", List.of(new PartitionInfo("t", 0, null, null, null)));
+        driver.updatePartitions("a.heartbeats", List.of(new PartitionInfo("a.heartbeats", 0, null, null, null)));
+        MockConsumer<byte[], byte[]> watching = new MockConsumer<>(OffsetResetStrategy.NONE);
+        watching.updateBeginningOffsets(offsets("t", 0, 0L));
+        GroupedMicroBatchStream stream = new GroupedMicroBatchStream(new SourceSettings(options), "unused", driver, watching);
+        try {
+            PartitionOffsets start = new PartitionOffsets(offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
+            ReadLimit all = ReadLimit.allAvailable();
+            assertSame(start, stream.latestOffset(start, all), "nothing new");
+            assertEquals(java.util.Set.of(hb, data), asked.get(0), "the first check asks every partition");
+            driver.updateEndOffsets(offsets("t", 0, 6L));  // a record the watcher does not see
+            for (int i = 0; i < 4; i++) {
+                assertSame(start, stream.latestOffset(start, all), "quiet checks");
+            }
+            assertTrue(asked.size() >= 3, "each quiet check asked the brokers: " + asked.size());
+            for (java.util.Set<TopicPartition> one : asked.subList(1, asked.size())) {
+                assertEquals(java.util.Set.of(hb), one, "a quiet check asks the held topics only");
+            }
+            PartitionOffsets end = start;
+            long until = System.currentTimeMillis() + 3000;
+            while (end == start && System.currentTimeMillis() < until) {
+                end = (PartitionOffsets) stream.latestOffset(start, all);
+            }
+            assertEquals(6L, end.positions().get(data), "found by the check of every partition, endCheckMs after the last");
+            assertEquals(java.util.Set.of(hb, data), asked.get(asked.size() - 1), "that check asked every partition");
         } finally {
             stream.stop();
         }

@@ -1,6 +1,6 @@
-"""The control plane's two admin clients against a real broker: Kafka's Java Admin answers topic ids
-and partition counts alone (asked every few seconds), and must answer what librdkafka's whole
-descriptions say."""
+"""The control plane's two admin clients against a real broker: Kafka's Java Admin answers topic ids,
+leaders and partition counts alone (asked every few seconds, or of every partition at each topic
+refresh), and must answer what librdkafka's whole descriptions say."""
 from __future__ import annotations
 
 import json
@@ -30,8 +30,10 @@ def test_java_topic_ids_match_librdkafkas_and_follow_a_recreated_topic(clusters,
     # The same ids as librdkafka's whole description, which writes Kafka's base64 with + and / for - and _
     assert before == {t: i.replace("+", "-").replace("/", "_") for t, i in topic_ids(librdkafka, wanted).items()}
     assert all(len(topic_id) > 10 for topic_id in before.values())
-    layout = topic_layout(java, wanted)  # the whole description gives the same ids, and each partition's leader
+    layout = topic_layout(java, wanted)  # ids and each partition's leader, without the replicas' nodes
     assert {t: i for t, (i, _) in layout.items()} == before and sorted(layout[kept][1]) == [0, 1, 2]
+    assert all(leader >= 0 for leader in layout[kept][1].values())
+    assert layout == topic_layout(librdkafka, wanted)  # as librdkafka's whole description says
 
     for future in librdkafka.delete_topics([recreated], operation_timeout=30).values():
         future.result(60)

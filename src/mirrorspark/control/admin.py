@@ -286,13 +286,19 @@ def topic_layout(admin: AdminClient, topics: list[str], timeout: float = 15.0
     if not topics:
         return {}
     out: dict[str, tuple[str, dict[int, int]]] = {}
-    futures = admin.describe_topics(TopicCollection(list(topics)), request_timeout=timeout)
+    ask = getattr(admin, "topic_leaders", None)  # Kafka's Java Admin answers ids and leaders alone
+    futures = ask(list(topics), request_timeout=timeout) if ask is not None \
+        else admin.describe_topics(TopicCollection(list(topics)), request_timeout=timeout)
     for topic, future in futures.items():
         try:
             found = future.result()
         except KafkaException as exc:
             if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 raise
+            continue
+        if ask is not None:
+            topic_id, leaders = found
+            out[topic] = (kafka_topic_id(str(topic_id)), leaders)
             continue
         leaders = {p.id: (p.leader.id if p.leader is not None else -1) for p in found.partitions}
         out[topic] = (kafka_topic_id(str(found.topic_id)), leaders)

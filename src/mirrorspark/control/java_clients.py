@@ -347,6 +347,13 @@ class JavaAdminClient(_JavaClient):
                                                                            _ms(request_timeout)))
         return _each(found, lambda _, topic_id: topic_id)
 
+    def topic_leaders(self, topics: list[str], request_timeout: float = 30) -> dict[str, Future]:
+        """Each topic's id and its partitions' leader ids (-1: none): ``describe_topics`` without the
+        replicas' and ISRs' nodes, for the identity check of every topic refresh."""
+        found = self._ask("describing topics", lambda java: java.topicLeaders(json.dumps(list(topics)),
+                                                                               _ms(request_timeout)))
+        return _each(found, lambda _, ok: (ok["id"], {int(p): int(leader) for p, leader in ok["leaders"]}))
+
     def describe_configs(self, resources: list, request_timeout: float = 30, **_: Any) -> dict[Any, Future]:
         wanted = [[r.restype.name, r.name] for r in resources]
         found = self._ask("describing configs", lambda java: java.describeConfigs(json.dumps(wanted),

@@ -30,6 +30,13 @@ final class ConsumerPool {
      * (p50 of a one-record batch 330 ms, of which ~250 ms that wait; docs/adr/0010-grouped-source.md).
      */
     static final long FETCH_WAIT_CAP_MS = 20L;
+    /**
+     * A real-time consumer's broker-side wait when the user sets none: a fetch still answers as soon as
+     * a record is there (fetch.min.bytes), so a longer wait delays nothing, and each idle round walks
+     * every assigned partition in the client. At Kafka's 500 ms, two tasks of 1,500 partitions spent
+     * most of an idle real-time flow's task-thread CPU on empty rounds (ADR 0027 section 14).
+     */
+    static final long REAL_TIME_FETCH_WAIT_MS = 5_000L;
     /** Idle consumers by (settings, real-time): a real-time task keeps its consumer for a whole batch. */
     private static final Map<List<Object>, Deque<Idle>> POOL = new HashMap<>();
 
@@ -64,9 +71,9 @@ final class ConsumerPool {
 
     /**
      * A consumer for one task. {@code realTime}: the task reads until its batch's deadline, so no
-     * fetch is left for a next task to wait on; the broker's wait is the user's (500 ms by default;
-     * a fetch still answers as soon as a record is there), not the cap, which would cost each idle
-     * consumer fifty fetches a second.
+     * fetch is left for a next task to wait on; the broker's wait is the user's, or
+     * {@link #REAL_TIME_FETCH_WAIT_MS} (a fetch still answers as soon as a record is there), not the
+     * cap, which would cost each idle consumer fifty fetches a second.
      */
     static Consumer<byte[], byte[]> acquire(Map<String, String> settings, boolean realTime,
                                             Set<TopicPartition> wanted) {
@@ -151,6 +158,22 @@ final class ConsumerPool {
         }
     }
 
+    /**
+     * {@link #REAL_TIME_FETCH_WAIT_MS}, under half the user's request timeout (a fetch held longer than
+     * its request's timeout would be cut and sent again).
+     */
+    static long realTimeFetchWait(String requestTimeout) {
+        long wait = REAL_TIME_FETCH_WAIT_MS;
+        if (requestTimeout != null) {
+            try {
+                wait = Math.min(wait, Math.max(1L, Long.parseLong(requestTimeout.trim()) / 2));
+            } catch (NumberFormatException e) {
+                // the consumer refuses it when created; nothing to bound by
+            }
+        }
+        return wait;
+    }
+
     private static KafkaConsumer<byte[], byte[]> create(Map<String, String> settings, boolean realTime) {
         return new KafkaConsumer<>(config(settings, realTime));
     }
@@ -173,6 +196,9 @@ final class ConsumerPool {
         config.put("auto.offset.reset", "none");
         if (realTime) {
             config.put("max.poll.records", String.valueOf(Integer.MAX_VALUE));
+            if (!settings.containsKey("fetch.max.wait.ms")) {
+                config.put("fetch.max.wait.ms", String.valueOf(realTimeFetchWait(settings.get("request.timeout.ms"))));
+            }
         } else {
             config.put("fetch.max.wait.ms", String.valueOf(fetchWait(settings.get("fetch.max.wait.ms"))));
         }

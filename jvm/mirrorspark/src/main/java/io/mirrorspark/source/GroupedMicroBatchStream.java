@@ -96,6 +96,7 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
             Map<String, Object> config = new HashMap<>(settings.consumer);
             config.remove("group.id");
             config.put("enable.auto.commit", "false");
+            config.put("enable.metrics.push", "false");  // an internal probe: see watcher()
             config.put("key.deserializer", ByteArrayDeserializer.class.getName());
             config.put("value.deserializer", ByteArrayDeserializer.class.getName());
             driver = new KafkaConsumer<>(config);
@@ -159,6 +160,9 @@ final class GroupedMicroBatchStream implements MicroBatchStream, SupportsAdmissi
             // The broker answers as soon as a record arrives: a longer wait delays nothing, and each
             // idle round trip walks every watched partition in the client (most of the watcher's CPU).
             config.put("fetch.max.wait.ms", String.valueOf(watchWaitMs(settings.idleCheckMs, config.get("request.timeout.ms"))));
+            // mirrorspark's own probe, which MM2 does not have: its metrics (several per partition watched)
+            // are not pushed to the brokers, nor kept for pushing (KIP-714's reporter, a key per metric).
+            config.put("enable.metrics.push", "false");
             Object id = config.get("client.id");
             config.put("client.id", (id == null ? "mirrorspark-source" : id) + "-watch");
             config.put("key.deserializer", ByteArrayDeserializer.class.getName());

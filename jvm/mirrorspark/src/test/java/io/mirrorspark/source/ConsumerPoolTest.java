@@ -47,6 +47,20 @@ final class ConsumerPoolTest {
     }
 
     @Test
+    void aRealTimeConsumerWithoutTheUsersWaitWaitsLongAtTheBrokerUnderHalfTheRequestTimeout() {
+        // An idle round walks every assigned partition in the client; a record still answers the fetch at once.
+        assertEquals(String.valueOf(ConsumerPool.REAL_TIME_FETCH_WAIT_MS),
+            ConsumerPool.config(Map.of("bootstrap.servers", "b:9092"), true).get("fetch.max.wait.ms"));
+        assertEquals("4000", ConsumerPool.config(Map.of("request.timeout.ms", "8000"), true).get("fetch.max.wait.ms"),
+            "under half the request timeout");
+        assertEquals(ConsumerPool.REAL_TIME_FETCH_WAIT_MS, ConsumerPool.realTimeFetchWait("soon"),
+            "not a number: the consumer refuses it itself");
+        assertEquals(String.valueOf(ConsumerPool.FETCH_WAIT_CAP_MS),
+            ConsumerPool.config(Map.of("bootstrap.servers", "b:9092"), false).get("fetch.max.wait.ms"),
+            "a micro-batch consumer keeps the cap");
+    }
+
+    @Test
     void aRealTimeTaskGetsBackTheConsumerThatReadItsPartitions() {
         // Its fetch in flight is for those partitions: another group's consumer would hold the task back until
         // that fetch's wait at the broker ended.

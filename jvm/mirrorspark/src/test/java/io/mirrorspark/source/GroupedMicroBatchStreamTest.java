@@ -145,13 +145,6 @@ final class GroupedMicroBatchStreamTest {
     void aBatchOfHeldHeartbeatsAloneLeavesTheWatcherWatching() throws InterruptedException {
         TopicPartition hb = new TopicPartition("a.heartbeats", 0);
         TopicPartition data = new TopicPartition("t", 0);
-        Map<String, String> options = new HashMap<>();
-        options.put("kafka.bootstrap.servers", "unused:9092");
-        options.put("subscribePattern", "t|a\\.heartbeats");
-        options.put("groups", "1");
-        options.put("idleCheckMs", "20");
-        options.put("holdPattern", "(?:.*\\.)?heartbeats");
-        options.put("holdMs", "60");
         MockConsumer<byte[], byte[]> driver = source(offsets("t", 0, 0L, "a.heartbeats", 0, 0L),
             offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
         java.util.concurrent.atomic.AtomicInteger seeks = new java.util.concurrent.atomic.AtomicInteger();
@@ -164,7 +157,7 @@ final class GroupedMicroBatchStreamTest {
         };
         watching.updateBeginningOffsets(offsets("t", 0, 0L));
         watching.updateEndOffsets(offsets("t", 0, 6L));
-        GroupedMicroBatchStream stream = new GroupedMicroBatchStream(new SourceSettings(options), "unused", driver, watching);
+        GroupedMicroBatchStream stream = new GroupedMicroBatchStream(watched("60", "30000"), "unused", driver, watching);
         try {
             PartitionOffsets start = new PartitionOffsets(offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
             ReadLimit all = ReadLimit.allAvailable();
@@ -204,14 +197,6 @@ final class GroupedMicroBatchStreamTest {
     void aQuietCheckAsksTheHeldTopicsAloneAndAllOfThemEveryEndCheck() throws InterruptedException {
         TopicPartition hb = new TopicPartition("a.heartbeats", 0);
         TopicPartition data = new TopicPartition("t", 0);
-        Map<String, String> options = new HashMap<>();
-        options.put("kafka.bootstrap.servers", "unused:9092");
-        options.put("subscribePattern", "t|a\\.heartbeats");
-        options.put("groups", "1");
-        options.put("idleCheckMs", "20");
-        options.put("endCheckMs", "400");
-        options.put("holdPattern", "(?:.*\\.)?heartbeats");
-        options.put("holdMs", "60000");
         List<java.util.Set<TopicPartition>> asked = java.util.Collections.synchronizedList(new ArrayList<>());
         MockConsumer<byte[], byte[]> driver = new MockConsumer<>(OffsetResetStrategy.NONE) {
             @Override
@@ -226,7 +211,7 @@ final class GroupedMicroBatchStreamTest {
         driver.updatePartitions("a.heartbeats", List.of(new PartitionInfo("a.heartbeats", 0, null, null, null)));
         MockConsumer<byte[], byte[]> watching = new MockConsumer<>(OffsetResetStrategy.NONE);
         watching.updateBeginningOffsets(offsets("t", 0, 0L));
-        GroupedMicroBatchStream stream = new GroupedMicroBatchStream(new SourceSettings(options), "unused", driver, watching);
+        GroupedMicroBatchStream stream = new GroupedMicroBatchStream(watched("60000", "400"), "unused", driver, watching);
         try {
             PartitionOffsets start = new PartitionOffsets(offsets("t", 0, 5L, "a.heartbeats", 0, 10L));
             ReadLimit all = ReadLimit.allAvailable();
@@ -250,6 +235,19 @@ final class GroupedMicroBatchStreamTest {
         } finally {
             stream.stop();
         }
+    }
+
+    /** Topic t and heartbeats held {@code holdMs}, checked every 20 ms while quiet, every partition every {@code endCheckMs}. */
+    private static SourceSettings watched(String holdMs, String endCheckMs) {
+        Map<String, String> options = new HashMap<>();
+        options.put("kafka.bootstrap.servers", "unused:9092");
+        options.put("subscribePattern", "t|a\\.heartbeats");
+        options.put("groups", "1");
+        options.put("idleCheckMs", "20");
+        options.put("endCheckMs", endCheckMs);
+        options.put("holdPattern", "(?:.*\\.)?heartbeats");
+        options.put("holdMs", holdMs);
+        return new SourceSettings(options);
     }
 
     private static boolean waitFor(java.util.function.BooleanSupplier done) throws InterruptedException {

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -35,6 +36,7 @@ import org.apache.kafka.clients.admin.AlterConfigsOptions;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.admin.ListConsumerGroupsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewPartitions;
@@ -327,16 +329,23 @@ public final class AdminBridge implements AutoCloseable {
         Map<String, TopicPartition> keys = new LinkedHashMap<>();
         Map<TopicPartition, OffsetSpec> specs = new LinkedHashMap<>();
         for (JsonNode row : array(partitions, "partitions")) {
-            TopicPartition tp = new TopicPartition(row.get(0).asText(), row.get(1).asInt());
+            String topic = row.get(0).asText();
+            int partition = row.get(1).asInt();
+            TopicPartition tp = keys.computeIfAbsent(topic + ":" + partition, k -> new TopicPartition(topic, partition));
             long spec = row.get(2).asLong();
-            keys.put(tp.topic() + ":" + tp.partition(), tp);
             specs.put(tp, spec == -2 ? OffsetSpec.earliest() : spec == -1 ? OffsetSpec.latest()
                 : spec == -3 ? OffsetSpec.maxTimestamp() : OffsetSpec.forTimestamp(spec));
         }
-        var result = admin.listOffsets(specs, new ListOffsetsOptions(
-            readCommitted ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED).timeoutMs(timeoutMs));
+        var options = new ListOffsetsOptions(
+            readCommitted ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED).timeoutMs(timeoutMs);
+        Map<TopicPartition, ListOffsetsResult> results = new IdentityHashMap<>();  // the same keys; no hash runs
+        for (Map<TopicPartition, OffsetSpec> part : HashSpread.split(specs)) {  // all sent before any is waited for
+            ListOffsetsResult result = admin.listOffsets(part, options);
+            part.keySet().forEach(tp -> results.put(tp, result));
+        }
         return each(keys.keySet(), key -> {
-            var info = get(result.partitionResult(keys.get(key)), timeoutMs, "listing offsets of " + key);
+            TopicPartition tp = keys.get(key);
+            var info = get(results.get(tp).partitionResult(tp), timeoutMs, "listing offsets of " + key);
             return JSON.createArrayNode().add(info.offset()).add(info.timestamp()).add(info.leaderEpoch().orElse(-1));
         }).toString();
     }

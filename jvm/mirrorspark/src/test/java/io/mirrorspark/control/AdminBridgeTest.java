@@ -28,4 +28,15 @@ class AdminBridgeTest {
             assertTrue(answer.startsWith("{\"g\":{\"error\":["), answer);
         }
     }
+
+    @Test
+    void eachPartitionAskedTwiceOrOfASharedHashGetsItsOwnAnswer() {
+        try (AdminBridge bridge = new AdminBridge(NOWHERE)) {
+            String answer = bridge.listOffsets("[[\"t-0011\", 3, -1], [\"t-0021\", 2, -1], [\"t-0011\", 3, -2]]", false, 1000);
+            var parsed = AdminBridge.parse(answer, "answer");
+            assertEquals(2, parsed.size(), answer);
+            assertTrue(parsed.get("t-0011:3").has("error"), answer);
+            assertTrue(parsed.get("t-0021:2").has("error"), answer);
+        }
+    }
 }

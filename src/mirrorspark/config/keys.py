@@ -257,7 +257,9 @@ KEYS: tuple[Key, ...] = (
         "together at most this long after the flow's quiet check of its source first sees them (one every few "
         "seconds), instead of one micro-batch each; any other record copies "
         "them at once with it. An idle flow then runs one batch per interval instead of one a second (its CPU "
-        "falls by about as much). 0 copies heartbeats as they come, as MM2 does.", low=0, high=60000),
+        "falls by about as much). In real-time mode a heartbeat that comes alone is copied at once and the next "
+        "ones are fetched together this long after it. 0 copies heartbeats as they come, as MM2 does.",
+        low=0, high=60000),
     Key("mirrorspark.source.stall.timeout.ms", Type.INT, "60000",
         "How long a task waits for source records that are due (the partition's end is past what it read) "
         "while the source answers nothing (a broker down, a leader lost) before the task fails; the flow then "

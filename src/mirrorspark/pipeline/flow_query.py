@@ -181,6 +181,9 @@ class FlowQuery:
             options["assign"] = assign
             options["groups"] = str(tasks)
             options["flow"] = self.flow.name  # the key of what its tasks give up (``SparkJvm.take_drops``)
+            if self.flow.options.heartbeats_hold > 0:  # an idle flow: heartbeats fetched together, not one wake each
+                options["holdPattern"] = self.starts.selection.heartbeats_pattern()
+                options["holdMs"] = str(self.flow.options.heartbeats_hold)
         else:  # no topic yet: Spark's Kafka source on the pattern (reads nothing), until the refresh restarts the query
             source_format = "kafka"
         starting = self.starts.starting_json(pattern, partitions) \

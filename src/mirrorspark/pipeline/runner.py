@@ -5,6 +5,7 @@ owns its own (``flow.py``), its wiring is ``flow_assembly.py`` and cluster acces
 """
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import threading
@@ -46,6 +47,52 @@ log = logging.getLogger(__name__)
 STEER_WAIT_S = 2.0  # how long a steering round waits for the flows' rounds before it checks the rest
 
 
+class SteeringLane:
+    """One flow's steering rounds, each run in the same thread of its own for the process's life.
+
+    Why one thread, not one per round: the loop steers twice a second, and a Python thread new to
+    py4j opens a connection of its own to the JVM (a socket, a Java thread, a handshake), closed again
+    when the thread ends; that churn was a visible part of an idle process's CPU (ADR 0027 section 15)."""
+
+    def __init__(self, name: str, round_: Callable[[], None]) -> None:
+        self._round = round_
+        self._go = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=f"mirrorspark-steer-{name}",
+                                        daemon=True)  # a takeover under way never holds the process's exit
+        self._thread.start()
+
+    def busy(self) -> bool:
+        """A round is running (or asked for and not begun)."""
+        return not self._idle.is_set()
+
+    def begin(self) -> None:
+        self._idle.clear()
+        self._go.set()
+
+    def wait(self, timeout: float) -> bool:
+        """True once the round ended, False when ``timeout`` seconds passed first."""
+        return self._idle.wait(timeout)
+
+    def close(self) -> None:
+        """The thread ends after the round it runs, if any."""
+        self._closed = True
+        self._go.set()
+
+    def _run(self) -> None:
+        while True:
+            self._go.wait()
+            self._go.clear()
+            if self._closed:
+                return
+            try:
+                self._round()
+            finally:
+                self._idle.set()
+
+
 class FlowsFailed(OperationalError):
     """Flows failed for good (all of them, or some before a stop was asked): the process exits non-zero."""
 
@@ -77,7 +124,7 @@ class Replicator:
         self._policies: dict[str, ReplicationPolicy] = {}
         # Every enabled flow by name, written here or by another instance; each owns its parts.
         self.flows: dict[str, Flow] = {}
-        self._steering: dict[str, threading.Thread] = {}  # each flow's steering round (see ``steer``)
+        self._steering: dict[str, SteeringLane] = {}  # each flow's steering rounds (see ``steer``)
         self._steering_errors: dict[str, BaseException] = {}
 
     def writing(self) -> list[Flow]:
@@ -213,20 +260,19 @@ class Replicator:
         (bad input) is raised here, once it ends."""
         started = []
         for flow in self.flows.values():
-            previous = self._steering.get(flow.name)
-            if previous is not None and previous.is_alive():
+            lane = self._steering.get(flow.name)
+            if lane is None:
+                lane = self._steering[flow.name] = SteeringLane(flow.name, functools.partial(self._steer_one, flow))
+            elif lane.busy():
                 continue
             self._raise_steering_error(flow.name)
-            thread = threading.Thread(target=self._steer_one, args=(flow,), name=f"mirrorspark-steer-{flow.name}",
-                                      daemon=True)  # a takeover under way never holds the process's exit
-            self._steering[flow.name] = thread
-            thread.start()
-            started.append(thread)
+            lane.begin()
+            started.append(lane)
         until = time.monotonic() + STEER_WAIT_S
-        for thread in started:
-            thread.join(max(0.0, until - time.monotonic()))
-        for name, thread in self._steering.items():
-            if not thread.is_alive():
+        for lane in started:
+            lane.wait(max(0.0, until - time.monotonic()))
+        for name, lane in self._steering.items():
+            if not lane.busy():
                 self._raise_steering_error(name)
 
     def _steer_one(self, flow: Flow) -> None:
@@ -367,6 +413,8 @@ class Replicator:
         try:
             self._stopping = "the scheduled tasks (heartbeats, checkpoints, syncs)"
             self.scheduler.stop()
+            for lane in self._steering.values():
+                lane.close()
             if self.rest is not None:
                 self._stopping = "the REST server"
                 self.rest.stop()

@@ -269,10 +269,10 @@ def test_a_flow_whose_takeover_waits_holds_no_other_flows_supervision(tmp_path):
         for _ in range(3):
             replicator.steer()
         assert quick.polled == 3, "the other flow is supervised every round"
-        assert slow.polled == 0 and replicator._steering["a->b"].is_alive(), "the slow round is not started again"
+        assert slow.polled == 0 and replicator._steering["a->b"].busy(), "the slow round is not started again"
     finally:
         released.set()
-    replicator._steering["a->b"].join(5)
+    replicator._steering["a->b"].wait(5)
     replicator.steer()
     assert slow.polled == 2  # its first round ended with a poll, and a new round began
 
@@ -286,3 +286,15 @@ def test_what_a_flows_steering_raised_stops_the_loop(tmp_path):
     replicator.flows["a->b"].steer = bad_input  # type: ignore[method-assign]
     with pytest.raises(OperationalError, match="refuses"):
         replicator.steer()
+
+
+def test_a_flows_rounds_run_in_one_thread_of_its_own(tmp_path):
+    """A thread new to py4j opens a JVM connection of its own: one thread per round made one twice a second."""
+    replicator = bare([Supervisor("a->b", failed=False)], tmp_path)
+    seen: list[int] = []
+    replicator.flows["a->b"].steer = lambda spark, assembled: seen.append(threading.get_ident())  # type: ignore[method-assign]
+    for _ in range(3):
+        replicator.steer()
+    assert len(seen) == 3 and len(set(seen)) == 1, "every round in the same thread"
+    assert seen[0] != threading.get_ident(), "not the loop's own"
+    replicator._steering["a->b"].close()

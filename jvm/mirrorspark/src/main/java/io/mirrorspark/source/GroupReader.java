@@ -54,6 +54,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private final Map<TopicPartition, Long> until = new HashMap<>();
     private final Set<TopicPartition> open = new HashSet<>();
     private final Map<TopicPartition, UTF8String> topicNames = new HashMap<>();
+    private final HeldPauses held;  // real-time: heartbeats paused between fetches while nothing else comes
     private Iterator<ConsumerRecord<byte[], byte[]>> buffered = java.util.Collections.emptyIterator();
     private InternalRow current;
     /** The partition the last record came from (see {@link #startRun}). */
@@ -86,6 +87,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         this.settings = settings;
         this.realTime = realTime;
         this.consumer = consumer;
+        this.held = realTime && settings.holdMs > 0 && !settings.holdPattern.isEmpty()
+            ? new HeldPauses(settings.holdPattern, settings.holdMs) : null;
         List<TopicPartition> assigned = new ArrayList<>();
         for (OffsetRange r : ranges) {
             TopicPartition tp = new TopicPartition(r.topic, r.partition);
@@ -222,8 +225,14 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private void poll(long waitMs) {
         runTopic = null;  // the open partitions may change before the next records
         ConsumerRecords<byte[], byte[]> records;
+        long wait = waitMs;
+        if (held != null) {
+            long before = System.currentTimeMillis();
+            held.due(consumer, before);
+            wait = held.wait(waitMs, before);
+        }
         try {
-            records = consumer.poll(Duration.ofMillis(waitMs));
+            records = consumer.poll(Duration.ofMillis(wait));
         } catch (OffsetOutOfRangeException e) {
             skipToEarliest(e.offsetOutOfRangePartitions());
             return;
@@ -233,6 +242,9 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             lastProgress = now;
             lastCheck = now;
             buffered = records.iterator();
+            if (held != null) {
+                held.polled(consumer, records.partitions(), now);
+            }
             return;
         }
         if (now - lastCheck >= CHECK_MS) {
@@ -300,6 +312,9 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             // idle, no request. A task holds hundreds of quiet partitions; asking all their ends every
             // check was most of its idle CPU. An end that went behind answers the fetch "out of range".
             waiting.removeIf(tp -> consumer.currentLag(tp).orElse(-1L) == 0L);
+            if (held != null) {
+                waiting.removeAll(held.holding());  // paused on purpose for less than a check's wait
+            }
             if (waiting.isEmpty()) {
                 return;
             }
@@ -403,6 +418,9 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         open.remove(tp);
         if (realTime) {
             dropped.put(tp, position);
+        }
+        if (held != null) {
+            held.forget(tp);
         }
         consumer.pause(List.of(tp));
     }

@@ -10,7 +10,7 @@ import java.util.Map;
  * Splits a request keyed by {@code TopicPartition} into parts whose keys' hash codes all differ.
  *
  * <p>Why: a {@code TopicPartition}'s hash adds its partition to its topic's hash, so numbered topics
- * ({@code orders-0011} partition 3, {@code orders-0012} partition 2, ...) share hash codes in runs.
+ * ({@code orders-0011} partition 3 and {@code orders-0021} partition 2, ...) share hash codes in runs.
  * Kafka's Admin keeps a call's futures in immutable maps and sets ({@code Map.ofEntries},
  * {@code Set.copyOf}), which probe linearly: with runs of equal hashes, building and reading them
  * costs the square of the partitions asked (ADR 0027, section 15). The n-th key of a hash goes to part n,

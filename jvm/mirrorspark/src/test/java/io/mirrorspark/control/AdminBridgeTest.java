@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
+import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
 
 class AdminBridgeTest {
@@ -31,6 +32,8 @@ class AdminBridgeTest {
 
     @Test
     void eachPartitionAskedTwiceOrOfASharedHashGetsItsOwnAnswer() {
+        assertEquals(new TopicPartition("t-0011", 3).hashCode(), new TopicPartition("t-0021", 2).hashCode(),
+            "two partitions of one hash: asked in two parts");
         try (AdminBridge bridge = new AdminBridge(NOWHERE)) {
             String answer = bridge.listOffsets("[[\"t-0011\", 3, -1], [\"t-0021\", 2, -1], [\"t-0011\", 3, -2]]", false, 1000);
             var parsed = AdminBridge.parse(answer, "answer");

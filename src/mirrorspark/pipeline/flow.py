@@ -76,6 +76,7 @@ class Standby:
 
 
 HAND_OVER_CHECK = 30.0  # seconds between looks for a standby to hand a failed flow to
+ALONE_RECHECK = 1.0  # seconds between looks at a lease group this process is alone in without the lease
 HAND_OVER_REJOIN = 60.0  # seconds out of the lease group after handing a failed flow over
 
 
@@ -170,11 +171,34 @@ class Flow:
                     self.config.target.alias, self.last_failure)
 
     def wait(self, limit: float) -> None:
-        """Until it is known whether this process writes the flow; refused when the group cannot be used."""
+        """Until it is known whether this process writes the flow; refused when the group cannot be used.
+
+        Joined without the lease makes a standby only beside another member. A member alone was given
+        nothing because the group's leader assigned before the lease topic was in its metadata (a topic
+        just created, a broker still loading thousands of partitions): it is assigned the partition at
+        its next rebalance, and taking that for another writer logged a standby that was not and made
+        a first start wait for a takeover (ADR 0027 section 16)."""
         if self.lease is None or self.unreached:
             return
-        self.lease.wait_decided(limit)
-        self._refuse_if_refused()
+        deadline = time.monotonic() + limit
+        while True:
+            self.lease.wait_decided(max(0.0, deadline - time.monotonic()))
+            self._refuse_if_refused()
+            if self.lease.active() or time.monotonic() >= deadline or not self._alone_in_group():
+                return
+            time.sleep(ALONE_RECHECK)
+
+    def _alone_in_group(self) -> bool:
+        """No other member in the lease group; a group the target does not describe counts as not alone
+        (the standby the lease decided, as before)."""
+        if self.lease is None:
+            return False
+        try:
+            group = self.context.shared.clusters.groups(self.config.target).describe(self.lease.group)
+        except OperationalError as exc:
+            log.debug("flow %s: lease group not described: %s", self.name, exc)
+            return False
+        return group.members <= 1
 
     def _refuse_if_refused(self) -> None:
         if self.lease is not None and self.lease.refused is not None:

@@ -165,3 +165,45 @@ def test_a_lease_lost_and_held_again_makes_the_flow_taken_again_and_another_writ
     assert flow.parts is not None and flow._writing_allowed()
     assert flow.folder.read(TAKEOVER_FILE) is None, "the other writer's claim: this state is set aside"
     assert any(name.startswith(TAKEOVER_FILE + ".stale-") for name in flow.folder.list())
+
+
+def _flow_waiting_on(tmp_path, members: list[int], held_after: int | None):
+    """A started flow whose lease has decided without the lease; the target describes its lease group
+    with ``members`` members at each look, and the lease is held after ``held_after`` looks (never: None)."""
+    flow, _, _ = _leased_flow(tmp_path, ran_before=False)
+    looks: list[int] = []
+
+    class Groups:
+        def describe(self, group):
+            looks.append(members[min(len(looks), len(members) - 1)])
+            return SimpleNamespace(members=looks[-1])
+
+    flow.context.shared.clusters.groups = lambda cluster: Groups()
+    flow.lease.wait_decided = lambda limit: None
+    flow.lease.active = lambda: held_after is not None and len(looks) >= held_after
+    return flow, looks
+
+
+def test_a_member_alone_in_its_lease_group_without_the_lease_waits_for_it_rather_than_standing_by(
+        tmp_path, monkeypatch):
+    """A lease topic just created on a busy broker: the group's first assignment was made before the
+    topic was in the leader's metadata, so nobody holds the partition; the first start logged a standby
+    and waited for a takeover (ADR 0027 section 16)."""
+    monkeypatch.setattr("mirrorspark.pipeline.flow.ALONE_RECHECK", 0.0)
+    flow, looks = _flow_waiting_on(tmp_path, members=[1], held_after=3)
+    flow.wait(limit=60)
+    assert flow.may_write() and looks == [1, 1, 1]
+
+
+def test_another_member_in_the_lease_group_makes_a_standby_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr("mirrorspark.pipeline.flow.ALONE_RECHECK", 0.0)
+    flow, looks = _flow_waiting_on(tmp_path, members=[1, 2], held_after=None)
+    flow.wait(limit=60)
+    assert not flow.may_write() and looks == [1, 2]
+
+
+def test_a_member_alone_without_the_lease_stands_by_when_the_wait_runs_out(tmp_path, monkeypatch):
+    monkeypatch.setattr("mirrorspark.pipeline.flow.ALONE_RECHECK", 0.01)
+    flow, looks = _flow_waiting_on(tmp_path, members=[1], held_after=None)
+    flow.wait(limit=0.1)
+    assert not flow.may_write() and 1 <= len(looks) <= 11

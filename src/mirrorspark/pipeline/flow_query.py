@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import Conflict
@@ -28,6 +29,9 @@ from mirrorspark.pipeline.record_columns import SINK_FORMAT
 from mirrorspark.schemas.sync import SchemaSync
 from mirrorspark.sink_report import WrittenRun, topic_ids_option
 from mirrorspark.state.files import StateFiles
+
+if TYPE_CHECKING:
+    from pyspark import StatusTracker
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +79,7 @@ class FlowQuery:
             on_written=on_written, metrics=metrics, takeover=start.takeover, schemas=schemas)
         self.progress = QueryProgress()
         self.query = None
+        self._tracker: StatusTracker | None = None  # Spark's, once started: whether a stopped query's tasks ended
         self.recorder: realtime.EpochRecorder | None = None  # real-time mode: records each batch's pairs
         self.planned_partitions: dict[str, int] | None = None  # real-time mode: what the running query reads
         self.paused = False  # by the user (REST); stays paused across automatic restarts
@@ -132,6 +137,7 @@ class FlowQuery:
         return self.progress.durations(self.query)
 
     def start(self, spark) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
         if self.before_start is not None:
             self.before_start()
         if self.flow.options.realtime:
@@ -325,7 +331,11 @@ class FlowQuery:
                    and time.monotonic() < deadline):
                 time.sleep(0.05)
         if self.query is not None:
+            run = str(self.query.runId)  # the group of its Spark jobs
             self.query.stop()
+            if not realtime.await_tasks_ended(self._tracker, run, commit_timeout):
+                log.warning("flow %s: tasks of the stopped query still ran %.0f s later; a remote topic re-created "
+                            "now may receive what they still send", self.flow.name, commit_timeout)
         if self.recorder is not None:
             self.recorder.stop()
             self.recorder = None

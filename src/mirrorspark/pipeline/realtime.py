@@ -18,7 +18,9 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.errors import ConfigError
@@ -28,6 +30,9 @@ from mirrorspark.jvm_bridge import JvmError, SparkJvm
 from mirrorspark.partition import Partition
 from mirrorspark.pipeline.batch_writer import REALTIME_PLANNED, BatchWriter
 from mirrorspark.sink_report import ResumeRange, resume_option
+
+if TYPE_CHECKING:
+    from pyspark import StatusTracker
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +99,29 @@ class SlotBook:
                     f"machine, more executor cores on a cluster), or {fix}", tasks_key if wanted else trigger)
             self._held[flow] = tasks
         return tasks
+
+
+def await_tasks_ended(tracker: StatusTracker | None, group: str, limit: float, pause: float = 0.1) -> bool:
+    """Waits until no task of the stopped query whose jobs share ``group`` (its run id) still runs; False
+    when some still ran after ``limit`` seconds. Stopping a query cancels its tasks without waiting for
+    them: a real-time task's transaction, committed by its ticker thread while a flush was waiting on a
+    deleted remote topic, landed in the topic the restart re-created at once, before the refill copied
+    the same record again (ADR 0027 section 16). Only the run's latest jobs can still have tasks."""
+    if tracker is None:
+        return True
+    deadline = time.monotonic() + limit
+    while True:
+        running = 0
+        for job in sorted(tracker.getJobIdsForGroup(group))[-2:]:
+            info = tracker.getJobInfo(job)
+            for stage in info.stageIds if info is not None else ():
+                described = tracker.getStageInfo(stage)
+                running += described.numActiveTasks if described is not None else 0
+        if not running:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
 
 
 def assignment(plan: TopicPlan) -> tuple[str, dict[str, int]]:

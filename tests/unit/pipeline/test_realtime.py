@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -216,3 +217,36 @@ def test_with_data_loss_fail_the_interrupted_runs_copies_stay_to_be_found_again(
     with pytest.raises(DataLossStop, match=r"984\.\.1754"):
         realtime.skip_removed(guard, SparkOffsetLog(LocalFiles(tmp_path)), None, {"t": "a.t"})  # type: ignore[arg-type]
     assert guard.target_marks == {("a.t", 0): 5000}  # a later start (data.loss = report) counts the same
+
+
+class _Tracker:
+    """Spark's status tracker for one run whose jobs 1-3 are known; stage 30 of job 3 runs ``running``
+    tasks at each look in turn."""
+
+    def __init__(self, running: list[int]) -> None:
+        self.running = running
+        self.looks = 0
+
+    def getJobIdsForGroup(self, group):
+        return [3, 1, 2] if group == "run" else []
+
+    def getJobInfo(self, job):
+        return SimpleNamespace(stageIds=[job * 10])
+
+    def getStageInfo(self, stage):
+        if stage != 30:
+            return SimpleNamespace(numActiveTasks=0)
+        self.looks += 1
+        return SimpleNamespace(numActiveTasks=self.running[min(self.looks, len(self.running)) - 1])
+
+
+def test_a_stopped_querys_restart_waits_until_its_cancelled_tasks_have_ended():
+    tracker = _Tracker(running=[2, 1, 0])
+    assert realtime.await_tasks_ended(tracker, "run", limit=5, pause=0)
+    assert tracker.looks == 3
+
+
+def test_tasks_still_running_at_the_limit_are_said_so():
+    tracker = _Tracker(running=[1])
+    assert not realtime.await_tasks_ended(tracker, "run", limit=0.05, pause=0.01)
+    assert realtime.await_tasks_ended(None, "run", limit=0)  # never started: nothing to wait for

@@ -236,7 +236,10 @@ KEYS: tuple[Key, ...] = (
         "with the numbers when the Spark application has fewer (`spark.master = local[N]`, or executors' "
         "cores); with `exactly.once.source.support = enabled` each task commits a transaction every "
         "`mirrorspark.realtime.transaction.ms`; it re-plans its topics by restarting the query when topics or "
-        "partitions appear.", choices=("microbatch", "realtime")),
+        "partitions appear (found at `refresh.topics.interval.seconds`, where micro-batches look every few "
+        "seconds). On a Spark cluster, an executor lost mid-batch has its tasks run again, and they send again, "
+        "uncounted, what the lost ones wrote since the real-time batch began; micro-batches compare a retried "
+        "task with the target (docs/adr/0027-grouped-source-real-time.md).", choices=("microbatch", "realtime")),
     Key("mirrorspark.realtime.tasks", Type.INT, "0",
         "Real-time mode: how many long-running tasks read the flow's partitions, each a group of them with one "
         "consumer (as MM2's `tasks.max`); each holds a task slot for as long as the flow runs. 0, the default, "

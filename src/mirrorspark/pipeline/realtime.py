@@ -43,16 +43,30 @@ TRIGGER_KEY = "mirrorspark.trigger"
 TASKS_KEY = "mirrorspark.realtime.tasks"
 
 
+_LOCAL = re.compile(r"\s*local(?:\[(\*|\d+)(?:,\s*\d+)?\])?\s*")  # spark.master in one JVM: local[N] threads
+
+
 def task_slots(spark, master: str) -> tuple[int, str]:
     """How many tasks the Spark application runs at once, and how that was found (for the message)."""
     cpus = max(1, int(spark.conf.get("spark.task.cpus", "1")))
-    found = re.fullmatch(r"\s*local(?:\[(\*|\d+)(?:,\s*\d+)?\])?\s*", master)
+    found = _LOCAL.fullmatch(master)
     if found:
         threads = found.group(1) or "1"
         count = (os.cpu_count() or 1) if threads == "*" else int(threads)
         return max(1, count // cpus), f"spark.master = {master.strip()}"
     cores = spark.sparkContext.defaultParallelism
     return max(1, cores // cpus), f"{cores} executor core(s) of spark.master = {master.strip()}"
+
+
+def on_executors(master: str) -> bool:
+    """Spark's tasks run in executors of their own (not ``local``): one can be lost mid-batch."""
+    return _LOCAL.fullmatch(master) is None
+
+
+EXECUTOR_LOSS = ("flow %s: real-time mode on a Spark cluster: when an executor is lost mid-batch, Spark runs its "
+                 "tasks again elsewhere and they send again, uncounted, what the lost ones had written since the "
+                 "real-time batch began (at most mirrorspark.realtime.batch.seconds of records); micro-batches "
+                 "compare a retried task with the target instead (docs/adr/0027-grouped-source-real-time.md)")
 
 
 class SlotBook:

@@ -293,10 +293,11 @@ class SparkJvm:
             out[(topic, int(partition))] = int(position)
         return out
 
-    def give_resume(self, run: str, ranges: str) -> None:
+    def give_resume(self, run: str, ranges: str, starts: str = "") -> None:
         """Real-time mode: where the query started as ``run`` resumes on the target (the sink's ``resume``
-        format), which its first batch waits for (``io.mirrorspark.sink.ResumeRanges``)."""
-        _call("ResumeRanges.give", lambda: self._sink.ResumeRanges.give(run, ranges))
+        format) and where its writes begin per target partition (``retryFrom`` lines), which its first
+        batch waits for (``io.mirrorspark.sink.ResumeRanges``)."""
+        _call("ResumeRanges.give", lambda: self._sink.ResumeRanges.give(run, ranges, starts))
 
     def epoch_taken(self, flow: str, epoch: int) -> None:
         """The batch is recorded: its sink commit goes on."""

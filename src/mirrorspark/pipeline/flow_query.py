@@ -234,7 +234,7 @@ class FlowQuery:
             raise
         if not self.flow.exactly_once:
             try:
-                ranges = realtime.resume_point(self.writer.guard, self.spark_log, plan)
+                ranges, starts = realtime.resume_point(self.writer.guard, self.spark_log, plan)
             except BaseException:  # its first batch is still waiting: nothing was written
                 try:
                     query.stop()
@@ -242,7 +242,7 @@ class FlowQuery:
                     self.recorder.stop()
                     self.recorder = None
                 raise
-            SparkJvm(session=spark).give_resume(run, ranges)
+            SparkJvm(session=spark).give_resume(run, ranges, starts)
         self.planned_partitions = partitions
 
     def replan_reason(self, plan) -> str | None:

@@ -146,13 +146,16 @@ def assignment(plan: TopicPlan) -> tuple[str, dict[str, int]]:
     return json.dumps({topic: list(range(count)) for topic, count in partitions.items()}), partitions
 
 
-def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) -> str:
-    """The sink's ``resume`` option for a (re)started real-time query.
+def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) -> tuple[str, str]:
+    """The sink's ``resume`` ranges for a (re)started real-time query, and where its writes begin on
+    each target partition (``retryFrom`` lines).
 
     Spark replays from its last committed batch. Its writes may have gone further: the batch after it
     was recorded here but never committed by Spark (its target ends before it are the write marks'
     ``before``), or it was never recorded (the marks' ends). Target records past that point are compared
-    with the replay's rows before anything is sent again, in as many real-time batches as the replay takes."""
+    with the replay's rows before anything is sent again, in as many real-time batches as the replay takes.
+    A task attempt Spark runs again in the first batch (its executor lost) compares from that point too;
+    later batches from where the committed ones ended (the sink's ``ResumeLedger``)."""
     committed = spark_log.last_committed()
     epoch = 0 if committed is None else committed + 1
     targets = sorted({(remote, p) for source, remote in plan.remote.items()
@@ -166,7 +169,8 @@ def resume_point(guard: BatchGuard, spark_log: SparkOffsetLog, plan: TopicPlan) 
         log.info("flow %s: real-time batch %d resumes an interrupted run: %d target record(s) written after the last "
                  "recorded batch are compared before anything is sent again", guard.flow_name, epoch,
                  sum(r.records for r in ranges))
-    return resume_option(ranges)
+    starts = "".join(f"{topic}\t{partition}\t{begin}\n" for (topic, partition), begin in sorted(marks.items()))
+    return resume_option(ranges), starts
 
 
 def _unrecorded_copies(guard: BatchGuard, epoch: int, remote: Mapping[str, str], positions: Mapping[Partition, int],

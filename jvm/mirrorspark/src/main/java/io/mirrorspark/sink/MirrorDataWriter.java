@@ -68,28 +68,39 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
 
     /** Target ranges to compare with before sending (empty: nothing to resume in this writer). */
     private final Map<String, long[]> resume;
+    /** Per target partition, where this batch's writes begin: a retried attempt compares from there. */
+    private final Map<String, Long> retryFrom;
 
     MirrorDataWriter(WriteSettings settings) {
-        this(settings, settings.resume, WriterClients.POOLED, retriedAttempt(), settings.writeBatch);
+        this(settings, settings.resume, settings.retryFrom, WriterClients.POOLED, retriedAttempt(), settings.writeBatch);
     }
 
     /** {@code resume}: the target ranges this writer compares with (a real-time batch: what the
-     *  batches before it left of them, {@link ResumeLedger}); {@code epoch}: the real-time batch. */
-    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, long epoch) {
-        this(settings, resume, WriterClients.POOLED, retriedAttempt(), epoch);
+     *  batches before it left of them, {@link ResumeLedger}); {@code batchStarts}: where the real-time
+     *  batch's writes begin per target partition; {@code epoch}: the real-time batch. */
+    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, Map<String, Long> batchStarts, long epoch) {
+        this(settings, resume, batchStarts, WriterClients.POOLED, retriedAttempt(), epoch);
     }
 
     /** {@code clients}: where its Kafka clients come from; {@code retried}: a retry of a failed task attempt. */
     MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, WriterClients clients, boolean retried) {
-        this(settings, resume, clients, retried, settings.writeBatch);
+        this(settings, resume, settings.retryFrom, clients, retried, settings.writeBatch);
     }
 
     /** {@code batch}: the micro-batch's id or the real-time batch's epoch (-1: not known). */
     MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, WriterClients clients, boolean retried,
                      long batch) {
+        this(settings, resume, settings.retryFrom, clients, retried, batch);
+    }
+
+    /** {@code retryFrom}: per target partition, where the batch's writes begin (what a retried attempt
+     *  compares from); {@code batch}: the micro-batch's id or the real-time batch's epoch (-1: not known). */
+    MirrorDataWriter(WriteSettings settings, Map<String, long[]> resume, Map<String, Long> retryFrom,
+                     WriterClients clients, boolean retried, long batch) {
         this.settings = settings;
         this.clients = clients;
         this.resume = resume;
+        this.retryFrom = retryFrom;
         AtomicLong local = Fences.of(settings.flow);
         // An executor in a JVM of its own: no driver renews a fence here, the lease is read from the target.
         this.watch = local == null && settings.leaseGroup != null ? LeaseWatch.acquire(settings) : null;
@@ -231,7 +242,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             }
             return;
         }
-        if ((!resume.isEmpty() || (retried && !s.retryFrom.isEmpty()))
+        if ((!resume.isEmpty() || (retried && !retryFrom.isEmpty()))
             && alreadyWritten(target, upstream, key, value, headers, ts)) {
             return;
         }
@@ -250,7 +261,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             long[] range = resume.get(k);
             Long from = range == null ? null : range[0];
             long to = range == null ? 0L : range[1];
-            Long batchStart = retried ? settings.retryFrom.get(k) : null;
+            Long batchStart = retried ? retryFrom.get(k) : null;
             if (batchStart != null) {  // an earlier attempt may have written past the range: up to the end now
                 from = from == null ? batchStart : Math.min(from, batchStart);
                 to = TargetTail.END_NOW;

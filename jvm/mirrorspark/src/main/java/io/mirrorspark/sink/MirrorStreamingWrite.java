@@ -35,25 +35,28 @@ final class MirrorStreamingWrite implements StreamingWrite {
     /** Called for each real-time batch once the one before it committed: its writers compare with what is left. */
     @Override
     public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-        return new WriterFactory(settings, ledger.left());
+        return new WriterFactory(settings, ledger.left(), ledger.batchStarts());
     }
 
-    /** Shipped to executors: the settings and the ranges left to compare travel. */
+    /** Shipped to executors: the settings, the ranges left to compare and where the batch's writes begin travel. */
     private static final class WriterFactory implements StreamingDataWriterFactory {
         private static final long serialVersionUID = 1L;
         private final WriteSettings settings;
         private final HashMap<String, long[]> resume;
+        private final HashMap<String, Long> batchStarts;
 
-        WriterFactory(WriteSettings settings, HashMap<String, long[]> resume) {
+        WriterFactory(WriteSettings settings, HashMap<String, long[]> resume, HashMap<String, Long> batchStarts) {
             this.settings = settings;
             this.resume = resume;
+            this.batchStarts = batchStarts;
         }
 
         @Override
         public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
             // The replay of an interrupted run can span several batches (each is bounded by time, not
             // rows): each compares from where the batches before it stopped, until every range is passed.
-            return new MirrorDataWriter(settings, resume, epochId);
+            // A task attempt run again within the batch compares from where the batch's writes began.
+            return new MirrorDataWriter(settings, resume, batchStarts, epochId);
         }
     }
 

@@ -4,6 +4,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.mirrorspark.kafka.OffsetRunList;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /**
@@ -13,6 +14,11 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  * from its next offset in the following batch, and one whose comparison ended (a row differed, or
  * the range was passed) leaves the ledger. Without it the rows of the later batches were sent
  * again uncounted (docs/adr/0016-real-time-mode.md).
+ *
+ * <p>It also keeps where the next batch's writes begin on each target partition: this start's
+ * beginning, then the end of what each committed batch wrote there. A task attempt Spark runs again
+ * within a batch (its executor lost) compares from there with what the target holds, so what the
+ * lost attempt wrote is paired, not sent again (docs/adr/0027-grouped-source-real-time.md, section 16).
  */
 final class ResumeLedger {
     /** Per flow, the ledger of its running query: Spark builds the write anew for every batch. */
@@ -20,12 +26,18 @@ final class ResumeLedger {
 
     private final String run;
     private final HashMap<String, long[]> pending = new HashMap<>();
+    private final HashMap<String, Long> batchStart;
 
     ResumeLedger(String run, Map<String, long[]> ranges) {
+        this(run, ranges, Map.of());
+    }
+
+    ResumeLedger(String run, Map<String, long[]> ranges, Map<String, Long> starts) {
         this.run = run;
         for (Map.Entry<String, long[]> e : ranges.entrySet()) {
             pending.put(e.getKey(), e.getValue().clone());
         }
+        this.batchStart = new HashMap<>(starts);
     }
 
     /**
@@ -35,8 +47,13 @@ final class ResumeLedger {
      * batch (micro-batch planning), so the ledger cannot live in it.
      */
     static ResumeLedger of(String flow, String run, Map<String, long[]> ranges) {
+        return of(flow, run, ranges, Map.of());
+    }
+
+    /** {@link #of(String, String, Map)} with where this start's writes begin ({@code starts}, per target partition). */
+    static ResumeLedger of(String flow, String run, Map<String, long[]> ranges, Map<String, Long> starts) {
         return RUNNING.compute(flow, (f, held) -> held != null && held.run.equals(run) ? held
-            : new ResumeLedger(run, ranges));
+            : new ResumeLedger(run, ranges, starts));
     }
 
     /**
@@ -51,7 +68,8 @@ final class ResumeLedger {
         if (held != null && held.run.equals(run)) {
             return held;
         }
-        return of(flow, run, ResumeRanges.await(run, waitMs));
+        ResumeRanges.Given given = ResumeRanges.await(run, waitMs);
+        return of(flow, run, given.ranges(), given.retryFrom());
     }
 
     /** The ranges left, as the next batch's writers take them (a copy: they travel to executors). */
@@ -63,8 +81,26 @@ final class ResumeLedger {
         return out;
     }
 
-    /** A batch committed: its tasks' reports say how far each partition's comparison got. */
+    /** Where the next batch's writes begin on each target partition known (a copy: it travels to executors). */
+    synchronized HashMap<String, Long> batchStarts() {
+        return new HashMap<>(batchStart);
+    }
+
+    /**
+     * A batch committed: its tasks' reports say how far each partition's comparison got, and where on
+     * the target each partition they wrote ends now.
+     */
     synchronized void advance(WriterCommitMessage[] messages) {
+        for (WriterCommitMessage message : messages) {
+            if (message instanceof TaskReport report) {
+                for (PartitionAcks target : report.partitions) {
+                    long end = writtenEnd(target.runs());
+                    if (end >= 0) {
+                        batchStart.merge(WriteSettings.key(target.topic, target.partition), end, Math::max);
+                    }
+                }
+            }
+        }
         if (pending.isEmpty()) {
             return;
         }
@@ -85,5 +121,16 @@ final class ResumeLedger {
                 }
             }
         }
+    }
+
+    /** The target offset after the last record a batch's runs hold (paired or sent); -1: none. */
+    static long writtenEnd(OffsetRunList runs) {
+        long end = -1L;
+        for (int i = 0; i < runs.size(); i++) {
+            if (!runs.isBreak(i)) {
+                end = Math.max(end, runs.targetStart(i) + runs.count(i));
+            }
+        }
+        return end;
     }
 }

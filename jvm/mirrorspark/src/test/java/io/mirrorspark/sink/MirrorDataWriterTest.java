@@ -435,6 +435,21 @@ final class MirrorDataWriterTest {
     }
 
     @Test
+    void aRealTimeAttemptRunAgainComparesFromWhereItsBatchBegan() throws IOException {
+        WriteSettings settings = WriteSettings.from(SCHEMA, options("writer-rt-retried"));  // no retryFrom option
+        Clients retry = new Clients();
+        fill(retry.producer, 102);
+        tail(retry, 0, 100, 102, record(0, 10), record(0, 11));  // the lost attempt got two rows to the target
+        MirrorDataWriter attempt1 = new MirrorDataWriter(settings, Map.of(), Map.of(WriteSettings.key(REMOTE, 0), 100L), retry, true, 4L);
+        write(attempt1, record(0, 10), record(0, 11), record(0, 12));
+        PartitionAcks part = report(attempt1.commit()).get("a.t-0");
+        attempt1.close();
+        assertEquals(List.of("a.t-0 k12 v12 " + (T0 + 12) + " [trace=id-12]"), sent(retry.producer),
+            "what the lost attempt wrote in this real-time batch is not sent again");
+        assertEquals(2, part.resumed);
+    }
+
+    @Test
     void aFencedWriterRefusesAndSendsNothing() throws IOException {
         Clients clients = new Clients();
         WriteSettings settings = WriteSettings.from(SCHEMA, options("writer-fenced"));

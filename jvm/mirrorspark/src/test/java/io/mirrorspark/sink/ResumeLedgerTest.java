@@ -88,4 +88,23 @@ final class ResumeLedgerTest {
         ledger.advance(new WriterCommitMessage[] {null, new TaskReport("2", List.of(new PartitionAcks("u", 0)))});
         assertEquals(2, ledger.left().size());
     }
+
+    private static PartitionAcks written(int partition, long targetStart, long count) {
+        PartitionAcks acks = new PartitionAcks("t", partition);
+        for (long i = 0; i < count; i++) {
+            acks.pair(1000 + i, targetStart + i);
+        }
+        return acks;
+    }
+
+    @Test
+    void eachBatchsWritesBeginWhereTheCommittedOnesBeforeItEnded() {
+        ResumeLedger ledger = new ResumeLedger("run-2", Map.of(), Map.of(A, 100L, B, 200L));
+        assertEquals(Map.of(A, 100L, B, 200L), ledger.batchStarts(), "the first batch: where this start begins");
+        ledger.advance(batch(written(0, 100, 5)));
+        assertEquals(Map.of(A, 105L, B, 200L), ledger.batchStarts(), "partition 1 was not written: unchanged");
+        ledger.advance(batch(written(1, 200, 2), written(2, 0, 1)));
+        assertEquals(Map.of(A, 105L, B, 202L, WriteSettings.key("t", 2), 1L), ledger.batchStarts());
+        assertEquals(-1L, ResumeLedger.writtenEnd(new PartitionAcks("t", 3).runs()), "nothing written: none");
+    }
 }

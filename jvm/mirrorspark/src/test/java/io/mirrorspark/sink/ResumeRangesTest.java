@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -26,16 +27,18 @@ final class ResumeRangesTest {
 
     @Test
     void rangesGivenBeforeTheFirstBatchAreTakenOnce() {
-        ResumeRanges.give("run-given", "t\t0\t100\t140\n");
-        HashMap<String, long[]> ranges = ResumeRanges.await("run-given", 1000);
-        assertArrayEquals(new long[] {100, 140}, ranges.get(A));
+        ResumeRanges.give("run-given", "t\t0\t100\t140\n", "t\t0\t100\nt\t1\t7\n");
+        ResumeRanges.Given given = ResumeRanges.await("run-given", 1000);
+        assertArrayEquals(new long[] {100, 140}, given.ranges().get(A));
+        assertEquals(Map.of(A, 100L, WriteSettings.key("t", 1), 7L), given.retryFrom(),
+            "where each partition's writes begin comes with them");
         assertEquals(0, ResumeRanges.held(), "taken: nothing kept");
     }
 
     @Test
     void theFirstBatchWaitsUntilTheRangesAreGiven() throws Exception {
         CompletableFuture<HashMap<String, long[]>> waiting =
-            CompletableFuture.supplyAsync(() -> ResumeRanges.await("run-later", 30_000));
+            CompletableFuture.supplyAsync(() -> ResumeRanges.await("run-later", 30_000).ranges());
         Thread.sleep(200);
         assertTrue(!waiting.isDone(), "nothing given yet: still waiting");
         ResumeRanges.give("run-later", "");

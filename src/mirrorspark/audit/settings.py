@@ -59,6 +59,13 @@ def plans_for(ranges: OffsetRanges, *, flow: FlowConfig, selection: TopicSelecti
     plans = select_partitions(ranges, selection, pattern)
     if not plans:
         names = sorted({t for t, _ in ranges.partitions()})
+        unrecorded = [t for t in names if pattern is None or pattern.fullmatch(t) or pattern.fullmatch(
+            selection.remote_name(t))]
+        if unrecorded:  # known to the range log, no runs in it yet
+            shown = f"{', '.join(unrecorded[:10])}{', ...' if len(unrecorded) > 10 else ''}"
+            raise ConfigError(f"flow {flow.name}: the copies of {len(unrecorded)} topic(s) ({shown}) are not in the "
+                              "range log yet: a real-time batch is recorded when it ends, and one a stop cut short "
+                              "at the flow's next start; audit again after that", "--topics")
         raise ConfigError(f"--topics {topics!r} matches none of the {len(names)} replicated topic(s) of flow "
                           f"{flow.name} ({', '.join(names[:10])}{', ...' if len(names) > 10 else ''})", "--topics")
     return plans

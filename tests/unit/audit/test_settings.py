@@ -120,3 +120,17 @@ def test_a_batch_read_keeps_the_client_settings_and_headers_and_never_fails_on_d
     assert batch_options(streaming) == {"kafka.bootstrap.servers": "s:1", "kafka.security.protocol": "SSL",
                                         "includeHeaders": "true", "failOnDataLoss": "false"}
 
+
+
+def test_topics_known_to_the_range_log_without_runs_yet_are_said_to_be_unrecorded(mirror_config):
+    """Real-time mode records a batch when it ends; right after a stop its last batch's copies are in
+    the range log only after the next start. The refusal said the topic matched nothing."""
+    ranges = OffsetRanges()
+    ranges.add("t00", 0, [OffsetRun(upstream=0, downstream=0, count=1)])
+    ranges.restore("avro", 0, [])
+    error = refusal(plans, mirror_config, ranges, "avro")
+    assert error.key == "--topics"
+    assert str(error) == (f"flow {FLOW}: the copies of 1 topic(s) (avro) are not in the range log yet: a real-time "
+                          "batch is recorded when it ends, and one a stop cut short at the flow's next start; audit "
+                          "again after that")
+    assert "matches none" in str(refusal(plans, mirror_config, ranges, "nothing"))

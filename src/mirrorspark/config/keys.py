@@ -237,7 +237,7 @@ KEYS: tuple[Key, ...] = (
         "cores); with `exactly.once.source.support = enabled` each task commits a transaction every "
         "`mirrorspark.realtime.transaction.ms`; it re-plans its topics by restarting the query when topics or "
         "partitions appear (found at `refresh.topics.interval.seconds`, where micro-batches look every few "
-        "seconds). On a Spark cluster, an executor lost mid-batch has its tasks run again, and they send again, "
+        "seconds). On a Spark cluster, an executor lost mid-batch has its tasks run again, and they can send again, "
         "uncounted, what the lost ones wrote since the real-time batch began; micro-batches compare a retried "
         "task with the target (docs/adr/0027-grouped-source-real-time.md).", choices=("microbatch", "realtime")),
     Key("mirrorspark.realtime.tasks", Type.INT, "0",

@@ -64,7 +64,7 @@ def on_executors(master: str) -> bool:
 
 
 EXECUTOR_LOSS = ("flow %s: real-time mode on a Spark cluster: when an executor is lost mid-batch, Spark runs its "
-                 "tasks again elsewhere and they send again, uncounted, what the lost ones had written since the "
+                 "tasks again elsewhere and they can send again, uncounted, what the lost ones had written since the "
                  "real-time batch began (at most mirrorspark.realtime.batch.seconds of records); micro-batches "
                  "compare a retried task with the target instead (docs/adr/0027-grouped-source-real-time.md)")
 

@@ -235,9 +235,9 @@ KEYS: tuple[Key, ...] = (
         "MM2's level). `realtime` needs a free task slot per group (`mirrorspark.realtime.tasks`) and is refused "
         "with the numbers when the Spark application has fewer (`spark.master = local[N]`, or executors' "
         "cores); with `exactly.once.source.support = enabled` each task commits a transaction every "
-        "`mirrorspark.realtime.transaction.ms`; it re-plans its topics by restarting the query when topics or "
-        "partitions appear (found at `refresh.topics.interval.seconds`, where micro-batches look every few "
-        "seconds). On a Spark cluster, an executor lost mid-batch has its tasks run again, and they can send again, "
+        "`mirrorspark.realtime.transaction.ms`; topics or partitions added are met within seconds, as "
+        "micro-batches meet them, and read from the next batch end on, by restarting the query. On a Spark "
+        "cluster, an executor lost mid-batch has its tasks run again, and they can send again, "
         "uncounted, what the lost ones wrote since the real-time batch began; micro-batches compare a retried "
         "task with the target (docs/adr/0027-grouped-source-real-time.md).", choices=("microbatch", "realtime")),
     Key("mirrorspark.realtime.tasks", Type.INT, "0",

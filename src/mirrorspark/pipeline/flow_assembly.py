@@ -34,7 +34,7 @@ from mirrorspark.offsets.flow_offsets import FlowOffsets
 from mirrorspark.partition import Partition
 from mirrorspark.pipeline.flow_query import FlowQuery
 from mirrorspark.pipeline.query_start import QueryStart
-from mirrorspark.pipeline.realtime import SlotBook
+from mirrorspark.pipeline.realtime import TOPIC_WATCH_SECONDS, SlotBook
 from mirrorspark.pipeline.record_columns import PATH_HEADER
 from mirrorspark.pipeline.supervision import FlowSupervisor, RestartRequests
 from mirrorspark.policy import ReplicationPolicy
@@ -240,6 +240,12 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
     topics_lane, offsets_lane = flow_lane(flow.name, TOPICS), flow_lane(flow.name, OFFSETS)
     scheduler.every(f"flow {flow.name}: topic refresh", interval, refresh_topics, initial_delay=interval,
                     lane=topics_lane)
+    if flow.options.realtime:
+        # Micro-batches meet a new topic or partition within seconds: their source lists the topics itself.
+        # A real-time query reads a fixed assignment, so its topics are listed as often (one request when
+        # nothing changed; what changed is created on the target) and the next batch end re-plans.
+        scheduler.every(f"flow {flow.name}: topic watch", TOPIC_WATCH_SECONDS,
+                        lambda: remote.refresh(recreate=False), initial_delay=TOPIC_WATCH_SECONDS, lane=topics_lane)
     scheduler.every(f"flow {flow.name}: topic config sync", options.topic_configs_interval,
                     lambda: configs.sync(remote.plan.remote), lane=topics_lane)
     acls = AclSync(flow_name=flow.name, source=source, target=target)

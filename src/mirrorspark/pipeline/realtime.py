@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
 TRIGGER_KEY = "mirrorspark.trigger"
 TASKS_KEY = "mirrorspark.realtime.tasks"
+# How often a real-time flow lists its source's topics: as often as the micro-batch source does (its
+# ``topicRefreshMs``), so a topic or partition added is met as soon (ADR 0027 section 17).
+TOPIC_WATCH_SECONDS = 5.0
 
 
 _LOCAL = re.compile(r"\s*local(?:\[(\*|\d+)(?:,\s*\d+)?\])?\s*")  # spark.master in one JVM: local[N] threads

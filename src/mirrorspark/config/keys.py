@@ -237,9 +237,9 @@ KEYS: tuple[Key, ...] = (
         "cores); with `exactly.once.source.support = enabled` each task commits a transaction every "
         "`mirrorspark.realtime.transaction.ms`; topics or partitions added are met within seconds, as "
         "micro-batches meet them, and read from the next batch end on, by restarting the query. On a Spark "
-        "cluster, an executor lost mid-batch has its tasks run again, and they can send again, "
-        "uncounted, what the lost ones wrote since the real-time batch began; micro-batches compare a retried "
-        "task with the target (docs/adr/0027-grouped-source-real-time.md).", choices=("microbatch", "realtime")),
+        "cluster, what a lost executor's tasks wrote is compared with the target by their retries and the "
+        "batches after them, as in micro-batches (docs/adr/0027-grouped-source-real-time.md).",
+        choices=("microbatch", "realtime")),
     Key("mirrorspark.realtime.tasks", Type.INT, "0",
         "Real-time mode: how many long-running tasks read the flow's partitions, each a group of them with one "
         "consumer (as MM2's `tasks.max`); each holds a task slot for as long as the flow runs. 0, the default, "

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from pyspark import StatusTracker
 
 log = logging.getLogger(__name__)
-_WARNED_EXECUTOR_LOSS: set[str] = set()  # flows whose real-time caveat on a Spark cluster was logged
 
 
 def root_cause(text: str) -> str:
@@ -178,9 +177,6 @@ class FlowQuery:
         assign, partitions = realtime.assignment(plan)
         master = spark.conf.get("spark.master", "local[*]")
         slots, how = realtime.task_slots(spark, master)
-        if realtime.on_executors(master) and self.flow.name not in _WARNED_EXECUTOR_LOSS:
-            _WARNED_EXECUTOR_LOSS.add(self.flow.name)  # once per flow and process, not at each restart
-            log.warning(realtime.EXECUTOR_LOSS, self.flow.name)
         tasks = self.slots.claim(self.flow.name,
                                  where=(self.flow.where(realtime.TRIGGER_KEY), self.flow.where(realtime.TASKS_KEY)),
                                  partitions=partitions, wanted=self.flow.options.realtime_tasks, slots=slots, how=how)

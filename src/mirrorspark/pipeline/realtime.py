@@ -61,17 +61,6 @@ def task_slots(spark, master: str) -> tuple[int, str]:
     return max(1, cores // cpus), f"{cores} executor core(s) of spark.master = {master.strip()}"
 
 
-def on_executors(master: str) -> bool:
-    """Spark's tasks run in executors of their own (not ``local``): one can be lost mid-batch."""
-    return _LOCAL.fullmatch(master) is None
-
-
-EXECUTOR_LOSS = ("flow %s: real-time mode on a Spark cluster: when an executor is lost mid-batch, Spark runs its "
-                 "tasks again elsewhere and they can send again, uncounted, what the lost ones had written since the "
-                 "real-time batch began (at most mirrorspark.realtime.batch.seconds of records); micro-batches "
-                 "compare a retried task with the target instead (docs/adr/0027-grouped-source-real-time.md)")
-
-
 class SlotBook:
     """Task slots the flows of this process need: a real-time flow one per task (a group of its
     partitions), a micro-batch flow one (its tasks queue behind long-running real-time tasks otherwise).

@@ -250,8 +250,3 @@ def test_tasks_still_running_at_the_limit_are_said_so():
     tracker = _Tracker(running=[1])
     assert not realtime.await_tasks_ended(tracker, "run", limit=0.05, pause=0.01)
     assert realtime.await_tasks_ended(None, "run", limit=0)  # never started: nothing to wait for
-
-
-def test_only_executors_of_their_own_can_be_lost_mid_batch():
-    assert not any(realtime.on_executors(m) for m in ("local", "local[2]", " local[*] ", "local[4, 3]"))
-    assert realtime.on_executors("spark://127.0.0.1:7077") and realtime.on_executors("k8s://https://api:6443")

@@ -332,7 +332,7 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
             parts.addAll(byPartition.values());
         }
         SparkEnv env = SparkEnv.get();
-        return new TaskReport(env == null ? "unknown" : env.executorId(), parts);
+        return new TaskReport(env == null ? "unknown" : env.executorId(), parts, retried);
     }
 
     private void checkFailure() throws IOException {

@@ -67,7 +67,9 @@ final class MirrorStreamingWrite implements StreamingWrite {
 
     @Override
     public void commit(long epochId, WriterCommitMessage[] messages) {
-        ledger.advance(messages);
+        // Exactly-once: a retried attempt resumes from its transactions' progress; an aborted one's
+        // records lie past the starts too, never to be compared.
+        ledger.advance(messages, settings.exactlyOnce ? null : keys -> TargetTail.ends(settings.producer, keys));
         WrittenBatches.acceptEpoch(settings.flow, epochId, messages, driverWaitMs);
     }
 

@@ -1,11 +1,14 @@
 package io.mirrorspark.sink;
 
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import io.mirrorspark.kafka.OffsetRunList;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Driver side of a real-time query: the target records of an interrupted run still to compare with
@@ -19,11 +22,22 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  * beginning, then the end of what each committed batch wrote there. A task attempt Spark runs again
  * within a batch (its executor lost) compares from there with what the target holds, so what the
  * lost attempt wrote is paired, not sent again (docs/adr/0027-grouped-source-real-time.md, section 16).
+ * A retried attempt can also begin after its batch's time is up and read nothing: what the lost
+ * attempt wrote then lies past every report, so a batch with a retried attempt asks the target's
+ * ends, and the next batches compare what lies past the ledger's starts (section 17).
  */
 final class ResumeLedger {
+    private static final Logger LOG = LoggerFactory.getLogger(ResumeLedger.class);
     /** Per flow, the ledger of its running query: Spark builds the write anew for every batch. */
     private static final ConcurrentHashMap<String, ResumeLedger> RUNNING = new ConcurrentHashMap<>();
 
+    /** Where target partitions ({@link WriteSettings#key} keys) end now: one request to the target. */
+    @FunctionalInterface
+    interface TargetEnds {
+        Map<String, Long> of(Collection<String> keys);
+    }
+
+    private final String flow;
     private final String run;
     private final HashMap<String, long[]> pending = new HashMap<>();
     private final HashMap<String, Long> batchStart;
@@ -33,6 +47,11 @@ final class ResumeLedger {
     }
 
     ResumeLedger(String run, Map<String, long[]> ranges, Map<String, Long> starts) {
+        this("", run, ranges, starts);
+    }
+
+    ResumeLedger(String flow, String run, Map<String, long[]> ranges, Map<String, Long> starts) {
+        this.flow = flow;
         this.run = run;
         for (Map.Entry<String, long[]> e : ranges.entrySet()) {
             pending.put(e.getKey(), e.getValue().clone());
@@ -53,7 +72,7 @@ final class ResumeLedger {
     /** {@link #of(String, String, Map)} with where this start's writes begin ({@code starts}, per target partition). */
     static ResumeLedger of(String flow, String run, Map<String, long[]> ranges, Map<String, Long> starts) {
         return RUNNING.compute(flow, (f, held) -> held != null && held.run.equals(run) ? held
-            : new ResumeLedger(run, ranges, starts));
+            : new ResumeLedger(f, run, ranges, starts));
     }
 
     /**
@@ -88,11 +107,14 @@ final class ResumeLedger {
 
     /**
      * A batch committed: its tasks' reports say how far each partition's comparison got, and where on
-     * the target each partition they wrote ends now.
+     * the target each partition they wrote ends now. {@code ends}: asked only when a report comes from
+     * a retried task attempt (null: never asked).
      */
-    synchronized void advance(WriterCommitMessage[] messages) {
+    synchronized void advance(WriterCommitMessage[] messages, TargetEnds ends) {
+        boolean retried = false;
         for (WriterCommitMessage message : messages) {
             if (message instanceof TaskReport report) {
+                retried |= report.retried;
                 for (PartitionAcks target : report.partitions) {
                     long end = writtenEnd(target.runs());
                     if (end >= 0) {
@@ -101,9 +123,15 @@ final class ResumeLedger {
                 }
             }
         }
-        if (pending.isEmpty()) {
-            return;
+        if (!pending.isEmpty()) {
+            advancePending(messages);
         }
+        if (retried && ends != null) {
+            comparePastStarts(ends.of(batchStart.keySet()));
+        }
+    }
+
+    private void advancePending(WriterCommitMessage[] messages) {
         for (WriterCommitMessage message : messages) {
             if (!(message instanceof TaskReport report)) {
                 continue;
@@ -120,6 +148,32 @@ final class ResumeLedger {
                     pending.remove(key);
                 }
             }
+        }
+    }
+
+    /**
+     * Target records past a partition's start ({@code now}: the partitions' ends) were written by an
+     * attempt no report covers: the next batches' writers compare them with their rows, as a replay's.
+     */
+    private void comparePastStarts(Map<String, Long> now) {
+        int partitions = 0;
+        long records = 0;
+        for (Map.Entry<String, Long> start : batchStart.entrySet()) {
+            Long end = now.get(start.getKey());
+            if (end == null || end <= start.getValue()) {
+                continue;
+            }
+            long[] held = pending.get(start.getKey());
+            long from = held == null ? start.getValue() : Math.min(held[0], start.getValue());
+            long to = held == null ? end : Math.max(held[1], end);
+            pending.put(start.getKey(), new long[] {from, to});
+            partitions++;
+            records += end - start.getValue();
+        }
+        if (partitions > 0) {
+            LOG.warn("flow {}: a real-time batch had a task attempt run again (an executor lost): {} target record(s) "
+                + "on {} partition(s) lie past what its tasks reported, and are compared with the next batches' rows "
+                + "before anything is sent again", flow, records, partitions);
         }
     }
 

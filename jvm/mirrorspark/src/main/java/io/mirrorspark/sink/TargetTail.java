@@ -2,7 +2,9 @@ package io.mirrorspark.sink;
 
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
 
@@ -62,6 +64,27 @@ final class TargetTail implements AutoCloseable {
         conf.put("isolation.level", "read_uncommitted");
         conf.put("client.id", "mirrorspark-resume-" + topic + "-" + partition);
         return new KafkaConsumer<>(conf, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /**
+     * The ends of target partitions ({@link WriteSettings#key} keys) now, in one request: where a
+     * real-time batch with a retried task attempt finds what an earlier attempt wrote past its report.
+     */
+    static Map<String, Long> ends(Map<String, String> producerSettings, Collection<String> keys) {
+        Map<TopicPartition, String> wanted = new HashMap<>();
+        for (String key : keys) {
+            int cut = key.lastIndexOf('\u0000');
+            wanted.put(new TopicPartition(key.substring(0, cut), Integer.parseInt(key.substring(cut + 1))), key);
+        }
+        Map<String, Long> out = new HashMap<>();
+        if (wanted.isEmpty()) {
+            return out;
+        }
+        try (Consumer<byte[], byte[]> consumer = consumer(producerSettings, "ends", 0)) {
+            consumer.endOffsets(wanted.keySet(), Duration.ofSeconds(30))
+                .forEach((tp, end) -> out.put(wanted.get(tp), end));
+        }
+        return out;
     }
 
     boolean active() {

@@ -10,9 +10,16 @@ final class TaskReport implements WriterCommitMessage {
 
     final String executor;
     final List<PartitionAcks> partitions;
+    /** Written by a task attempt Spark ran again: an earlier attempt may have written past its report. */
+    final boolean retried;
 
     TaskReport(String executor, List<PartitionAcks> partitions) {
+        this(executor, partitions, false);
+    }
+
+    TaskReport(String executor, List<PartitionAcks> partitions, boolean retried) {
         this.executor = executor;
         this.partitions = partitions;
+        this.retried = retried;
     }
 }

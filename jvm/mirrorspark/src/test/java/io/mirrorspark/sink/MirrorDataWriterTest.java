@@ -442,7 +442,9 @@ final class MirrorDataWriterTest {
         tail(retry, 0, 100, 102, record(0, 10), record(0, 11));  // the lost attempt got two rows to the target
         MirrorDataWriter attempt1 = new MirrorDataWriter(settings, Map.of(), Map.of(WriteSettings.key(REMOTE, 0), 100L), retry, true, 4L);
         write(attempt1, record(0, 10), record(0, 11), record(0, 12));
-        PartitionAcks part = report(attempt1.commit()).get("a.t-0");
+        WriterCommitMessage message = attempt1.commit();
+        assertTrue(((TaskReport) message).retried, "the driver's ledger learns a retried attempt wrote (ResumeLedger)");
+        PartitionAcks part = report(message).get("a.t-0");
         attempt1.close();
         assertEquals(List.of("a.t-0 k12 v12 " + (T0 + 12) + " [trace=id-12]"), sent(retry.producer),
             "what the lost attempt wrote in this real-time batch is not sent again");

@@ -242,10 +242,11 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                     lane=topics_lane)
     if flow.options.realtime:
         # Micro-batches meet a new topic or partition within seconds: their source lists the topics itself.
-        # A real-time query reads a fixed assignment, so its topics are listed as often (one request when
-        # nothing changed; what changed is created on the target) and the next batch end re-plans.
-        scheduler.every(f"flow {flow.name}: topic watch", TOPIC_WATCH_SECONDS,
-                        lambda: remote.refresh(recreate=False), initial_delay=TOPIC_WATCH_SECONDS, lane=topics_lane)
+        # A real-time query reads a fixed assignment and re-plans at a batch end, so its topics are listed
+        # once a batch (what changed is created on the target; the next batch end restarts the query).
+        watch = max(TOPIC_WATCH_SECONDS, options.realtime_batch)
+        scheduler.every(f"flow {flow.name}: topic watch", watch, lambda: remote.refresh(recreate=False),
+                        initial_delay=watch, lane=topics_lane)
     scheduler.every(f"flow {flow.name}: topic config sync", options.topic_configs_interval,
                     lambda: configs.sync(remote.plan.remote), lane=topics_lane)
     acls = AclSync(flow_name=flow.name, source=source, target=target)

@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
 TRIGGER_KEY = "mirrorspark.trigger"
 TASKS_KEY = "mirrorspark.realtime.tasks"
-# How often a real-time flow lists its source's topics: as often as the micro-batch source does (its
-# ``topicRefreshMs``), so a topic or partition added is met as soon (ADR 0027 section 17).
+# How often a real-time flow lists its source's topics at most: as often as the micro-batch source does
+# (its ``topicRefreshMs``); at least once a real-time batch, where the query can re-plan (ADR 0027 section 17).
 TOPIC_WATCH_SECONDS = 5.0
 
 

@@ -230,16 +230,19 @@ KEYS: tuple[Key, ...] = (
         "work; what a bound costs in backlog rate is measured in docs/adr/0010-grouped-source.md).", low=0),
     Key("mirrorspark.trigger", Type.STRING, "microbatch",
         "How the flow's Spark query runs: `microbatch` (the default: tasks that each read a group of partitions, "
-        "one batch after another) or `realtime` (Spark's real-time mode: long-running tasks, each reading a "
+        "one batch after another), `realtime` (Spark's real-time mode: long-running tasks, each reading a "
         "group of the flow's partitions with one consumer, forward each record as it arrives, for latency at "
-        "MM2's level). `realtime` needs a free task slot per group (`mirrorspark.realtime.tasks`) and is refused "
+        "MM2's level) or `auto` (real-time mode when `spark.master = local[N]` has a slot for every real-time "
+        "task beside one per micro-batch flow and the flow sets no `mirrorspark.batch.max.records`; "
+        "micro-batches otherwise, and on a Spark cluster; the choice and its reason are logged at start). "
+        "`realtime` needs a free task slot per group (`mirrorspark.realtime.tasks`) and is refused "
         "with the numbers when the Spark application has fewer (`spark.master = local[N]`, or executors' "
         "cores); with `exactly.once.source.support = enabled` each task commits a transaction every "
         "`mirrorspark.realtime.transaction.ms`; topics or partitions added are met within seconds, as "
         "micro-batches meet them, and read from the next batch end on, by restarting the query. On a Spark "
         "cluster, what a lost executor's tasks wrote is compared with the target by their retries and the "
         "batches after them, as in micro-batches (docs/adr/0027-grouped-source-real-time.md).",
-        choices=("microbatch", "realtime")),
+        choices=("microbatch", "realtime", "auto")),
     Key("mirrorspark.realtime.tasks", Type.INT, "0",
         "Real-time mode: how many long-running tasks read the flow's partitions, each a group of them with one "
         "consumer (as MM2's `tasks.max`); each holds a task slot for as long as the flow runs. 0, the default, "

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from mirrorspark.config import trigger_choice
 from mirrorspark.config.keys import BY_NAME
 from mirrorspark.config.model import ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.config.properties_file import parse_properties
@@ -141,6 +142,9 @@ def parse_config(
     same_names = check_topology(every_flow)
     every_flow = [dataclasses.replace(f, same_names=True) if f.name in same_names else f for f in every_flow]
     flows = [f for f in every_flow if not clusters or f.target.alias in clusters]
+    chosen = {f.name: f for f in trigger_choice.choose([f for f in flows if f.enabled],
+                                                       {k: v for k, v in top.items() if k.startswith("spark.")})}
+    flows = [chosen.get(f.name, f) for f in flows]
     for flow in flows:
         if flow.enabled:
             check_offset_sync_keys(flow)

@@ -56,6 +56,8 @@ class FlowConfig:
     # In a cycle of flows that keep topic names (active/active on the same names): the flow marks
     # the records it copies with the clusters they have been in and skips those its target has seen.
     same_names: bool = False
+    # ``mirrorspark.trigger = auto``: the trigger chosen for this process and why (config/trigger_choice.py).
+    auto_choice: tuple[str, str] = ("", "")
 
     @cached_property
     def name(self) -> str:
@@ -68,7 +70,7 @@ class FlowConfig:
     @cached_property
     def options(self) -> FlowSettings:
         """The flow's settings resolved into typed values, once (``config/settings.py``)."""
-        return FlowSettings.resolve(self.settings, self.where)
+        return FlowSettings.resolve(self.settings, self.where, self.auto_choice[0])
 
     @cached_property
     def heartbeats(self) -> HeartbeatSettings:

@@ -109,7 +109,8 @@ class FlowSettings:
     batch_max_records: int
     heartbeats_hold: int  # ms
     source_stall_timeout: int  # ms
-    realtime: bool  # mirrorspark.trigger = realtime
+    trigger: str  # mirrorspark.trigger as written: microbatch, realtime or auto
+    realtime: bool  # the flow runs in real-time mode (realtime, or auto's choice)
     realtime_batch: float  # seconds
     realtime_tasks: int  # 0: a share of the free slots
     realtime_transaction_ms: int  # exactly-once in real-time mode: a task's transaction at most this old
@@ -129,9 +130,10 @@ class FlowSettings:
         return self.reader.where(key)
 
     @classmethod
-    def resolve(cls, settings: Mapping[str, str], where: Callable[[str], str]) -> FlowSettings:
+    def resolve(cls, settings: Mapping[str, str], where: Callable[[str], str], auto_choice: str = "") -> FlowSettings:
         """Read every flow key once. Errors name the key; the replication factor and ``topic.map`` come
-        first, as the loader has always checked them in that order."""
+        first, as the loader has always checked them in that order. ``auto_choice``: the trigger
+        ``mirrorspark.trigger = auto`` chose for the flow (``config/trigger_choice.py``)."""
         read = SettingsReader(settings, where)
         topics_exclude, topics_exclude_key = read.patterns("topics.exclude")
         groups_exclude, groups_exclude_key = read.patterns("groups.exclude")
@@ -166,7 +168,8 @@ class FlowSettings:
             batch_max_records=read.integer("mirrorspark.batch.max.records"),
             heartbeats_hold=read.integer("mirrorspark.heartbeats.hold.ms"),
             source_stall_timeout=read.integer("mirrorspark.source.stall.timeout.ms"),
-            realtime=read.choice("mirrorspark.trigger") == "realtime",
+            trigger=read.choice("mirrorspark.trigger"),
+            realtime=read.choice("mirrorspark.trigger") == "realtime" or auto_choice == "realtime",
             realtime_batch=read.number("mirrorspark.realtime.batch.seconds"),
             realtime_tasks=read.integer("mirrorspark.realtime.tasks"),
             realtime_transaction_ms=read.integer("mirrorspark.realtime.transaction.ms"),

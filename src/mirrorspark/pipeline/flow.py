@@ -77,6 +77,9 @@ class Standby:
 
 HAND_OVER_CHECK = 30.0  # seconds between looks for a standby to hand a failed flow to
 ALONE_RECHECK = 1.0  # seconds between looks at a lease group this process is alone in without the lease
+# How long a first start alone in its lease group waits for the lease before standing by: a broker still
+# applying 10,000 remote partitions showed a just-created lease topic 11-25 s later (ADR 0027 sections 16-17).
+ALONE_WAIT = 120.0
 HAND_OVER_REJOIN = 60.0  # seconds out of the lease group after handing a failed flow over
 
 
@@ -170,8 +173,10 @@ class Flow:
                     "cluster %r answers (a restart during an outage, not a wrong address): %s", self.name,
                     self.config.target.alias, self.last_failure)
 
-    def wait(self, limit: float) -> None:
-        """Until it is known whether this process writes the flow; refused when the group cannot be used.
+    def wait(self, limit: float, alone: float = 0.0) -> None:
+        """Until it is known whether this process writes the flow (``limit``; a member alone in its lease
+        group without the lease waits for it ``alone`` seconds in all, at least ``limit``); refused
+        when the group cannot be used.
 
         Joined without the lease makes a standby only beside another member. A member alone was given
         nothing because the group's leader assigned before the lease topic was in its metadata (a topic
@@ -180,11 +185,12 @@ class Flow:
         a first start wait for a takeover (ADR 0027 section 16)."""
         if self.lease is None or self.unreached:
             return
-        deadline = time.monotonic() + limit
+        started = time.monotonic()
+        deadline, alone_deadline = started + limit, started + max(limit, alone)
         while True:
             self.lease.wait_decided(max(0.0, deadline - time.monotonic()))
             self._refuse_if_refused()
-            if self.lease.active() or time.monotonic() >= deadline or not self._alone_in_group():
+            if self.lease.active() or time.monotonic() >= alone_deadline or not self._alone_in_group():
                 return
             time.sleep(ALONE_RECHECK)
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from mirrorspark.config.trigger_choice import local_slots
 from mirrorspark.control.remote_topics import TopicPlan
 from mirrorspark.errors import ConfigError
 from mirrorspark.integrity.batch_guard import GONE, BatchGuard, DataLossStop
@@ -46,17 +45,12 @@ TASKS_KEY = "mirrorspark.realtime.tasks"
 TOPIC_WATCH_SECONDS = 5.0
 
 
-_LOCAL = re.compile(r"\s*local(?:\[(\*|\d+)(?:,\s*\d+)?\])?\s*")  # spark.master in one JVM: local[N] threads
-
-
 def task_slots(spark, master: str) -> tuple[int, str]:
     """How many tasks the Spark application runs at once, and how that was found (for the message)."""
     cpus = max(1, int(spark.conf.get("spark.task.cpus", "1")))
-    found = _LOCAL.fullmatch(master)
-    if found:
-        threads = found.group(1) or "1"
-        count = (os.cpu_count() or 1) if threads == "*" else int(threads)
-        return max(1, count // cpus), f"spark.master = {master.strip()}"
+    local = local_slots(master, cpus)
+    if local is not None:
+        return local, f"spark.master = {master.strip()}"
     cores = spark.sparkContext.defaultParallelism
     return max(1, cores // cpus), f"{cores} executor core(s) of spark.master = {master.strip()}"
 

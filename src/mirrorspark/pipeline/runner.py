@@ -26,7 +26,7 @@ from mirrorspark.errors import ConfigError, OperationalError, first_line
 from mirrorspark.jvm_bridge import SparkJvm, import_before_threads
 from mirrorspark.metrics.registry import MirrorMetrics
 from mirrorspark.pipeline.executors import check_executors, files_to_ship, is_local
-from mirrorspark.pipeline.flow import Flow
+from mirrorspark.pipeline.flow import ALONE_WAIT, Flow
 from mirrorspark.pipeline.flow_assembly import FlowContext, Shared, assemble_heartbeats
 from mirrorspark.pipeline.preflight import clusters_used, heartbeat_flows, preflight
 from mirrorspark.pipeline.realtime import SlotBook
@@ -162,6 +162,11 @@ class Replicator:
                 if flow.name in self._policies and policy_kind(flow) == "custom":
                     check_cycle_policy(self._policies[flow.name], flow_name=flow.name, source_alias=flow.source.alias,
                                        cycle=", ".join(f.name for f in cycle), where=flow.where(POLICY_KEY))
+        for flow in flows:
+            chosen, why = flow.auto_choice
+            if chosen:
+                log.info("flow %s: %s = auto: %s (%s)", flow.name, flow.where("mirrorspark.trigger"),
+                         "real-time mode" if chosen == "realtime" else "micro-batches", why)
         master = self.config.spark.get("spark.master", SPARK_DEFAULTS["spark.master"])
         self.ship_files = not is_local(master)
         if self.ship_files:
@@ -195,7 +200,7 @@ class Replicator:
         for flow in self.flows.values():
             flow.join()
         for flow in self.flows.values():
-            flow.wait(limit=flow.config.options.lease_timeout + 5)
+            flow.wait(limit=flow.config.options.lease_timeout + 5, alone=ALONE_WAIT)
             if flow.may_write():
                 self._take_at_start(flow)
             elif flow.unreached:  # restarted during the target's outage: taken once the target answers

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from mirrorspark import jdk, paths
 from mirrorspark.config import redaction
+from mirrorspark.config.trigger_choice import DEFAULT_MASTER
 from mirrorspark.errors import OperationalError
 from mirrorspark.local.spark_cluster import driver_auth
 
 # Defaults sized for one 2-core machine; any spark.* key in mm2.properties overrides them.
 SPARK_DEFAULTS: dict[str, str] = {
-    "spark.master": "local[*]",
+    "spark.master": DEFAULT_MASTER,
     "spark.app.name": "mirrorspark",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",

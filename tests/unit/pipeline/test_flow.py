@@ -207,3 +207,13 @@ def test_a_member_alone_without_the_lease_stands_by_when_the_wait_runs_out(tmp_p
     flow, looks = _flow_waiting_on(tmp_path, members=[1], held_after=None)
     flow.wait(limit=0.1)
     assert not flow.may_write() and 1 <= len(looks) <= 11
+
+
+def test_a_member_alone_waits_past_the_decision_limit_up_to_its_own(tmp_path, monkeypatch):
+    """10,000 remote partitions being applied: the lease topic became visible 25 s after it was made,
+    past the lease's decision limit; the start stood by and took the flow over 13 s after holding the
+    lease (ADR 0027 section 17)."""
+    monkeypatch.setattr("mirrorspark.pipeline.flow.ALONE_RECHECK", 0.02)
+    flow, looks = _flow_waiting_on(tmp_path, members=[1], held_after=6)
+    flow.wait(limit=0.01, alone=30)
+    assert flow.may_write() and len(looks) == 6

@@ -283,6 +283,12 @@ class SparkJvm:
         within ``wait_ms``."""
         return int(_call("WrittenBatches.awaitEpoch", lambda: self._batches.awaitEpoch(flow, wait_ms)))
 
+    def end_realtime_batches(self, flow: str, ending: bool = True) -> None:
+        """Real-time mode: the flow's readers in this JVM end each batch as soon as they are asked for a
+        record (a stop records the batch in flight), or, ``ending`` False, read to the deadline again."""
+        ends = self._view.io.mirrorspark.source.BatchEnds
+        _call("BatchEnds", lambda: ends.request(flow) if ending else ends.clear(flow))
+
     def take_drops(self, flow: str) -> dict[tuple[str, int], int]:
         """Source partitions the flow's real-time tasks gave up since the last call (their end went behind
         the position read: re-created or truncated), each with the offset it stopped at."""

@@ -144,3 +144,31 @@ def test_audit_clean_copy_then_exact_counts_of_a_tampered_target(clusters, uniqu
 
     table = run_cli("audit", str(config), "--flow", FLOW, "--state-dir", str(state), "--topics", "nothing-.*")
     assert table.returncode == 2 and "--topics 'nothing-.*' matches none" in table.stderr
+
+
+@pytest.mark.broker
+def test_a_real_time_flow_stopped_mid_batch_records_the_batch_and_audits_at_once(clusters, unique, tmp_path):
+    """Real-time batches of 60 s: the stop ends the batch in flight and records it before the query
+    stops, so `audit` right after the stop matches every copy, and the next start has nothing of an
+    interrupted run to compare. Cut off, the batch was known only at the next start, and a flow's
+    first batch not at all (ADR 0027 section 17)."""
+    topic, remote = f"rtstop-{unique}", f"primary.rtstop-{unique}"
+    create_topic(clusters["primary"], topic, 2)
+    produce(clusters["primary"], topic, numbered(0, 40, unique))
+    config = write_config(tmp_path / "mm2.properties", clusters,
+                          f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\nmirrorspark.trigger = realtime\n"
+                          "mirrorspark.realtime.batch.seconds = 60\nspark.master = local[2]\n")
+    state = tmp_path / "state"
+    started = time.monotonic()
+    with running_mirrorspark(config, state):
+        wait_for_count(clusters["backup"], remote, 40)
+    assert time.monotonic() - started < 60, "the first real-time batch would have ended by itself"
+    code, report = audit(config, state, topic)
+    assert code == 0 and report["totals"]["matched"] == 40, report
+    produce(clusters["primary"], topic, numbered(40, 10, unique))
+    with running_mirrorspark(config, state) as mirror:
+        wait_for_count(clusters["backup"], remote, 50)
+        said = mirror.output()
+    assert "resumes an interrupted run" not in said, said
+    code, report = audit(config, state, topic)
+    assert code == 0 and report["totals"]["matched"] == 50 and report["totals"]["duplicated"] == 0, report

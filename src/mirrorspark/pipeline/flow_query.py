@@ -318,18 +318,28 @@ class FlowQuery:
         if self.metrics is not None:
             self.metrics.set_running(True)
 
+    def _await_commit(self, batch: int | None, limit: float) -> None:
+        """Until Spark's commit log holds ``batch`` (written after the sink's commit), the query ends, or ``limit``."""
+        if batch is None or self.query is None or not self.query.isActive:
+            return
+        deadline = time.monotonic() + limit
+        while self.spark_log.commits.read(str(batch)) is None and self.query.isActive and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def stop(self, commit_timeout: float = 60.0) -> None:
         """Let a batch being written finish and be committed to the checkpoint, keep later ones
-        from writing, then stop the query: a restart then neither loses nor re-copies records."""
+        from writing, then stop the query: a restart then neither loses nor re-copies records. A
+        real-time batch is ended at once and recorded first: cut off, its copies were known only at the
+        next start (compared with the target then; a flow's first batch not at all)."""
+        if self.recorder is not None and self.query is not None and self.query.isActive:
+            epoch = self.recorder.end_batch(min(commit_timeout, self.flow.options.realtime_batch + 5))
+            self._await_commit(epoch, commit_timeout)
         ended, last = self.writer.stopping(commit_timeout)
         if not ended:  # stopping the query cancels the batch's tasks: its next attempt skips what it committed
             log.warning("flow %s: the batch in flight did not end within %.0f s; it is cancelled (the flow's next "
                         "start runs it again, skipping what it committed)", self.flow.name, commit_timeout)
-        elif last is not None and self.query is not None and self.query.isActive:
-            deadline = time.monotonic() + commit_timeout
-            while (self.spark_log.commits.read(str(last)) is None and self.query.isActive
-                   and time.monotonic() < deadline):
-                time.sleep(0.05)
+        else:
+            self._await_commit(last, commit_timeout)
         if self.query is not None:
             run = str(self.query.runId)  # the group of its Spark jobs
             self.query.stop()

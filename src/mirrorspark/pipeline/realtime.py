@@ -264,10 +264,30 @@ class EpochRecorder:
         self.after = after
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"realtime-{flow}", daemon=True)
+        self._recorded = threading.Condition()
+        self.count = 0  # batches recorded since the start
+        self.last: int | None = None  # the last of them
 
     def start(self) -> None:
         self.jvm.reset_epochs(self.flow)
+        self.jvm.end_realtime_batches(self.flow, ending=False)
         self._thread.start()
+
+    def end_batch(self, limit: float) -> int | None:
+        """Ends the batch in flight now instead of at its deadline (a stop): the readers in this JVM stop
+        reading, the batch commits and is recorded here. Returns the batch recorded, None when none was
+        within ``limit`` seconds (executors in JVMs of their own read on to the deadline)."""
+        with self._recorded:
+            seen = self.count
+        self.jvm.end_realtime_batches(self.flow)
+        deadline = time.monotonic() + limit
+        with self._recorded:
+            while self.count == seen and self._thread.is_alive():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._recorded.wait(min(left, 0.5))
+            return self.last if self.count > seen else None
 
     def stop(self) -> None:
         self._stop.set()
@@ -296,3 +316,7 @@ class EpochRecorder:
                     log.warning("flow %s: the source topics' ids could not be checked after real-time batch %d: %s",
                                 self.flow, epoch, exc)
             self.jvm.epoch_taken(self.flow, epoch)
+            with self._recorded:
+                self.count += 1
+                self.last = epoch
+                self._recorded.notify_all()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -250,3 +251,55 @@ def test_tasks_still_running_at_the_limit_are_said_so():
     tracker = _Tracker(running=[1])
     assert not realtime.await_tasks_ended(tracker, "run", limit=0.05, pause=0.01)
     assert realtime.await_tasks_ended(None, "run", limit=0)  # never started: nothing to wait for
+
+
+class _EpochJvm:
+    """The sink's side of real-time batches: a batch commits once the readers were told to end it."""
+
+    def __init__(self) -> None:
+        self.ending: list[bool] = []
+        self.taken: list[int] = []
+        self._next = 0
+
+    def reset_epochs(self, flow):
+        pass
+
+    def end_realtime_batches(self, flow, ending=True):
+        self.ending.append(ending)
+
+    def await_epoch(self, flow, wait_ms):
+        time.sleep(0.01)
+        if self.ending and self.ending[-1]:  # the readers ended the batch in flight: it commits
+            self._next += 1
+            return self._next - 1
+        return -1
+
+    def epoch_taken(self, flow, epoch):
+        self.taken.append(epoch)
+
+
+def test_a_stop_ends_the_real_time_batch_in_flight_and_waits_until_it_is_recorded():
+    """A real-time batch cut off by a stop was not recorded: a flow's first batch left copies on the
+    target that the next start could not place (ADR 0027 section 17)."""
+    jvm = _EpochJvm()
+    recorded: list[int] = []
+    writer = SimpleNamespace(record_epoch=lambda _jvm, epoch: recorded.append(epoch))
+    recorder = realtime.EpochRecorder(writer, jvm, "a->b")
+    recorder.start()
+    try:
+        assert jvm.ending == [False], "a new query reads its batches to their deadline"
+        assert recorder.end_batch(limit=5) == 0
+        assert recorded[:1] == [0] and jvm.taken[:1] == [0] and jvm.ending[:2] == [False, True]
+    finally:
+        recorder.stop()
+
+
+def test_a_batch_that_does_not_end_in_time_is_left_to_the_stop():
+    jvm = _EpochJvm()
+    jvm.await_epoch = lambda flow, wait_ms: (time.sleep(0.01), -1)[1]  # executors elsewhere read to the deadline
+    recorder = realtime.EpochRecorder(SimpleNamespace(record_epoch=lambda _jvm, epoch: None), jvm, "a->b")
+    recorder.start()
+    try:
+        assert recorder.end_batch(limit=0.1) is None
+    finally:
+        recorder.stop()

@@ -146,7 +146,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                     : RecordStatus.newStatusWithoutArrivalTime(true);
             }
             long now = System.currentTimeMillis();
-            if (now >= deadline) {
+            if (now >= deadline || BatchEnds.requested(settings.flow)) {  // the flow is being stopped: end it now
                 failed = false;
                 return RecordStatus.newStatusWithoutArrivalTime(false);
             }

@@ -159,6 +159,36 @@ final class RealTimeGroupsTest {
         reader.close();
     }
 
+    /** A flow being stopped: its readers hand over what they fetched already and end the batch then, not at its deadline. */
+    @Test
+    void aStoppingFlowsReaderEndsItsBatchAtOnce() throws Exception {
+        Map<String, String> options = options("{\"t\":[0,1]}");
+        options.put("flow", "rt-stopping");
+        MockConsumer<byte[], byte[]> consumer = source(3L);
+        GroupReader reader = new GroupReader(new SourceSettings(options), open(0L, 3L), consumer, true);
+        for (long offset = 0; offset < 3; offset++) {
+            consumer.addRecord(new ConsumerRecord<>("t", 0, offset, new byte[0], new byte[] {(byte) offset}));
+        }
+        long start = System.currentTimeMillis();
+        assertTrue(reader.nextWithTimeout(start, 60_000L).hasRecord());
+        BatchEnds.request("rt-stopping");
+        try {
+            int more = 0;
+            while (reader.nextWithTimeout(start, 60_000L).hasRecord()) {
+                more++;
+            }
+            assertTrue(System.currentTimeMillis() - start < 10_000L, "ended, not at the deadline");
+            assertTrue(more <= 2, "no poll after the request: at most what was fetched");
+            assertEquals(1L + more, ((GroupOffset) reader.getOffset()).next.get(T0), "where the batch ended");
+        } finally {
+            BatchEnds.clear("rt-stopping");
+            reader.close();
+        }
+        GroupReader next = new GroupReader(new SourceSettings(options), open(1L, 3L), source(3L), true);
+        assertFalse(next.nextWithTimeout(System.currentTimeMillis(), 300L).hasRecord(), "cleared: to the deadline");
+        next.close();
+    }
+
     /**
      * Spark ends a task whose last call answered a record once its own clock passes the deadline,
      * asking where it stopped without another call: a normal end, so the consumer goes back to the

@@ -21,7 +21,7 @@ from helpers.kafka import (
     seqs,
     wait_for_count,
 )
-from helpers.processes import MIRRORSPARK, kill9_when, run_cli, running_mirrorspark
+from helpers.processes import MIRRORSPARK, kill9_when, run_cli, running_mirrorspark, start
 from helpers.records import numbered, sample_records
 from helpers.rest import flow_detail
 from helpers.spark_state import committed_records, latest
@@ -113,8 +113,9 @@ def test_realtime_with_too_few_task_slots_is_refused_with_the_numbers(clusters, 
 @pytest.mark.long
 def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sends_nothing_twice(
         clusters, unique, tmp_path):
-    """The first instance stops while its one long real-time batch is open: everything it copied is on
-    the target, nothing is recorded as committed. The second reads the source one record per fetch
+    """The first instance dies (``kill -9``) while its one long real-time batch is open: everything it
+    copied is on the target, nothing is recorded as committed (a stop would end and record the batch
+    now: ADR 0027 section 17). The second reads the source one record per fetch
     (``max.partition.fetch.bytes``, each record in a batch of its own), so the replay takes several
     5-second batches: each compares from where the one before stopped. Before, only the first did, and
     the rest was sent again uncounted."""
@@ -134,8 +135,15 @@ def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sen
                               flow + "mirrorspark.realtime.batch.seconds = 5\n"
                               "primary.consumer.max.partition.fetch.bytes = 1\n")
     state = tmp_path / "state"
-    with running_mirrorspark(long_batch, state):
-        wait_for_count(clusters["backup"], remote, total, timeout=180)
+    first = start(long_batch, state)
+
+    def copied() -> bool:
+        try:
+            return count(clusters["backup"], remote) >= total
+        except Exception:  # noqa: BLE001 - the remote topic may not exist yet
+            return False
+
+    kill9_when(first, copied, state / "run.log", f"the first instance did not copy {total} records", timeout=180)
     with running_mirrorspark(slow_reads, state) as second:
         deadline = time.monotonic() + 240
         while resumed(second.output(), remote)[0] < total and time.monotonic() < deadline:

@@ -25,8 +25,8 @@ def trigger_settings(trigger: str, slots: int = 3) -> str:
     """mm2.properties lines of a trigger mode: real-time mode needs a task slot per task (each a group of
     partitions) and short real-time batches (a topic added is read from the batch end after it is met).
     MM2's topic refresh interval stays: both modes meet a new topic within seconds without it."""
-    if trigger == "microbatch":
-        return ""
+    if trigger == "microbatch":  # named, so the test means the same mode whatever the default
+        return "mirrorspark.trigger = microbatch\n"
     return f"mirrorspark.trigger = realtime\nmirrorspark.realtime.batch.seconds = 5\nspark.master = local[{slots}]\n"
 
 

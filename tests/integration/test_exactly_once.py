@@ -398,7 +398,7 @@ def test_a_remote_topic_deleted_as_a_transaction_begins_ends_its_batch_and_is_re
     config = write_config(tmp_path / "mm2.properties", clusters,
                           f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\n"
                           f"refresh.topics.interval.seconds = 2\nbackup.producer.transaction.timeout.ms = 10000\n{EOS}"
-                          + (REALTIME if mode == "realtime" else ""))
+                          + (REALTIME if mode == "realtime" else "mirrorspark.trigger = microbatch\n"))
     state, marker = tmp_path / "state", tmp_path / "held"
     target = admin_client({"bootstrap.servers": clusters["backup"]})
     hold = {"MIRRORSPARK_FAULT_POINT": f"hold-begin@{remote}:2000:0:{marker}"}

@@ -29,6 +29,7 @@ from mirrorspark.coordination import stale_writes
 from mirrorspark.coordination.claims import Claim, Claims
 from mirrorspark.coordination.lease import FlowLease, default_group
 from mirrorspark.errors import ConfigError, Conflict, OperationalError, first_line
+from mirrorspark.integrity.batch_guard import DataLossStop
 from mirrorspark.integrity.topic_identity import FILE as IDENTITY_FILE
 from mirrorspark.integrity.write_marks import WriteMarks
 from mirrorspark.jvm_bridge import SparkJvm
@@ -314,7 +315,11 @@ class Flow:
         self.bind_fence(spark)
         self.parts.supervisor.requests.take()  # asked before the start, which plans afresh anyway
         query = self.parts.query
-        query.start(spark)
+        try:
+            query.start(spark)
+        except DataLossStop as exc:  # a real-time start met a gap: the flow fails as at a batch, the others go on
+            self.parts.supervisor.stopped_for_loss(str(exc))
+            return
         if query.metrics is not None:
             query.metrics.set_running(True)
 

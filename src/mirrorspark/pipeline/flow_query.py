@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import Conflict
-from mirrorspark.integrity.batch_guard import BatchGuard
+from mirrorspark.integrity.batch_guard import BatchGuard, DataLossStop
 from mirrorspark.integrity.spark_offsets import SparkOffsetLog
 from mirrorspark.jvm_bridge import SparkJvm
 from mirrorspark.metrics.flow_metrics import FlowMetrics
@@ -194,8 +194,12 @@ class FlowQuery:
             source_format = "kafka"
         starting = self.starts.starting_json(pattern, partitions) \
             if self.starts.explicit(self.spark_log.last_committed() is None) else None
-        starting = realtime.skip_removed(self.writer.guard, self.spark_log, starting,
-                                         None if self.flow.same_names else plan.remote)
+        try:
+            starting = realtime.skip_removed(self.writer.guard, self.spark_log, starting,
+                                             None if self.flow.same_names else plan.remote)
+        except DataLossStop as exc:  # as a micro-batch's: the flow fails, is not restarted, the others go on
+            self.writer.loss_stop = str(exc)
+            raise
         if starting is not None:
             options["startingOffsets"] = starting
         sink = dict(self.writer.sink_options_for(plan))

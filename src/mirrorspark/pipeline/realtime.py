@@ -222,13 +222,13 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     if moved == positions:
         return starting
     lost = sum(start - at for at, start in behind.values())
+    for (topic, partition), (at, start) in sorted(behind.items()):  # counted in either case, as a batch's gap
+        guard.loss.report(topic, partition, at, start - 1, GONE)
     if guard.fail_on_loss and behind:
         gaps = ", ".join(f"{t}[{p}] {at}..{start - 1}" for (t, p), (at, start) in sorted(behind.items()))
         raise DataLossStop(f"flow {guard.flow_name}: {lost} source record(s) are gone before they were copied "
                            f"({gaps}) and mirrorspark.data.loss = fail; the flow is stopped before it copies past "
                            "the gap")
-    for (topic, partition), (at, start) in sorted(behind.items()):
-        guard.loss.report(topic, partition, at, start - 1, GONE)
     if committed is not None:
         for topic in sorted({t for (t, p), o in moved.items() if o != positions[(t, p)]}):
             spark_log.rewind(topic, {p: o for (t, p), o in moved.items() if t == topic})

@@ -350,7 +350,8 @@ class Replicator:
             flow.bind_fence(self.spark)  # a standby's too: its fence is ready when it takes over
             if flow.parts is not None:
                 flow.start(self.spark)
-                log.info("flow %s started: topics matching %s", flow.name, flow.parts.query.subscribe_pattern())
+                if not flow.failed:
+                    log.info("flow %s started: topics matching %s", flow.name, flow.parts.query.subscribe_pattern())
         self.scheduler.start()
 
     def _start_spark(self) -> None:

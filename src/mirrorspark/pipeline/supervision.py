@@ -170,6 +170,11 @@ class FlowSupervisor:
         self._restart(spark)
         return True
 
+    def stopped_for_loss(self, error: str) -> None:
+        """The start itself met a gap under ``mirrorspark.data.loss = fail`` (real-time mode checks before
+        its query starts): failed, not restarted, as when a batch meets it."""
+        self._failed_once(error, time.monotonic())
+
     def _failed_once(self, error: str, now: float, may_pass: bool = False, final: bool = False) -> None:
         q = self.query
         self.last_error = error

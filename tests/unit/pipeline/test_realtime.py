@@ -157,14 +157,16 @@ def test_a_first_real_time_start_below_the_log_start_moves_its_starting_offsets(
     assert moved is not None and json.loads(moved) == {"t": {"0": 40, "1": -2}} and guard.reported == [("t", 0, 28, 39)]
 
 
-def test_with_data_loss_fail_a_removed_position_stops_the_flow(tmp_path):
+def test_with_data_loss_fail_a_removed_position_stops_the_flow_and_is_counted(tmp_path):
     from mirrorspark.integrity.batch_guard import DataLossStop
     from mirrorspark.integrity.spark_offsets import SparkOffsetLog
     from mirrorspark.state.files import LocalFiles
 
     _checkpoint(tmp_path, {"t": {"0": 5}})
+    guard = _Guard({("t", 0): 9}, fail=True)
     with pytest.raises(DataLossStop, match=r"mirrorspark\.data\.loss = fail"):
-        realtime.skip_removed(_Guard({("t", 0): 9}, fail=True), SparkOffsetLog(LocalFiles(tmp_path)), None)  # type: ignore[arg-type]
+        realtime.skip_removed(guard, SparkOffsetLog(LocalFiles(tmp_path)), None)  # type: ignore[arg-type]
+    assert guard.reported == [("t", 0, 5, 8)]  # counted, as a micro-batch's gap is
 
 
 def test_what_an_interrupted_epoch_copied_past_sparks_commit_is_not_reported_lost(tmp_path):

@@ -176,3 +176,13 @@ def test_a_stop_waits_for_the_batch_in_flight_at_most_its_timeout():
     assert writer.stopping(5) == (True, 6)
     with pytest.raises(batch_writer.StopRequested):
         writer(None, 7)
+
+
+def test_a_start_that_met_a_gap_under_data_loss_fail_fails_the_flow_at_once_without_restarts(tmp_path):
+    query = FailingQuery("")
+    query.loss_stop = "flow a->b: 50 source record(s) are gone before they were copied; mirrorspark.data.loss = fail"
+    supervisor = supervise(query, tmp_path)
+    supervisor.stopped_for_loss(query.loss_stop)
+    for _ in range(5):
+        supervisor.poll(None)
+    assert supervisor.failed and query.restarts == 0 and supervisor.last_error == query.loss_stop

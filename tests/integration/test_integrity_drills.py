@@ -241,8 +241,9 @@ def test_remote_topic_deleted_is_refilled_and_what_the_source_lost_meanwhile_is_
         wait_until(lambda: topic_partitions(target).get(remote) == 2, "remote topic re-created", 60)
         produce(clusters["primary"], topic, numbered(600, 1_000, 2))
         wait_for_count(clusters["backup"], remote, 800, timeout=120)
-        detail = wait_until(lambda: (d := flow_detail(state, "primary->backup"))["state"] == "degraded" and d,
-                            "the flow running again, degraded by the loss", 60)
+        # Each partition's loss is counted when its refill starts (in real-time mode, at a batch end each).
+        detail = wait_until(lambda: (d := flow_detail(state, "primary->backup"))["state"] == "degraded"
+                            and d["records_lost"] >= 200 and d, "the flow running again, degraded by both losses", 60)
         text = rest(state, "/metrics")
         plan = wait_until(lambda: (r := failover(config, state, group)).returncode == 0 and
                           (body := json.loads(r.stdout))["partitions"] and body, "checkpoints of the group", 60)
@@ -419,6 +420,11 @@ def test_source_then_target_down_an_instance_restarted_during_each_outage_loses_
         with running_mirrorspark(config, state, exit_code=(0, 143)) as mirror:
             feeder.start()
             wait_until(lambda: settled_count(started["dst"], remote) > 10_000, "replication under load", 120)
+            # The flow has copied before (the restart below relies on it): a batch is recorded, which in
+            # real-time mode is at its end.
+            checkpoint = state / "flows" / "src" / "dst" / "checkpoint"
+            wait_until(lambda: (checkpoint / "commits").is_dir() and latest(checkpoint, "commits") >= 0,
+                       "a batch recorded", 60)
             local.down(["src"])
             watch(mirror, "src", 50)
             first_output = mirror.output()

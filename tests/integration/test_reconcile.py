@@ -106,10 +106,16 @@ def test_after_an_unplanned_failover_the_old_primarys_tail_is_moved_aside_counte
             wait_for_count(b, remote, 3030)
             landed = seqs(b, remote)
             assert sorted(landed) == [*range(3000), *range(20_000, 20_030)]  # the moved records never copied
-            audited = run_cli("audit", str(config), "--flow", "a->b", "--topics", topic, "--state-dir", str(state),
-                              "--json", timeout=300)
-            assert audited.returncode == 0, audited.stdout + audited.stderr  # moved aside is not missing
-            audit = json.loads(audited.stdout)
+
+            def audit_all() -> dict | None:
+                """The audit once the 30 new copies are recorded (a real-time batch records them at its end)."""
+                audited = run_cli("audit", str(config), "--flow", "a->b", "--topics", topic, "--state-dir",
+                                  str(state), "--json", timeout=300)
+                assert audited.returncode == 0, audited.stdout + audited.stderr  # moved aside is not missing
+                found = json.loads(audited.stdout)
+                return found if sum(p["matched"] for p in found["partitions"]) >= 3030 else None
+
+            audit = wait_until(audit_all, "the audit of every copy", 120)
             assert sum(p["missing"] for p in audit["partitions"]) == 0
             assert sum(p["matched"] for p in audit["partitions"]) == 3030
             assert f"{topic}[0] offsets 1000..1333 were moved aside by `mirrorspark reconcile` (kept in side topics, " \

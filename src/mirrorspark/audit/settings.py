@@ -40,6 +40,10 @@ def topic_pattern(value: str | None) -> regex.Pattern[str] | None:
         raise ConfigError(f"--topics {value!r} is not a valid regular expression: {exc}", "--topics") from None
 
 
+class NotRecordedYet(ConfigError):
+    """The topics were copied but no batch with their copies is recorded yet (a real-time batch in flight)."""
+
+
 def check_auditable(flow: FlowConfig) -> None:
     """Without offset syncs there is no range log, so nothing says which target record is which copy."""
     if not flow.options.emit_offset_syncs:
@@ -63,7 +67,7 @@ def plans_for(ranges: OffsetRanges, *, flow: FlowConfig, selection: TopicSelecti
             selection.remote_name(t))]
         if unrecorded:  # known to the range log, no runs in it yet
             shown = f"{', '.join(unrecorded[:10])}{', ...' if len(unrecorded) > 10 else ''}"
-            raise ConfigError(f"flow {flow.name}: the copies of {len(unrecorded)} topic(s) ({shown}) are not in the "
+            raise NotRecordedYet(f"flow {flow.name}: the copies of {len(unrecorded)} topic(s) ({shown}) are not in the "
                               "range log yet: a real-time batch is recorded when it ends, and one a stop cut short "
                               "at the flow's next start; audit again after that", "--topics")
         raise ConfigError(f"--topics {topics!r} matches none of the {len(names)} replicated topic(s) of flow "

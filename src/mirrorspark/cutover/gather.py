@@ -5,13 +5,14 @@ authorizer that did not answer), never a traceback: the operator sees every chec
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
 
-from mirrorspark.audit.settings import find_flow
+from mirrorspark.audit.settings import NotRecordedYet, find_flow
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.control.acl_sync import has_authorizer
 from mirrorspark.control.admin import admin_client
@@ -21,6 +22,10 @@ from mirrorspark.cutover.preflight import Facts
 from mirrorspark.errors import ConfigError, OperationalError
 from mirrorspark.policy import policy_for_flow
 from mirrorspark.policy.topic_selection import TopicSelection
+
+# Real-time batches the preflight waits through for a flow's copies to be recorded (the one in flight,
+# and one more when the copies landed at its end).
+RECORD_WAITS = 2
 
 
 def promoted_flow(config: MirrorConfig, name: str) -> tuple[FlowConfig, FlowConfig]:
@@ -40,10 +45,19 @@ def gather(config: MirrorConfig, *, flow_name: str, state_dir: Path, view: Mappi
 
     flow, reverse = promoted_flow(config, flow_name)
     audit, audit_problem = None, ""
-    try:
-        audit = run_audit(config, flow.name, topics, state_dir)
-    except OperationalError as exc:
-        audit_problem = str(exc)
+    # A real-time flow records its copies when its batch ends: the preflight waits for that end.
+    waited = time.monotonic() + (RECORD_WAITS * flow.options.realtime_batch if flow.options.realtime else 0.0)
+    while True:
+        try:
+            audit = run_audit(config, flow.name, topics, state_dir)
+        except NotRecordedYet:
+            if time.monotonic() >= waited:
+                raise
+            time.sleep(1.0)
+            continue
+        except OperationalError as exc:
+            audit_problem = str(exc)
+        break
     policy = policy_for_flow(flow.settings, flow.source.alias)
     audited = {p.source_topic for p in (audit.partitions if audit is not None else ())}
     copied = sorted(t for t in audited if not policy.is_heartbeats_topic(t) and not policy.is_internal_topic(t))

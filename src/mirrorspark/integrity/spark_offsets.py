@@ -35,11 +35,41 @@ class OffsetLogUnreadable(OperationalError):
     and the write marks all start from it, so nothing is written until it is repaired."""
 
 
+# Where the grouped source keeps its query's first positions (``GroupedMicroBatchStream.keptInitial``).
+KEPT_START = "mirrorspark-initial-offsets"
+
+
 class SparkOffsetLog:
     """The checkpoint folder of one query."""
 
     def __init__(self, checkpoint: StateFiles) -> None:
         self.offsets, self.commits = checkpoint.child("offsets"), checkpoint.child("commits")
+        self.first = checkpoint.child("sources").child("0")  # the query's one source: its kept first positions
+
+    def align_first_positions(self, starting: str) -> bool:
+        """Before a start with explicit positions (Spark's JSON): while no batch is planned, the grouped
+        source starts from the positions the query's first start kept (``sources/0/KEPT_START``, so that
+        "latest" does not move between starts), not from the ones given now. A takeover that failed
+        after its query started, and was moved since (a remote topic deleted: refilled from the source's
+        start), would then start from the old positions and skip the refill, uncounted. Each partition
+        given an offset is set to it in the kept file; returns whether any changed."""
+        if self._ids(self.offsets):
+            return False
+        text = self.first.read(KEPT_START)
+        if not text or not text.strip():
+            return False
+        kept = json.loads(text)
+        changed = False
+        for topic, partitions in json.loads(starting).items():
+            for partition, offset in partitions.items():
+                held = kept.get(topic, {})
+                if int(offset) >= 0 and str(partition) in held and int(held[str(partition)]) != int(offset):
+                    held[str(partition)] = int(offset)
+                    changed = True
+        if changed:
+            self.first.write(KEPT_START, json.dumps(kept, separators=(",", ":")))
+            self.first.delete(f".{KEPT_START}.crc")  # Hadoop's local checksum of the old text
+        return changed
 
     def _ids(self, files: StateFiles) -> list[int]:
         return sorted(int(name) for name in files.list() if name.isdigit())

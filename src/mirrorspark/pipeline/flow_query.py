@@ -155,6 +155,7 @@ class FlowQuery:
             options["holdMs"] = str(self.flow.options.heartbeats_hold)
         if self.starts.explicit(self.spark_log.last_committed() is None and rerun is None):
             options["startingOffsets"] = self.starts.starting_json(pattern)
+            self._align_first_positions(options["startingOffsets"])
         reader = spark.readStream.format(SOURCE_FORMAT)
         for key, value in options.items():
             reader = reader.option(key, value)
@@ -202,6 +203,7 @@ class FlowQuery:
             raise
         if starting is not None:
             options["startingOffsets"] = starting
+            self._align_first_positions(starting)
         sink = dict(self.writer.sink_options_for(plan))
         run = uuid.uuid4().hex  # the batches of this start share one ResumeLedger and what they know of progress
         if self.flow.exactly_once:  # the progress committed with the records says what is on the target
@@ -244,6 +246,12 @@ class FlowQuery:
                 raise
             SparkJvm(session=spark).give_resume(run, ranges, starts)
         self.planned_partitions = partitions
+
+    def _align_first_positions(self, starting: str) -> None:
+        if self.spark_log.align_first_positions(starting):
+            log.warning("flow %s: an earlier start of the query kept other first positions in %s/sources (it stopped "
+                        "before its first batch was planned); this start reads from the positions given now",
+                        self.flow.name, self.checkpoint.uri())
 
     def replan_reason(self, plan) -> str | None:
         """Why the running query must restart after a topic refresh (None: it reads what it should)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -32,6 +33,22 @@ def _view(flow: str, state_dir: Path, url: str | None, token_file: Path | None,
     if not views:
         return None, f"{base} does not run {flow}"
     return (writer or views)[0], ""
+
+
+# How long the preflight waits for a flow that is starting (or restarting: real-time mode re-plans a
+# topic added by restarting its query at a batch end) to run, before judging it.
+STARTING_WAIT = 60.0
+
+
+def _running_view(flow: str, state_dir: Path, url: str | None, token_file: Path | None,
+                  cacert: Path | None) -> tuple[dict[str, Any] | None, str]:
+    """``_view``, asked again each second while the flow is ``starting``, up to ``STARTING_WAIT``."""
+    deadline = time.monotonic() + STARTING_WAIT
+    while True:
+        view, problem = _view(flow, state_dir, url, token_file, cacert)
+        if view is None or view.get("state") != "starting" or time.monotonic() >= deadline:
+            return view, problem
+        time.sleep(1.0)
 
 
 def render(preflight) -> list[str]:
@@ -135,7 +152,7 @@ def _preflight(options: _Options):
     from mirrorspark.cutover.gather import gather
     from mirrorspark.cutover.preflight import judge
 
-    view, problem = _view(options.flow, options.state, options.url, options.token_file, options.cacert)
+    view, problem = _running_view(options.flow, options.state, options.url, options.token_file, options.cacert)
     return judge(gather(options.mirror, flow_name=options.flow, state_dir=options.state, view=view,
                         view_problem=problem, max_lag=options.max_lag, quiet_seconds=options.quiet_seconds,
                         topics=options.topics))

@@ -25,6 +25,7 @@ from helpers.processes import MIRRORSPARK, kill9_when, run_cli, running_mirrorsp
 from helpers.records import numbered, sample_records
 from helpers.rest import flow_detail
 from helpers.spark_state import committed_records, latest
+from helpers.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -113,28 +114,36 @@ def test_realtime_with_too_few_task_slots_is_refused_with_the_numbers(clusters, 
 @pytest.mark.long
 def test_a_replay_spanning_several_real_time_batches_is_compared_in_each_and_sends_nothing_twice(
         clusters, unique, tmp_path):
-    """The first instance dies (``kill -9``) while its one long real-time batch is open: everything it
-    copied is on the target, nothing is recorded as committed (a stop would end and record the batch
-    now: ADR 0027 section 17). The second reads the source one record per fetch
+    """The first instance records a batch (so the state says where it stopped: without one, the next
+    start resumes after what the target holds and replays nothing), then dies (``kill -9``) while its
+    one long real-time batch is open: everything it copied is on the target, nothing of it recorded as
+    committed (a stop would end and record the batch now: ADR 0027 section 17). The second reads the
+    source one record per fetch
     (``max.partition.fetch.bytes``, each record in a batch of its own), so the replay takes several
     5-second batches: each compares from where the one before stopped. Before, only the first did, and
     the rest was sent again uncounted."""
     topic, remote = f"rt-span-{unique}", f"primary.rt-span-{unique}"
     total = 48_000  # one record per fetch is faster from the grouped source: 16,000 fitted in one batch
     create_topic(clusters["primary"], topic, 2)
-    producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 0, "batch.size": 1})
-    for record in numbered(0, total, 2):
-        producer.produce(topic, **record)
-        producer.poll(0)
-    assert producer.flush(60) == 0
     flow = f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\nspark.master = local[2]\n" \
            "mirrorspark.trigger = realtime\n"
+    short_batch = write_config(tmp_path / "recorded.properties", clusters,
+                               flow + "mirrorspark.realtime.batch.seconds = 5\n")
     long_batch = write_config(tmp_path / "first.properties", clusters,
                               flow + "mirrorspark.realtime.batch.seconds = 600\n")
     slow_reads = write_config(tmp_path / "second.properties", clusters,
                               flow + "mirrorspark.realtime.batch.seconds = 5\n"
                               "primary.consumer.max.partition.fetch.bytes = 1\n")
     state = tmp_path / "state"
+    checkpoint = state / "flows" / "primary" / "backup" / "checkpoint"
+    with running_mirrorspark(short_batch, state):  # an empty topic: one batch recorded, nothing copied yet
+        wait_until(lambda: (checkpoint / "commits").is_dir() and latest(checkpoint, "commits") >= 0,
+                   "a batch recorded", 90)
+    producer = Producer({"bootstrap.servers": clusters["primary"], "linger.ms": 0, "batch.size": 1})
+    for record in numbered(0, total, 2):
+        producer.produce(topic, **record)
+        producer.poll(0)
+    assert producer.flush(60) == 0
     first = start(long_batch, state)
 
     def copied() -> bool:

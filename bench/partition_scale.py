@@ -230,12 +230,18 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
     proc = launch("mm2" if tool == "mm2" else "mirrorspark", home, clusters, f"{prefix}-.*", args.cores, extra)
     sampler = RssSampler(proc.pid)
     sampler.start()
+    shown_at = started
     try:
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"{tool} exited with {proc.returncode}; see {home}")
-            if target_total(target, remote) >= expected:
+            landed = target_total(target, remote)
+            if landed >= expected:
                 break
+            if args.progress and time.monotonic() - shown_at >= 2:
+                shown_at = time.monotonic()
+                print(f"[{tool} {partitions}] {shown_at - started:5.1f} s: {landed:,} of {expected:,} on the target",
+                      flush=True)
             if time.monotonic() - started > args.timeout:
                 raise RuntimeError(f"{tool}: {partitions} partitions not synced within {args.timeout} s")
             time.sleep(0.5)
@@ -314,6 +320,8 @@ def main() -> None:
                         help="full syncs per tool and count, the order turning each round (the first with the "
                              "other figures); the median is reported: a single sync moves by half with the "
                              "brokers' state")
+    parser.add_argument("--progress", action="store_true",
+                        help="print the records on the target every 2 s of each full sync (where its time goes)")
     parser.add_argument("--idle-seconds", type=int, default=60)
     parser.add_argument("--pulse-seconds", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=1200)

@@ -50,7 +50,8 @@ class LagProbe:
                  source_conf: dict[str, Any], read_committed: bool,
                  planned_topics: Callable[[], list[str]], positions: Callable[[], dict[Partition, int]],
                  on_ends: Callable[[dict[Partition, int]], None] | None = None,
-                 held: str | None = None, idle_interval: float = 0.0) -> None:
+                 held: str | None = None, idle_interval: float = 0.0,
+                 on_round: Callable[[str | None], None] | None = None) -> None:
         self.metrics = metrics
         self.flow_name = flow_name
         self.labels = {"source": source, "target": target}
@@ -67,6 +68,9 @@ class LagProbe:
         self.held = re.compile(held) if held else None  # topics whose lag is held back on purpose
         self.idle_interval = idle_interval
         self._caught_up_at: float | None = None  # monotonic time of the last round that found no lag
+        # Told each round's outcome: None when the source answered, else the error (the supervisor says
+        # a source out of reach, which a real-time query does not fail on).
+        self.on_round = on_round
 
     def _offsets(self, partitions: list[TopicPartition], earliest: bool = False) -> dict[Partition, int]:
         """End (or start) offsets in one ListOffsets call of the probe's consumer (-1 and -2 are
@@ -169,6 +173,14 @@ class LagProbe:
             self._caught_up_at = now if self.caught_up(lags) else None
         except KafkaException as exc:
             log.warning("flow %s: measuring lag failed: %s", self.flow_name, exc)
+            self._caught_up_at = None  # the next round on the interval, to see the source answer again soon
+            self._told(str(exc))
+            return
+        self._told(None)
+
+    def _told(self, error: str | None) -> None:
+        if self.on_round is not None:
+            self.on_round(error)
 
     def close(self) -> None:
         if self._consumer is not None:

@@ -298,7 +298,7 @@ def assemble_flow(context: FlowContext, *, writing: Callable[[], bool] | None = 
                      planned_topics=lambda: list(remote.plan.remote), positions=query.committed_positions,
                      on_ends=identity.note_source_ends,
                      held=selection.heartbeats_pattern() if flow.options.heartbeats_hold > 0 else None,
-                     idle_interval=IDLE_ROUNDS * shared.lag_interval)
+                     idle_interval=IDLE_ROUNDS * shared.lag_interval, on_round=supervisor.source_round)
 
     scheduler.every(f"flow {flow.name}: lag", shared.lag_interval, probe.safe_run, lane=offsets_lane)
 

@@ -64,6 +64,29 @@ class FlowSupervisor:
         self.retries = 0  # consecutive retriable failures (never make the flow fail)
         self.retrying_since: float | None = None  # wall clock of the first of them
         self._written = query.batches_written
+        # The lag probe's rounds got no answer from the source since (wall clock), and the last error: a
+        # real-time query does not fail when its source is away (its consumers reconnect and read on),
+        # so without this the flow would look plainly running through an outage.
+        self.source_away_since: float | None = None
+        self.source_error: str | None = None
+
+    def source_round(self, error: str | None) -> None:
+        """A lag round's outcome: None when the source answered, else the error. Only a failure a retry
+        can fix counts as the source away (an authorization refusal is said by the probe's log)."""
+        if error is None:
+            if self.source_away_since is not None:
+                log.warning("flow %s: the source cluster answers again after %.0f s", self.query.flow.name,
+                            time.time() - self.source_away_since)
+            self.source_away_since = self.source_error = None
+            return
+        if not retriable(error):
+            return
+        if self.source_away_since is None:
+            self.source_away_since = time.time()
+            log.warning("flow %s: degraded: the source cluster %r does not answer; the query waits for it and "
+                        "resumes where it is (nothing is skipped): %s", self.query.flow.name,
+                        self.query.flow.source.alias, error)
+        self.source_error = error
 
     def state(self) -> str:
         if self.failed:
@@ -75,7 +98,7 @@ class FlowSupervisor:
         state = self.query.state()
         if state == "failed":
             return "restarting"  # seen before the next poll decides
-        if state == "running" and self.loss.since_start:
+        if state == "running" and (self.source_away_since is not None or self.loss.since_start):
             return "degraded"
         return state
 
@@ -84,7 +107,8 @@ class FlowSupervisor:
         (the loss is said by its own count and alert; the flow replicates as it should). Retrying a
         cluster that does not answer, restarting or failed is not."""
         state = self.state()
-        return state in ("running", "paused") or (state == "degraded" and self.retrying_since is None)
+        return state in ("running", "paused") or (state == "degraded" and self.retrying_since is None
+                                                   and self.source_away_since is None)
 
     def reason(self) -> str | None:
         """Why the flow is not plainly running: its last error, or the latest loss report."""
@@ -93,6 +117,11 @@ class FlowSupervisor:
             return f"retrying since {since} ({self.retries} retries; nothing is skipped): {self.last_error}"
         if self.failed or self.restart_at is not None:
             return self.last_error
+        away = self.source_away_since  # set and cleared by the lag probe's thread
+        if away is not None and self.state() == "degraded":
+            since = datetime.fromtimestamp(away, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return (f"retrying since {since} (the source cluster {self.query.flow.source.alias!r} does not answer; "
+                    f"the query waits for it, nothing is skipped): {self.source_error}")
         if self.loss.since_start and self.state() == "degraded":
             return self.loss.since_start[-1].line()
         return self.query.error()

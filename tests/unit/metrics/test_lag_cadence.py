@@ -61,3 +61,26 @@ def test_lag_in_a_topic_that_is_not_held_is_never_caught_up():
                        planned_topics=list, positions=dict)
     assert not no_hold.caught_up([PartitionLag("heartbeats", 0, 3, 2, 1, 0.0)])
     assert no_hold.due(0.0)
+
+
+def test_each_round_is_told_and_a_failed_round_brings_the_interval_back(monkeypatch):
+    from confluent_kafka import KafkaError, KafkaException
+
+    told: list[str | None] = []
+    made, ran = probe([CAUGHT_UP])
+    made.on_round = told.append
+    at(monkeypatch, 0)
+    made.safe_run()  # caught up: the next round at 30
+    assert told == [None]
+
+    def down() -> list[PartitionLag]:
+        ran.append(len(ran))
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+
+    made.run_once = down  # type: ignore[method-assign]
+    at(monkeypatch, 30)
+    made.safe_run()
+    assert len(told) == 2 and told[1] is not None and "_TRANSPORT" in told[1]
+    at(monkeypatch, 35)  # a failed round is no caught-up one: the next runs on the interval
+    made.safe_run()
+    assert len(ran) == 3 and len(told) == 3

@@ -186,3 +186,26 @@ def test_a_start_that_met_a_gap_under_data_loss_fail_fails_the_flow_at_once_with
     for _ in range(5):
         supervisor.poll(None)
     assert supervisor.failed and query.restarts == 0 and supervisor.last_error == query.loss_stop
+
+
+def test_a_source_that_does_not_answer_the_lag_probe_makes_a_running_flow_degraded_until_it_answers(tmp_path):
+    """A real-time query does not fail while its source is away (its consumers reconnect): the lag probe's
+    failed rounds say it, with the same words as a retried query, and its next answer clears it."""
+    running = FailingQuery("")
+    running.state = lambda: "running"  # type: ignore[method-assign]
+    running.error = lambda: None  # type: ignore[method-assign]
+    supervisor = supervise(running, tmp_path)
+    supervisor.source_round("KafkaError{code=TOPIC_AUTHORIZATION_FAILED,val=29,str=\"denied\"}")
+    assert supervisor.state() == "running" and supervisor.healthy()  # no outage: the probe's log says it
+    supervisor.source_round("KafkaError{code=_TRANSPORT,val=-195,str=\"Broker transport failure\"}")
+    first = supervisor.source_away_since
+    supervisor.source_round("KafkaError{code=_TIMED_OUT,val=-185,str=\"Local: Timed out\"}")
+    assert supervisor.source_away_since == first
+    assert supervisor.state() == "degraded" and not supervisor.healthy()
+    reason = supervisor.reason() or ""
+    assert reason.startswith("retrying since ") and "'a' does not answer" in reason and "_TIMED_OUT" in reason
+    supervisor._publish()
+    labels = {"source": "a", "target": "b", "role": "writer"}
+    assert supervisor.metrics.registry.get_sample_value("mirrorspark_flow_healthy", labels) == 0
+    supervisor.source_round(None)
+    assert supervisor.state() == "running" and supervisor.healthy() and supervisor.reason() is None

@@ -71,6 +71,18 @@ class SparkOffsetLog:
             self.first.delete(f".{KEPT_START}.crc")  # Hadoop's local checksum of the old text
         return changed
 
+    def kept_first_positions(self) -> Positions:
+        """The positions the query's first start kept (``sources/0/KEPT_START``) while no batch is
+        planned: where a start without explicit positions reads from. Empty once a batch is planned
+        (Spark's offset log says then), or when nothing was kept."""
+        if self._ids(self.offsets):
+            return {}
+        text = self.first.read(KEPT_START)
+        if not text or not text.strip():
+            return {}
+        return {(topic, int(p)): int(o) for topic, partitions in json.loads(text).items()
+                for p, o in partitions.items()}
+
     def _ids(self, files: StateFiles) -> list[int]:
         return sorted(int(name) for name in files.list() if name.isdigit())
 

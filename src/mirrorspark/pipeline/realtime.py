@@ -197,11 +197,14 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     by which what an interrupted run copied of the removed offsets is found (not lost); None when the
     remote topics hold other writers' records too (same names)."""
     committed = spark_log.last_committed()
+    kept = False  # the positions are what the query's first start kept (no batch recorded since)
     if committed is not None:
         positions = spark_log.committed_positions()
-    else:
-        parsed = json.loads(starting) if starting else {}
+    elif starting:
+        parsed = json.loads(starting)
         positions = {(t, int(p)): int(o) for t, parts in parsed.items() for p, o in parts.items()}
+    else:  # a start that had read before it was stopped (or restarted) with no batch recorded
+        positions, kept = spark_log.kept_first_positions(), True
     copied = dict(positions)  # an interrupted epoch may have copied past Spark's commit: not lost
     for topic in {t for t, _ in positions}:
         for partition, mark in guard.marks.source_marks(topic).items():
@@ -240,6 +243,9 @@ def skip_removed(guard: BatchGuard, spark_log: SparkOffsetLog, starting: str | N
     out: dict[str, dict[str, int]] = {}
     for (topic, partition), offset in sorted(moved.items()):
         out.setdefault(topic, {})[str(partition)] = offset
+    if kept:  # the source reads the kept file: moved there, the start stays without explicit positions
+        spark_log.align_first_positions(json.dumps(out))
+        return starting
     return json.dumps(out)
 
 

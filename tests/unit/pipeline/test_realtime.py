@@ -222,6 +222,32 @@ def test_with_data_loss_fail_the_interrupted_runs_copies_stay_to_be_found_again(
     assert guard.target_marks == {("a.t", 0): 5000}  # a later start (data.loss = report) counts the same
 
 
+def test_a_restart_before_any_recorded_batch_checks_the_kept_first_positions(tmp_path):
+    """The drill: a first real-time run copied everything in its first batch, its remote topic was deleted
+    before that batch was recorded, and the source lost its first 100 offsets per partition meanwhile. The
+    restart has no committed batch and no explicit positions: the source reads from what its first start
+    kept (0), which the reader moved past without a word (200 records neither copied nor counted). The
+    kept positions are now checked as a first start's are, and moved in the kept file."""
+    from mirrorspark.integrity.spark_offsets import KEPT_START, SparkOffsetLog
+    from mirrorspark.state.files import LocalFiles
+
+    (tmp_path / "sources" / "0").mkdir(parents=True)
+    kept = tmp_path / "sources" / "0" / KEPT_START
+    kept.write_text('{"heartbeats":{"0":0},"t":{"0":0,"1":0}}')
+    guard = _Guard({("t", 0): 100, ("t", 1): 100, ("heartbeats", 0): 0},
+                   target_marks={("a.t", 0): 0, ("a.t", 1): 0}, target_ends={("a.t", 0): 0, ("a.t", 1): 0})
+    spark_log = SparkOffsetLog(LocalFiles(tmp_path))
+    assert realtime.skip_removed(guard, spark_log, None, {"t": "a.t"}) is None  # type: ignore[arg-type]
+    assert guard.reported == [("t", 0, 0, 99), ("t", 1, 0, 99)]
+    assert json.loads(kept.read_text()) == {"heartbeats": {"0": 0}, "t": {"0": 100, "1": 100}}
+    guard.reported.clear()
+    realtime.skip_removed(guard, spark_log, None, {"t": "a.t"})  # type: ignore[arg-type]
+    assert guard.reported == []  # reported once
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "0").write_text("v1\n{}\n{\"t\":{\"0\":100,\"1\":100}}")
+    assert spark_log.kept_first_positions() == {}  # a batch planned: Spark's log says where it starts
+
+
 class _Tracker:
     """Spark's status tracker for one run whose jobs 1-3 are known; stage 30 of job 3 runs ``running``
     tasks at each look in turn."""

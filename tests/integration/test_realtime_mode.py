@@ -277,3 +277,45 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_in_real_time_mod
           f"duplicated {duplicated}, reported lost {detail['records_lost']}, re-copied {detail['records_recopied']}")
     assert not lost and duplicated == detail["records_recopied"] == 0
     assert detail["records_lost"] == 0 and "DATA LOSS" not in output, output[-3000:]
+
+
+def test_a_flow_changing_its_trigger_resumes_from_the_other_modes_state(clusters, unique, tmp_path):
+    """An upgrade changes the default trigger under a running deployment (micro-batches, then ``auto``'s
+    real-time mode), and a batch bound or a move to a Spark cluster changes it back: each start resumes
+    from the state the other mode left, under a steady feed and after a ``kill -9``, with nothing lost
+    or copied twice."""
+    topic, remote = f"rt-switch-{unique}", f"primary.rt-switch-{unique}"
+    create_topic(clusters["primary"], topic, 3)
+    flow = f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\nspark.master = local[2]\n"
+    micro = write_config(tmp_path / "micro.properties", clusters, flow + "mirrorspark.trigger = microbatch\n")
+    auto = write_config(tmp_path / "auto.properties", clusters, flow + "mirrorspark.realtime.batch.seconds = 5\n")
+    state = tmp_path / "state"
+    with NumberedFeed(clusters["primary"], topic, 3) as feed:  # about 2,000 records/s until stopped
+        driver = start(micro, state)
+
+        def copying() -> bool:
+            try:
+                return count(clusters["backup"], remote) > 4_000
+            except Exception:  # noqa: BLE001 - the remote topic may not exist yet
+                return False
+
+        kill9_when(driver, copying, state / "run.log", "the micro-batch flow copied nothing")
+        with running_mirrorspark(auto, state) as realtime:
+            before = count(clusters["backup"], remote)
+            wait_until(lambda: count(clusters["backup"], remote) > before + 8_000, timeout=120,
+                       what="the flow copying in real-time mode after the micro-batches' kill -9")
+            time.sleep(6)  # a real-time batch recorded
+        with running_mirrorspark(micro, state) as again:
+            before = count(clusters["backup"], remote)
+            wait_until(lambda: count(clusters["backup"], remote) > before + 4_000, timeout=120,
+                       what="the flow copying with micro-batches after real-time mode")
+            sent = feed.stop()
+            wait_for_count(clusters["backup"], remote, sent, timeout=120)
+            time.sleep(4)  # a batch boundary: the figures are recorded
+            figures = flow_detail(state, "primary->backup")
+    lost, duplicates = lost_and_duplicated(range(sent), seqs(clusters["backup"], remote))
+    print(f"trigger switch: {sent} records; lost {len(lost)}, copied twice {duplicates}, "
+          f"re-copied metric {figures['records_recopied']}")
+    assert "real-time mode (" in realtime.output() and "real-time mode (" not in again.output()
+    assert not lost
+    assert duplicates == 0

@@ -288,7 +288,8 @@ def table(result: dict) -> list[str]:
     rounds = int(result.get("settings", {}).get("sync_rounds", 1))
     sync = f"full sync, s (median of {rounds} runs)" if rounds > 1 else "full sync, s"
     third = next((tool for tool in THIRD if any(tool in runs for runs in result["runs"].values())), MICROBATCH)
-    lines = [f"| partitions | {sync}: MM2 / mirrorspark / {THIRD[third]} | CPU while idle, s per 60 s | "
+    default = "mirrorspark" if third == MICROBATCH else "micro-batches (then the default)"
+    lines = [f"| partitions | {sync}: MM2 / {default} / {THIRD[third]} | CPU while idle, s per 60 s | "
              "p50 of the one-per-second records, ms | p99, ms | peak RSS, MB |", "|---|---|---|---|---|---|"]
     spread = []
     for count, runs in sorted(result["runs"].items(), key=lambda kv: int(kv[0])):

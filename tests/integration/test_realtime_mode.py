@@ -287,7 +287,8 @@ def test_a_flow_changing_its_trigger_resumes_from_the_other_modes_state(clusters
     create_topic(clusters["primary"], topic, 3)
     flow = f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\nspark.master = local[2]\n"
     micro = write_config(tmp_path / "micro.properties", clusters, flow + "mirrorspark.trigger = microbatch\n")
-    auto = write_config(tmp_path / "auto.properties", clusters, flow + "mirrorspark.realtime.batch.seconds = 5\n")
+    auto = write_config(tmp_path / "auto.properties", clusters,
+                        flow + "mirrorspark.trigger = auto\nmirrorspark.realtime.batch.seconds = 5\n")
     state = tmp_path / "state"
     with NumberedFeed(clusters["primary"], topic, 3) as feed:  # about 2,000 records/s until stopped
         driver = start(micro, state)

@@ -305,6 +305,10 @@ class SparkJvm:
         batch waits for (``io.mirrorspark.sink.ResumeRanges``)."""
         _call("ResumeRanges.give", lambda: self._sink.ResumeRanges.give(run, ranges, starts))
 
+    def wake_epochs(self, flow: str) -> None:
+        """The recorder of ``flow`` stops: its ``await_epoch`` returns -1 now instead of at its end."""
+        _call("WrittenBatches.wake", lambda: self._batches.wake(flow))
+
     def epoch_taken(self, flow: str, epoch: int) -> None:
         """The batch is recorded: its sink commit goes on."""
         _call("WrittenBatches.taken", lambda: self._batches.taken(flow, epoch))

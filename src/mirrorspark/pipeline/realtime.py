@@ -261,7 +261,8 @@ class EpochRecorder:
     re-created is handled there, once the batch's copies are recorded (what the old topic had copied
     is known whole), never in the middle of a batch that is still writing."""
 
-    WAIT_MS = 500
+    # One py4j call per wait: an idle flow made two a second at 500 ms. ``stop`` wakes the wait.
+    WAIT_MS = 5_000
 
     def __init__(self, writer: BatchWriter, jvm: SparkJvm, flow: str, after: GivenUp | None = None) -> None:
         self.writer = writer
@@ -297,6 +298,10 @@ class EpochRecorder:
 
     def stop(self) -> None:
         self._stop.set()
+        try:
+            self.jvm.wake_epochs(self.flow)
+        except JvmError as exc:  # the gateway closed (process stopping): the wait ends with it
+            log.debug("flow %s: real-time recorder not woken: %s", self.flow, exc)
         self._thread.join(timeout=5)
 
     def _run(self) -> None:

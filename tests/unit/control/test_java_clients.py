@@ -184,6 +184,29 @@ def test_a_cluster_that_does_not_answer_fails_as_librdkafka_says_it_through_the_
     admin.close()
 
 
+def test_a_flush_sends_waits_and_delivers_in_one_call_into_the_jvm(monkeypatch):
+    """A heartbeat a second per cluster pair, each a produce and a flush: three calls into the client JVM
+    each were most of an idle flow's calls there. The flush now sends what is left, waits, and hands
+    each outcome to its callback in one."""
+    from mirrorspark.control import java_clients
+    from mirrorspark.control.admin import producer
+    from mirrorspark.control.client_settings import java_conf
+
+    conf = java_conf({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": "500", "max.block.ms": "300"}, [])
+    sender = producer({**conf, "linger.ms": 0})
+    sender.flush(5)  # the client JVM and its producer made before counting
+    calls: list[str] = []
+    real = java_clients._call
+    monkeypatch.setattr(java_clients, "_call", lambda what, thunk: (calls.append(what), real(what, thunk))[1])
+    said = []
+    sender.produce("t", b"v", on_delivery=lambda error, message: said.append((error, message.topic())))
+    assert sender.flush(10) == 0
+    assert calls == ["flushing"]
+    assert len(said) == 1 and said[0][0].code() == KafkaError._TIMED_OUT and said[0][1] == "t"
+    assert sender.flush(1) == 0 and len(said) == 1  # nothing unsent: a flush alone, each outcome said once
+    sender.close()
+
+
 def test_clients_outlive_their_jvm(caplog):
     """The client JVM killed (kill -9, as the OOM killer does): the call in flight fails as a broken
     connection does (retriable), the next one is answered by Kafka's client in a new JVM; a reader goes

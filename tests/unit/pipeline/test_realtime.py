@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from types import SimpleNamespace
 
@@ -288,9 +289,10 @@ class _EpochJvm:
         self.ending: list[bool] = []
         self.taken: list[int] = []
         self._next = 0
+        self._woken = threading.Event()
 
     def reset_epochs(self, flow):
-        pass
+        self._woken.clear()
 
     def end_realtime_batches(self, flow, ending=True):
         self.ending.append(ending)
@@ -300,7 +302,12 @@ class _EpochJvm:
         if self.ending and self.ending[-1]:  # the readers ended the batch in flight: it commits
             self._next += 1
             return self._next - 1
+        self._woken.wait(wait_ms / 1000)  # the JVM's wait: none due until its end, or a wake
+        self._woken.clear()
         return -1
+
+    def wake_epochs(self, flow):
+        self._woken.set()
 
     def epoch_taken(self, flow, epoch):
         self.taken.append(epoch)
@@ -331,3 +338,20 @@ def test_a_batch_that_does_not_end_in_time_is_left_to_the_stop():
         assert recorder.end_batch(limit=0.1) is None
     finally:
         recorder.stop()
+
+
+def test_an_idle_recorder_waits_long_and_its_stop_wakes_it():
+    """Each wait is a py4j call into the driver JVM; an idle flow made two a second. The recorder
+    waits seconds, and its stop does not wait for the wait's end."""
+    jvm = _EpochJvm()
+    waits: list[int] = []
+    ask = jvm.await_epoch
+    jvm.await_epoch = lambda flow, wait_ms: (waits.append(wait_ms), ask(flow, wait_ms))[1]
+    recorder = realtime.EpochRecorder(SimpleNamespace(record_epoch=lambda _jvm, epoch: None), jvm, "a->b")
+    recorder.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    recorder.stop()
+    assert time.monotonic() - started < 1.0
+    assert not recorder._thread.is_alive()
+    assert waits and min(waits) >= 5_000 and len(waits) <= 2

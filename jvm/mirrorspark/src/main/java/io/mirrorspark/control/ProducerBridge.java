@@ -130,6 +130,17 @@ public final class ProducerBridge implements AutoCloseable {
         return inFlight.get();
     }
 
+    /**
+     * {@link #sendAll}, {@link #flush} and {@link #outcomes} in one call: {@code [left, outcomes]}. A
+     * control-plane write (a heartbeat a second per cluster pair, offset syncs, checkpoints) is sent
+     * and waited for at once; three py4j round trips each were most of an idle flow's calls into this JVM.
+     */
+    public String sendAndFlush(byte[] packed, int timeoutMs) {
+        sendAll(packed);
+        long left = flush(timeoutMs);
+        return "[" + left + "," + outcomes() + "]";
+    }
+
     /** Start the producer's transactions: fences an earlier holder of its transactional id, aborting what it left open. */
     public void initTransactions() {
         try {

@@ -63,6 +63,7 @@ public final class WrittenBatches {
         long pending = -1L;
         long taken = -1L;
         String refused;
+        boolean woken;  // the driver's recorder stops: its wait returns at once
     }
 
     private static final String HANDSHAKES = "io.mirrorspark.sink.WrittenBatches.handshakes";
@@ -107,19 +108,33 @@ public final class WrittenBatches {
         }
     }
 
-    /** The epoch waiting to be recorded, waiting up to {@code waitMs} for one; -1 when none. */
+    /**
+     * The epoch waiting to be recorded, waiting up to {@code waitMs} for one; -1 when none, or when
+     * {@link #wake} was called meanwhile. The driver's recorder waits long (each wait is a py4j call,
+     * and an idle flow made two a second) and is woken when it stops.
+     */
     public static long awaitEpoch(String flow, long waitMs) throws InterruptedException {
         Handshake h = handshake(flow);
         long deadline = System.currentTimeMillis() + waitMs;
         synchronized (h) {
             while (h.pending <= h.taken) {
                 long left = deadline - System.currentTimeMillis();
-                if (left <= 0) {
+                if (left <= 0 || h.woken) {
+                    h.woken = false;
                     return -1L;
                 }
                 h.wait(left);
             }
             return h.pending;
+        }
+    }
+
+    /** The recorder of {@code flow} stops: its wait in {@link #awaitEpoch} (or its next one) returns -1 now. */
+    public static void wake(String flow) {
+        Handshake h = handshake(flow);
+        synchronized (h) {
+            h.woken = true;
+            h.notifyAll();
         }
     }
 
@@ -150,6 +165,7 @@ public final class WrittenBatches {
             h.pending = -1L;
             h.taken = -1L;
             h.refused = null;
+            h.woken = false;
             h.notifyAll();
         }
     }

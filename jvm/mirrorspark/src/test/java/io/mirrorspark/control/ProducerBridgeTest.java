@@ -46,4 +46,22 @@ class ProducerBridgeTest {
             }
         }
     }
+
+    @Test
+    void sendAndFlushAnswersWhatIsLeftAndEachOutcomeInOneCall() throws Exception {
+        // One packed send to a broker that is not there: the call sends it, waits for its answer and
+        // returns [left, outcomes]; an empty packet only flushes and collects.
+        try (ProducerBridge producer = new ProducerBridge(Map.of("bootstrap.servers", "127.0.0.1:1",
+                "max.block.ms", "300", "client.id", "bridge-test"))) {
+            JsonNode answer = AdminBridge.parse(producer.sendAndFlush(
+                java.util.HexFormat.of().parseHex(RecordCodecTest.ONE_SEND), 10_000), "answer");
+            assertEquals(0, answer.get(0).asLong());
+            assertEquals(1, answer.get(1).size());
+            assertEquals(7, answer.get(1).get(0).get(0).asLong());
+            assertEquals(ClientError.TIMED_OUT, answer.get(1).get(0).get(1).asInt());
+            JsonNode again = AdminBridge.parse(producer.sendAndFlush(java.util.HexFormat.of().parseHex("00000000"), 1_000),
+                "answer");
+            assertEquals("[0,[]]", again.toString());
+        }
+    }
 }

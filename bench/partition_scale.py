@@ -211,9 +211,10 @@ def drop_topics(bootstrap: str, prefix: str) -> None:
 
 
 def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, args, sync_only: bool = False,
-            number: int = 1) -> dict:
+            number: int = 1, idle_only: bool = False) -> dict:
     """One replicator over fresh topics: the full sync, then (unless ``sync_only``) idle CPU, the
-    one-per-second latency and peak RSS. Run ``number`` > 1 has topics and a state folder of its own:
+    one-per-second latency and peak RSS (``idle_only``: the full sync and idle CPU alone). Run ``number`` > 1
+    has topics and a state folder of its own:
     MM2 would resume re-created topics of the same names from its stored offsets, mirrorspark from its state."""
     prefix = f"q{partitions}{tool[:2]}" + (f"r{number}" if number > 1 else "")
     home = work / (f"{tool}-{partitions}" + (f"-r{number}" if number > 1 else ""))
@@ -247,7 +248,7 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
             time.sleep(0.5)
         sync = time.monotonic() - started
         print(f"[{tool} {partitions}] full sync in {sync:.1f} s", flush=True)
-        if sync_only:
+        if sync_only and not idle_only:
             return {"full_sync_seconds": round(sync, 1)}
         time.sleep(10)  # settle: the last batch commits, checkpoints are written once
         cpu0 = tree_cpu_seconds(proc.pid)
@@ -259,6 +260,8 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
             spent = {k: v - threads0.get(k, 0.0) for k, v in tree_threads(proc.pid).items()}
             for name, cpu in sorted(spent.items(), key=lambda kv: -kv[1])[: args.threads]:
                 print(f"[{tool} {partitions}]   {cpu:6.2f} s  {name}", flush=True)
+        if idle_only:
+            return {"full_sync_seconds": round(sync, 1), "idle_cpu_seconds_per_60s": round(idle, 2)}
         pulse = pulse_latency(clusters, f"{prefix}-pulse", f"src.{prefix}-pulse", args.pulse_seconds)
         print(f"[{tool} {partitions}] pulse {pulse}", flush=True)
     finally:
@@ -268,14 +271,14 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
         wait = partitions > CONTROLLER_RECORDS // 4
         drop(clusters["src"], f"{prefix}-", work / "clusters" / "local" / "src" / "data" if wait else None)
         drop(clusters["dst"], f"src.{prefix}-", work / "clusters" / "local" / "dst" / "data" if wait else None)
-    return {"full_sync_seconds": round(sync, 1), "idle_cpu_seconds_per_60s": round(idle, 1),
+    return {"full_sync_seconds": round(sync, 1), "idle_cpu_seconds_per_60s": round(idle, 2),
             "pulse": pulse, "peak_rss_mb": round(peak / 2**20)}
 
 
-def median(values: list[float]) -> float:
+def median(values: list[float], places: int = 1) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else round((ordered[middle - 1] + ordered[middle]) / 2, 1)
+    return ordered[middle] if len(ordered) % 2 else round((ordered[middle - 1] + ordered[middle]) / 2, places)
 
 
 def table(result: dict) -> list[str]:
@@ -284,7 +287,8 @@ def table(result: dict) -> list[str]:
     sync = f"full sync, s (median of {rounds} runs)" if rounds > 1 else "full sync, s"
     lines = [f"| partitions | {sync}: MM2 / mirrorspark / real-time | CPU while idle, s per 60 s | "
              "p50 of the one-per-second records, ms | p99, ms | peak RSS, MB |", "|---|---|---|---|---|---|"]
-    spread = []
+    spread: list[str] = []
+    idle_spread: list[str] = []
     for count, runs in sorted(result["runs"].items(), key=lambda kv: int(kv[0])):
         if "mm2" not in runs or "mirrorspark" not in runs:
             continue
@@ -303,8 +307,15 @@ def table(result: dict) -> list[str]:
                 f"{name} {', '.join(str(x) for x in runs[tool].get('full_sync_rounds', []))}"
                 for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (REALTIME, "real-time"))
                 if tool in runs))
+            if any("idle_cpu_rounds" in runs[tool] for tool in runs):
+                idle_spread.append(f"{int(count):,} partitions: " + "; ".join(
+                    f"{name} {', '.join(str(x) for x in runs[tool].get('idle_cpu_rounds', []))}"
+                    for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (REALTIME, "real-time"))
+                    if tool in runs))
     if spread:
         lines += ["", "Each full sync, s, in run order: " + ". ".join(spread) + "."]
+    if idle_spread:
+        lines += ["", "Each idle minute's CPU, s, in run order: " + ". ".join(idle_spread) + "."]
     return lines
 
 
@@ -320,6 +331,9 @@ def main() -> None:
                         help="full syncs per tool and count, the order turning each round (the first with the "
                              "other figures); the median is reported: a single sync moves by half with the "
                              "brokers' state")
+    parser.add_argument("--idle-rounds", action="store_true",
+                        help="measure idle CPU in every round too (its median reported): one minute of it "
+                             "moves by a tenth with the brokers' state")
     parser.add_argument("--progress", action="store_true",
                         help="print the records on the target every 2 s of each full sync (where its time goes)")
     parser.add_argument("--idle-seconds", type=int, default=60)
@@ -342,6 +356,8 @@ def main() -> None:
                 if args.only in (None, tool):
                     run = one_run(tool, count, clusters, work, args)
                     run["full_sync_rounds"] = [run["full_sync_seconds"]]
+                    if args.idle_rounds:
+                        run["idle_cpu_rounds"] = [run["idle_cpu_seconds_per_60s"]]
                     result["runs"].setdefault(str(count), {})[tool] = run
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     args.out.write_text(json.dumps(result, indent=2))
@@ -350,9 +366,14 @@ def main() -> None:
                 for tool in TOOLS[number % len(TOOLS):] + TOOLS[:number % len(TOOLS)]:
                     if tool in runs:
                         rounds = runs[tool]["full_sync_rounds"]
-                        rounds.append(one_run(tool, count, clusters, work, args, sync_only=True,
-                                              number=number + 1)["full_sync_seconds"])
+                        again = one_run(tool, count, clusters, work, args, sync_only=True, number=number + 1,
+                                        idle_only=args.idle_rounds)
+                        rounds.append(again["full_sync_seconds"])
                         runs[tool]["full_sync_seconds"] = median(rounds)
+                        if args.idle_rounds:
+                            idle = runs[tool]["idle_cpu_rounds"]
+                            idle.append(again["idle_cpu_seconds_per_60s"])
+                            runs[tool]["idle_cpu_seconds_per_60s"] = median(idle, places=2)
                         args.out.write_text(json.dumps(result, indent=2))
     finally:
         local.down(purge=True)

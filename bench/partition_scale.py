@@ -5,7 +5,9 @@ Per partition count P (topics of 10 partitions, 20 records of 100 B in each part
 - full sync: process start -> the target holds all P x 20 records (the median of ``--sync-rounds``
   runs over fresh topics, the tools' order turning each round);
 - CPU while idle: user + system seconds of the replicator's process tree over ``--idle-seconds``
-  after the sync (nothing produced);
+  after the sync (nothing produced), from ``--settle-seconds`` after the last record landed: by then
+  every tool has committed the batch that copied it (a real-time batch ends up to its length after
+  its last record, and recording a batch of thousands of partitions is no idle work);
 - latency of a one-record-per-second topic among the quiet ones: p50/p99 of arrival time minus the
   source timestamp, over ``--pulse-seconds``;
 - peak RSS of the process tree over the whole run.
@@ -41,6 +43,7 @@ from confluent_kafka.admin import NewTopic, OffsetSpec
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mm2_vs_mirrorspark import BROKER_JVM, RssSampler, launch, machine, percentile, shown, stop
 
+from mirrorspark.config.keys import BY_NAME
 from mirrorspark.control.admin import admin_client
 from mirrorspark.local import ClusterSpec, LocalClusters
 
@@ -85,6 +88,16 @@ def _cpu(stat: Path) -> float:
 def tree_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid`` and its live descendants."""
     return sum(_cpu(Path(f"/proc/{p}/stat")) for p in _tree(pid))
+
+
+def realtime_batch_seconds(extra: list[str]) -> float:
+    """The real-time batch length the run uses: an ``--extra`` line's, else mirrorspark's default."""
+    key = "mirrorspark.realtime.batch.seconds"
+    for line in extra:
+        name, _, value = line.partition("=")
+        if name.strip() == key:
+            return float(value)
+    return float(BY_NAME[key].default)
 
 
 def tree_threads(pid: int) -> dict[str, float]:
@@ -250,7 +263,7 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
         print(f"[{tool} {partitions}] full sync in {sync:.1f} s", flush=True)
         if sync_only and not idle_only:
             return {"full_sync_seconds": round(sync, 1)}
-        time.sleep(10)  # settle: the last batch commits, checkpoints are written once
+        time.sleep(args.settle_seconds)  # the last batch commits, checkpoints are written once
         cpu0 = tree_cpu_seconds(proc.pid)
         threads0 = tree_threads(proc.pid) if args.threads else {}
         time.sleep(args.idle_seconds)
@@ -337,12 +350,17 @@ def main() -> None:
     parser.add_argument("--progress", action="store_true",
                         help="print the records on the target every 2 s of each full sync (where its time goes)")
     parser.add_argument("--idle-seconds", type=int, default=60)
+    parser.add_argument("--settle-seconds", type=float, default=None,
+                        help="wait after the full sync before idle CPU is measured, every tool alike (default: "
+                             "the real-time batch length plus 10 s)")
     parser.add_argument("--pulse-seconds", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=1200)
     parser.add_argument("--extra", action="append", default=[], metavar="'KEY = VALUE'",
                         help="an extra mm2.properties line for mirrorspark only")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "partition_scale.json")
     args = parser.parse_args()
+    if args.settle_seconds is None:
+        args.settle_seconds = realtime_batch_seconds(args.extra) + 10
 
     work = ROOT / "state" / "bench-partitions"
     shutil.rmtree(work, ignore_errors=True)

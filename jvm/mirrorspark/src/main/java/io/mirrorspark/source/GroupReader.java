@@ -46,6 +46,13 @@ import org.slf4j.LoggerFactory;
 final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private static final Logger LOG = LoggerFactory.getLogger(GroupReader.class);
     private static final long CHECK_MS = 2_000L;
+    /**
+     * Real-time mode: a poll's wait while every partition is caught up. Each return of an empty poll
+     * walks the group's partitions (the consumer's next fetch, the stall check): at 1,500 partitions a
+     * task a wake every 2 s cost more than the fetches it waits for. A record still ends the wait at
+     * once; a flow being stopped ends its batch within this wait, not at the batch's deadline.
+     */
+    static final long CAUGHT_UP_WAIT_MS = 5_000L;
 
     private final SourceSettings settings;
     private final boolean realTime;
@@ -69,6 +76,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private boolean failed = true;
     private long lastProgress = System.currentTimeMillis();
     private long lastCheck = System.currentTimeMillis();
+    /** Real-time: the last stall check found every open partition caught up, and no record came since. */
+    private boolean caughtUp;
     /** Topics the source's metadata did not list at the last check (deleted, if still missing at the next). */
     private Set<String> missingBefore = new HashSet<>();
 
@@ -159,7 +168,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             }
             // A poll returns as soon as a record comes: waiting longer costs no latency, only fewer
             // wake-ups over the task's partitions while they are quiet (until the next check).
-            poll(Math.min(deadline - now, CHECK_MS));
+            poll(Math.min(deadline - now, caughtUp ? CAUGHT_UP_WAIT_MS : CHECK_MS));
         }
     }
 
@@ -241,6 +250,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         if (!records.isEmpty()) {
             lastProgress = now;
             lastCheck = now;
+            caughtUp = false;
             buffered = records.iterator();
             if (held != null) {
                 held.polled(consumer, records.partitions(), now);
@@ -315,7 +325,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             if (held != null) {
                 waiting.removeAll(held.holding());  // paused on purpose for less than a check's wait
             }
-            if (waiting.isEmpty()) {
+            caughtUp = waiting.isEmpty();
+            if (caughtUp) {
                 return;
             }
         }
@@ -327,6 +338,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             LOG.debug("end offsets of {} unavailable: {}", waiting, e.toString());
         }
         List<TopicPartition> stalled = new ArrayList<>();
+        int atEnd = 0;  // real-time: caught up, by the ends just asked
         for (TopicPartition tp : waiting) {
             Long end = ends.get(tp);
             long position = consumer.position(tp);
@@ -335,7 +347,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                     + " read already (topic re-created, or truncated); it waits there until the batch's end, where "
                     + "the topic's id is checked");
             } else if (realTime && end != null && end == position) {
-                continue;  // caught up: idle, not stalled
+                atEnd++;  // caught up: idle, not stalled
             } else if (!realTime && end != null && end <= position) {
                 giveUp(tp, position, tp + ": ends at " + end + ", before the batch's end " + until.get(tp)
                     + "; the rest is not there to read");
@@ -343,6 +355,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                 stalled.add(tp);
             }
         }
+        caughtUp = realTime && atEnd == waiting.size();
         if (stalled.isEmpty()) {
             return;
         }

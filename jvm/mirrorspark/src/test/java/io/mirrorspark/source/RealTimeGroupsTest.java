@@ -159,6 +159,41 @@ final class RealTimeGroupsTest {
         reader.close();
     }
 
+    /**
+     * Quiet partitions are waited on longer: once a check finds every partition at its end the task
+     * polls for {@link GroupReader#CAUGHT_UP_WAIT_MS}, not the check's 2 s; a record puts it back on
+     * the check's wait (and the stall check) until the next check finds it caught up again.
+     */
+    @Test
+    void aCaughtUpTaskWaitsLongerBetweenPolls() throws Exception {
+        List<Long> waits = new ArrayList<>();
+        MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(OffsetResetStrategy.NONE) {
+            @Override
+            public synchronized org.apache.kafka.clients.consumer.ConsumerRecords<byte[], byte[]> poll(
+                    java.time.Duration timeout) {
+                waits.add(timeout.toMillis());
+                try {
+                    Thread.sleep(Math.min(timeout.toMillis(), 250L));  // no record: the wait passes
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return super.poll(java.time.Duration.ZERO);
+            }
+        };
+        consumer.updateBeginningOffsets(Map.of(T0, 0L, T1, 0L));
+        consumer.updateEndOffsets(Map.of(T0, 1L, T1, 3L));
+        GroupReader reader = new GroupReader(new SourceSettings(options("{\"t\":[0,1]}")), open(0L, 3L), consumer, true);
+        consumer.addRecord(new ConsumerRecord<>("t", 0, 0L, new byte[0], new byte[] {0}));
+        long start = System.currentTimeMillis();
+        assertTrue(reader.nextWithTimeout(start, 6_000L).hasRecord(), "the record first");
+        assertFalse(reader.nextWithTimeout(start, 6_000L).hasRecord(), "then nothing until the deadline");
+        assertTrue(waits.stream().anyMatch(w -> w > 2_000L), "caught up: a wait over the check's 2 s, " + waits);
+        assertTrue(waits.stream().allMatch(w -> w <= GroupReader.CAUGHT_UP_WAIT_MS), "never past it: " + waits);
+        int before = waits.indexOf(waits.stream().filter(w -> w > 2_000L).findFirst().orElseThrow());
+        assertTrue(before >= 2, "the check's waits until a check found the partitions caught up: " + waits);
+        reader.close();
+    }
+
     /** A flow being stopped: its readers hand over what they fetched already and end the batch then, not at its deadline. */
     @Test
     void aStoppingFlowsReaderEndsItsBatchAtOnce() throws Exception {

@@ -234,7 +234,8 @@ def main() -> None:
         text = section("mm2", body, text)
     if (RESULTS / "partition_scale.json").is_file():
         scale = json.loads((RESULTS / "partition_scale.json").read_text())
-        command = f".venv/bin/python bench/partition_scale.py --partitions {scale['settings']['partitions']}"
+        command = (f".venv/bin/python bench/partition_scale.py --partitions {scale['settings']['partitions']}"
+                   + (" --idle-rounds" if scale["settings"].get("idle_rounds") else ""))
         text = section("partitions", [provenance(scale, command), "", *partition_table(scale)], text)
     if (RESULTS / "partition_scale_10000.json").is_file():  # the 10,000-partition size run alone (docs/benchmarks.md)
         scale = json.loads((RESULTS / "partition_scale_10000.json").read_text())

@@ -48,9 +48,9 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private static final long CHECK_MS = 2_000L;
     /**
      * Real-time mode: a poll's wait while every partition is caught up. Each return of an empty poll
-     * walks the group's partitions (the consumer's next fetch, the stall check): at 1,500 partitions a
-     * task a wake every 2 s cost more than the fetches it waits for. A record still ends the wait at
-     * once; a flow being stopped ends its batch within this wait, not at the batch's deadline.
+     * walks the group's partitions (the consumer's next fetch, the stall check), which was most of a
+     * quiet task's CPU (ADR 0027 section 22). A record still ends the wait at once; a flow being
+     * stopped ends its batch within this wait, not at the batch's deadline.
      */
     static final long CAUGHT_UP_WAIT_MS = 5_000L;
 

@@ -330,7 +330,7 @@ def table(result: dict) -> list[str]:
             if any("idle_cpu_rounds" in runs[tool] for tool in runs):
                 idle_spread.append(f"{int(count):,} partitions: " + "; ".join(
                     f"{name} {', '.join(str(x) for x in runs[tool].get('idle_cpu_rounds', []))}"
-                    for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (REALTIME, "real-time"))
+                    for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (third, THIRD[third]))
                     if tool in runs))
     if spread:
         lines += ["", "Each full sync, s, in run order: " + ". ".join(spread) + "."]

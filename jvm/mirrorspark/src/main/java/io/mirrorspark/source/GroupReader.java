@@ -164,7 +164,11 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                 if (buffered.hasNext()) {
                     continue;
                 }
-                PollBoundary.reached();  // nothing more for now: the sink commits before the wait
+                if (fetchedToEnd()) {
+                    PollBoundary.reached();  // nothing more for now: the sink commits before the wait
+                }
+                // else a fetch is on its way with more: the transaction takes it too, and the sink commits
+                // it by age (mirrorspark.realtime.transaction.ms) if it has not come by then.
             }
             // A poll returns as soon as a record comes: waiting longer costs no latency, only fewer
             // wake-ups over the task's partitions while they are quiet (until the next check).
@@ -312,6 +316,21 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                 tp, to);
             consumer.seek(tp, Math.min(to, until.get(tp)));
         }
+    }
+
+    /**
+     * Exactly-once in real-time mode: no open partition's last fetch answer showed records past what
+     * was handed over (a partition not fetched yet, or paused to hold its heartbeats, counts as at its
+     * end). A backlog's task then commits by age, not at each drained fetch; a caught-up task at once.
+     */
+    private boolean fetchedToEnd() {
+        Collection<TopicPartition> holding = held == null ? Set.of() : held.holding();
+        for (TopicPartition tp : open) {
+            if (consumer.currentLag(tp).orElse(0L) > 0L && !holding.contains(tp)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Nothing came for a while: give up partitions whose end moved behind us or that stopped answering. */

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import io.mirrorspark.kafka.PollBoundary;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
@@ -192,6 +193,37 @@ final class RealTimeGroupsTest {
         int before = waits.indexOf(waits.stream().filter(w -> w > 2_000L).findFirst().orElseThrow());
         assertTrue(before >= 2, "the check's waits until a check found the partitions caught up: " + waits);
         reader.close();
+    }
+
+    /**
+     * Exactly-once: while the last fetch showed more records on their way (t-0 ends at 3, one fetched)
+     * a drained fetch is no poll boundary, so a backlog's transaction grows until the sink commits it
+     * by age; once the fetches show every partition at its end the boundary comes at once.
+     */
+    @Test
+    void aPollBoundaryWaitsForTheFetchesToReachTheEnd() throws Exception {
+        MockConsumer<byte[], byte[]> consumer = source(3L);
+        GroupReader reader = new GroupReader(new SourceSettings(options("{\"t\":[0,1]}")), open(0L, 3L), consumer, true);
+        int[] boundaries = {0};
+        PollBoundary.register(() -> boundaries[0]++);
+        try {
+            consumer.addRecord(new ConsumerRecord<>("t", 0, 0L, new byte[0], new byte[] {0}));
+            long start = System.currentTimeMillis();
+            assertTrue(reader.nextWithTimeout(start, 300L).hasRecord());
+            assertFalse(reader.nextWithTimeout(start, 300L).hasRecord(), "records 1 and 2 never came");
+            assertEquals(0, boundaries[0], "more on its way: no boundary, the transaction stays open");
+            consumer.addRecord(new ConsumerRecord<>("t", 0, 1L, new byte[0], new byte[] {1}));
+            consumer.addRecord(new ConsumerRecord<>("t", 0, 2L, new byte[0], new byte[] {2}));
+            long again = System.currentTimeMillis();
+            assertTrue(reader.nextWithTimeout(again, 300L).hasRecord());
+            assertTrue(reader.nextWithTimeout(again, 300L).hasRecord());
+            assertEquals(0, boundaries[0], "records still handed over");
+            assertFalse(reader.nextWithTimeout(again, 300L).hasRecord());
+            assertTrue(boundaries[0] >= 1, "at the end: the boundary, so the sink commits before the wait");
+        } finally {
+            PollBoundary.clear();
+            reader.close();
+        }
     }
 
     /** A flow being stopped: its readers hand over what they fetched already and end the batch then, not at its deadline. */

@@ -1,11 +1,12 @@
 package io.mirrorspark.kafka;
 
 /**
- * Real-time mode: the moment a task's source has handed over every record it polled and is about to
- * wait for more. A real-time task reads and writes in one thread, so the sink registers what it does
- * then (exactly-once: commit the task's transaction, as MM2's {@code transaction.boundary = poll}
- * commits each poll's records) and the source calls it; no record waits in an open transaction
- * while the task waits for the next one.
+ * Real-time mode: the moment a task's source has handed over every record its fetches showed and is
+ * about to wait for more. A real-time task reads and writes in one thread, so the sink registers what
+ * it does then (exactly-once: commit the task's transaction, as MM2's {@code transaction.boundary =
+ * poll} commits each poll's records) and the source calls it; no record waits in an open transaction
+ * while the task waits for the next one. A drained fetch with more on its way is no boundary: the
+ * sink commits such a transaction by age.
  */
 public final class PollBoundary {
     private static final ThreadLocal<Runnable> HOOK = new ThreadLocal<>();

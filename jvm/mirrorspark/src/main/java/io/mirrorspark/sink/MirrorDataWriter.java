@@ -110,8 +110,8 @@ final class MirrorDataWriter implements DataWriter<InternalRow> {
         this.producer = settings.exactlyOnce ? null : clients.acquireProducer(settings);
         this.retried = retried;
         this.transforms = Transforms.of(settings.transforms);
-        // Real-time exactly-once: what a task holds is committed when its source has polled everything it
-        // had (MM2's transaction.boundary = poll), or once it is transactionMs old, rows or not.
+        // Real-time exactly-once: what a task holds is committed when its source has handed over everything
+        // its fetches showed (PollBoundary), or once it is transactionMs old, rows or not.
         boolean realTime = transactions != null && settings.transactionMs > 0;
         long every = Math.max(1L, settings.transactionMs / 4);
         this.ticker = realTime

@@ -229,7 +229,7 @@ final class TaskTransactions {
         return settings.transactionMs > 0 && txn != null && txn.begun && now - txn.begunAt >= settings.transactionMs;
     }
 
-    /** Real-time mode: the task's transaction holds records (committed at the source's next poll boundary). */
+    /** Real-time mode: the task's transaction holds records (committed at the source's next poll boundary, or by age). */
     boolean holding() {
         Open txn = open;
         return settings.transactionMs > 0 && txn != null && txn.begun;

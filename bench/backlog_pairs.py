@@ -8,7 +8,8 @@ copy path is judged by its ratio to the ceiling measured right after it, never b
         [--variant NAME='KEY = VALUE;KEY = VALUE'] ... [--mm2]
 
 A variant is a name and mm2.properties lines for mirrorspark only (none: the default build);
-``--mm2`` adds real MM2 as one more variant. Prints each copy and the medians, and writes
+``--mm2`` adds real MM2 as one more variant. Prints each copy (with its start-up to the first
+record) and the medians, and writes
 bench/results/backlog_pairs.json (the commit and machine included).
 """
 from __future__ import annotations
@@ -65,7 +66,7 @@ def main() -> None:
                 ceiling = ceiling_copy(clusters, f"backlog-{tool}{run.tag}", args.partitions, args.cores, work)
                 copy = {"round": number, "variant": name, "records_per_second": measured["backlog_records_per_second"],
                         "second_half": measured["backlog_second_half_records_per_second"],
-                        "peak_rss_mb": measured["peak_rss_mb"],
+                        "peak_rss_mb": measured["peak_rss_mb"], "startup_seconds": measured["startup_seconds"],
                         "cpu_per_million": measured["backlog_cpu_seconds_per_million"],
                         "brokers_cpu_per_million": measured.get("brokers_cpu_seconds_per_million"),
                         "ceiling": round(ceiling.records_per_second),
@@ -78,14 +79,17 @@ def main() -> None:
         local.down(purge=True)
     summary = {name: {"median_records_per_second": median([c["records_per_second"] for c in copies
                                                            if c["variant"] == name]),
-                      "median_of_ceiling": median([c["of_ceiling"] for c in copies if c["variant"] == name])}
+                      "median_of_ceiling": median([c["of_ceiling"] for c in copies if c["variant"] == name]),
+                      "median_startup_seconds": median([c["startup_seconds"] for c in copies if c["variant"] == name])}
                for name, _ in variants}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"machine": machine(), "settings": {**vars(args), "out": shown(args.out)},
                                     "copies": copies, "medians": summary}, indent=2))
-    print("| variant | median records/s | median of the ceiling |\n|---|---:|---:|")
+    print("| variant | median records/s | median of the ceiling | median start-up to first record, s |\n"
+          "|---|---:|---:|---:|")
     for name, figures in summary.items():
-        print(f"| {name} | {figures['median_records_per_second']:,.0f} | {figures['median_of_ceiling']:.2f}x |")
+        print(f"| {name} | {figures['median_records_per_second']:,.0f} | {figures['median_of_ceiling']:.2f}x | "
+              f"{figures['median_startup_seconds']:.2f} |")
     print(f"written to {args.out}")
 
 

@@ -7,11 +7,12 @@ already on the source, time until the target's end offsets hold them all), peak 
 process tree, replication latency p50/p99 under a steady produce rate (a consumer on the target
 against the source timestamp, which both keep) and at one record a second, and failover re-delivery
 (a group committed in the middle of each partition, translated from the replicator's checkpoints).
-mirrorspark runs a second time in Spark's real-time mode, measured the same way. Then the physical
+``mirrorspark`` is the default (``mirrorspark.trigger = auto``: real-time mode on ``local[N]``);
+mirrorspark runs a second time with micro-batches, measured the same way. Then the physical
 limit: ``ProducerPerformance`` into the target with the same producer settings.
 
     .venv/bin/python bench/mm2_vs_mirrorspark.py [--records 1000000] [--size 1024] [--partitions 6]
-        [--rate 5000] [--steady-seconds 60] [--trickle-seconds 30] [--realtime-batch-seconds 15]
+        [--rate 5000] [--steady-seconds 60] [--trickle-seconds 30]
 
 Prints a table and writes bench/results/mm2_vs_mirrorspark.json.
 """
@@ -422,8 +423,8 @@ def run_replicator(tool: str, args, clusters: dict[str, str], work: Path, master
     started = time.monotonic()
     is_mm2 = tool in ("mm2", MM2_EXACTLY_ONCE)
     extra = (mm2_exactly_once_lines() if tool == MM2_EXACTLY_ONCE else []) if is_mm2 else \
-        args.extra + VARIANTS.get(tool, []) + (realtime_lines(args.realtime_batch_seconds)
-                                               if tool in (REALTIME, REALTIME_EXACTLY_ONCE) else [])
+        args.extra + VARIANTS.get(tool, []) + (MICROBATCH_LINES if tool in (MICROBATCH, MICROBATCH_EXACTLY_ONCE)
+                                               else [])
     proc = launch("mm2" if is_mm2 else "mirrorspark", work / f"{tool}{tag}", clusters, f"{backlog}, {steady}",
                   args.cores, extra, master)
     sampler = RssSampler(proc.pid)
@@ -490,19 +491,20 @@ BOUNDED_EXTRA = [f"mirrorspark.batch.max.records = {BOUND}"]
 # The same mirrorspark with the target producer's idempotence off, as some MM2 files have it (older
 # brokers, no IdempotentWrite ACL): one request in flight per connection keeps partition order.
 NON_IDEMPOTENT = "mirrorspark-no-idempotence"
-# The same mirrorspark with exactly-once into the target (transactions): throughput and latency; and
-# exactly-once in real-time mode, each task committing every mirrorspark.realtime.transaction.ms.
+# The same mirrorspark with exactly-once into the target (transactions): throughput and latency, in the
+# default mode (real-time: each task commits every mirrorspark.realtime.transaction.ms) and with micro-batches.
 EXACTLY_ONCE = "mirrorspark-exactly-once"
-REALTIME_EXACTLY_ONCE = "mirrorspark-realtime-exactly-once"
+MICROBATCH_EXACTLY_ONCE = "mirrorspark-microbatch-exactly-once"
 VARIANTS = {BOUNDED: BOUNDED_EXTRA, NON_IDEMPOTENT: ["dst.producer.enable.idempotence = false"],
             EXACTLY_ONCE: ["dst.exactly.once.source.support = enabled"],
-            REALTIME_EXACTLY_ONCE: ["dst.exactly.once.source.support = enabled"]}
-VARIANT_ROWS = ((BOUNDED, f"batch bound cost: local[N] with mirrorspark.batch.max.records = {BOUND:,}"),
+            MICROBATCH_EXACTLY_ONCE: ["dst.exactly.once.source.support = enabled"]}
+VARIANT_ROWS = ((BOUNDED, f"batch bound cost (a bound keeps micro-batches): local[N] with "
+                           f"mirrorspark.batch.max.records = {BOUND:,}"),
                 (NON_IDEMPOTENT, "idempotence off cost: local[N] with dst.producer.enable.idempotence = false"),
                 (EXACTLY_ONCE, "exactly-once cost: local[N] with dst.exactly.once.source.support = enabled"),
-                (REALTIME_EXACTLY_ONCE, "exactly-once in real-time mode: local[N]"))
-WITH_LATENCY = {EXACTLY_ONCE, REALTIME_EXACTLY_ONCE}  # variants whose latency is measured too (read_committed)
-TRANSACTIONAL = {EXACTLY_ONCE, REALTIME_EXACTLY_ONCE}
+                (MICROBATCH_EXACTLY_ONCE, "exactly-once with micro-batches: local[N]"))
+WITH_LATENCY = {EXACTLY_ONCE, MICROBATCH_EXACTLY_ONCE}  # variants whose latency is measured too (read_committed)
+TRANSACTIONAL = {EXACTLY_ONCE, MICROBATCH_EXACTLY_ONCE}
 # MM2 with exactly-once (Connect's exactly-once source support, MM2 3.5+): the peer of the exactly-once
 # row, set up as Kafka's documentation says for dedicated mode (the internal REST server fences zombie
 # tasks; the source read read_committed, or MM2 reports exactly-once unsupported).
@@ -529,9 +531,10 @@ def mm2_exactly_once_lines() -> list[str]:
             "dedicated.mode.enable.internal.rest = true", f"listeners = http://127.0.0.1:{port}"]
 
 
-# The same mirrorspark in Spark's real-time mode: not a cost row but a column of the main table, measured
-# as fully as the default, on a task slot per source partition (backlog and steady topics, heartbeats).
-REALTIME = "mirrorspark-realtime"
+# The same mirrorspark with micro-batches (the default before real-time mode was): not a cost row but a
+# column of the main table, measured as fully as the default.
+MICROBATCH = "mirrorspark-microbatch"
+MICROBATCH_LINES = ["mirrorspark.trigger = microbatch"]
 
 
 def realtime_lines(batch_seconds: float) -> list[str]:
@@ -556,11 +559,11 @@ ROWS = (
 
 
 def table(result: dict) -> list[str]:
-    """MM2, mirrorspark local[N] and, when measured, mirrorspark in real-time mode and on the 2-worker
-    cluster, with ratios."""
+    """MM2, mirrorspark local[N] (its default) and, when measured, mirrorspark with micro-batches and on the
+    2-worker cluster, with ratios."""
     mm2, ms = result["mm2"], result["mirrorspark"]
     runs = [("mirrorspark", ms)] + [(name, result[key]) for key, name in (
-        (REALTIME, "mirrorspark, real-time mode"), (CLUSTER, "mirrorspark, 2-worker standalone (1 core each)"))
+        (MICROBATCH, "mirrorspark, micro-batches"), (CLUSTER, "mirrorspark, 2-worker standalone (1 core each)"))
         if key in result]
 
     def ratio(a: float, b: float) -> str:
@@ -595,7 +598,7 @@ def table(result: dict) -> list[str]:
                 lines.append(f"| {label}: latency p50 / p99 ({steady['p50_ms']:,} / {steady['p99_ms']:,} ms) vs the "
                              f"default | | {steady['p50_ms'] / default['p50_ms']:.2f}x / "
                              f"{steady['p99_ms'] / default['p99_ms']:.2f}x |" + " |" * (2 * len(runs) - 1))
-    for key, mode in ((EXACTLY_ONCE, "mirrorspark"), (REALTIME_EXACTLY_ONCE, "mirrorspark real-time")):
+    for key, mode in ((EXACTLY_ONCE, "mirrorspark"), (MICROBATCH_EXACTLY_ONCE, "mirrorspark micro-batches")):
         if key not in result or MM2_EXACTLY_ONCE not in result:
             continue
         ours, theirs = result[key], result[MM2_EXACTLY_ONCE]
@@ -825,12 +828,10 @@ def main() -> None:
     parser.add_argument("--steady-seconds", type=float, default=60)
     parser.add_argument("--trickle-seconds", type=float, default=30,
                         help="latency at one record a second after the steady rate; 0 to skip")
-    parser.add_argument("--realtime-batch-seconds", type=float, default=15,
-                        help=f"mirrorspark.realtime.batch.seconds of the {REALTIME} run")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--only", choices=("mm2", "mirrorspark", BOUNDED, NON_IDEMPOTENT, EXACTLY_ONCE,
-                                           REALTIME_EXACTLY_ONCE, MM2_EXACTLY_ONCE, REALTIME, CLUSTER),
+                                           MICROBATCH_EXACTLY_ONCE, MM2_EXACTLY_ONCE, MICROBATCH, CLUSTER),
                         help="run one replicator (no ratios)")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip mirrorspark on a local 2-worker Spark standalone cluster")
@@ -861,18 +862,17 @@ def main() -> None:
             result["warmup_records_per_second"] = round(warm_brokers(clusters, args.records, args.size,
                                                                      args.partitions, args.cores, work))
             print(json.dumps({"warm-up copy": result["warmup_records_per_second"]}), flush=True)
-        for tool in ("mm2", "mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, REALTIME):
+        for tool in ("mm2", "mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, MICROBATCH):
             if args.only in (None, tool):
                 # A variant measures the backlog only (a cost on throughput); exactly-once its latency too.
                 run_args = argparse.Namespace(**{**vars(args), "steady_seconds": 0, "no_failover": True}) \
                     if tool in VARIANTS and tool not in WITH_LATENCY else \
                     argparse.Namespace(**{**vars(args), "no_failover": True}) if tool == MM2_EXACTLY_ONCE else args
-                # Real-time mode too on local[N]: N long-running tasks, each a group of the partitions.
                 result[tool] = run_replicator(tool, run_args, clusters, work, None)
                 print(json.dumps({tool: result[tool]}), flush=True)
         if args.only is None:  # the single runs' copies (all but MM2's: the plain loop reads it below)
             drop_copies(clusters, {f"{kind}-{tool}" for kind in ("backlog", "steady")
-                                   for tool in ("mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, REALTIME)}, work)
+                                   for tool in ("mirrorspark", *VARIANTS, MM2_EXACTLY_ONCE, MICROBATCH)}, work)
         if args.only in (None, CLUSTER) and not args.no_cluster:
             spark = LocalSpark(work / "spark")
             master = spark.up(workers=2, cores=1, memory="1g")

@@ -18,10 +18,12 @@ KRaft controller refuses above 10,000 metadata records ("Excessively large numbe
 request"), and asks again with the same request at each refresh, so it never copies a record. The
 full sync there is the copy alone.
 
-    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000,10000] [--only mm2|mirrorspark|realtime]
+    .venv/bin/python bench/partition_scale.py [--partitions 60,600,3000,10000] [--only mm2|mirrorspark|microbatch]
 
-``mirrorspark`` is the default mode (micro-batches); ``realtime`` is mirrorspark with
-``mirrorspark.trigger = realtime`` on the same ``local[N]``: N long-running tasks, as MM2's N tasks.
+``mirrorspark`` is the default mode (``mirrorspark.trigger = auto``: real-time mode on ``local[N]``, N
+long-running tasks as MM2's N tasks); ``microbatch`` is mirrorspark with ``mirrorspark.trigger = microbatch``.
+Results written before real-time mode was the default have a ``realtime`` tool instead (the default was
+micro-batches); the table names whichever the file holds.
 
 Prints a table and writes bench/results/partition_scale.json (with the commit and the machine).
 """
@@ -51,8 +53,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PER_TOPIC = 10
 RECORDS_PER_PARTITION = 20
 SIZE = 100
-REALTIME = "realtime"  # mirrorspark with mirrorspark.trigger = realtime
-TOOLS = ("mm2", "mirrorspark", REALTIME)
+MICROBATCH = "microbatch"  # mirrorspark with mirrorspark.trigger = microbatch
+TOOLS = ("mm2", "mirrorspark", MICROBATCH)
+# The third tool of a results file and its name in the table (older files: real-time mode beside a
+# micro-batch default).
+THIRD = {MICROBATCH: "micro-batches", "realtime": "real-time"}
 # The metadata records a KRaft controller takes in one request (a topic record and one per partition
 # for a topic created): above it, the remote topics are created before each run (module doc).
 CONTROLLER_RECORDS = 10_000
@@ -240,7 +245,7 @@ def one_run(tool: str, partitions: int, clusters: dict[str, str], work: Path, ar
     expected = partitions * RECORDS_PER_PARTITION
     target = admin_client({"bootstrap.servers": clusters["dst"]})
     started = time.monotonic()
-    extra = [*args.extra, *(["mirrorspark.trigger = realtime"] if tool == REALTIME else [])]
+    extra = [*args.extra, *(["mirrorspark.trigger = microbatch"] if tool == MICROBATCH else [])]
     proc = launch("mm2" if tool == "mm2" else "mirrorspark", home, clusters, f"{prefix}-.*", args.cores, extra)
     sampler = RssSampler(proc.pid)
     sampler.start()
@@ -295,17 +300,19 @@ def median(values: list[float], places: int = 1) -> float:
 
 
 def table(result: dict) -> list[str]:
-    """MM2 / mirrorspark's default mode / its real-time mode (when the run has it), ratios against MM2."""
+    """MM2 / mirrorspark's default mode / its other mode (when the run has it), ratios against MM2."""
     rounds = int(result.get("settings", {}).get("sync_rounds", 1))
     sync = f"full sync, s (median of {rounds} runs)" if rounds > 1 else "full sync, s"
-    lines = [f"| partitions | {sync}: MM2 / mirrorspark / real-time | CPU while idle, s per 60 s | "
+    third = next((tool for tool in THIRD if any(tool in runs for runs in result["runs"].values())), MICROBATCH)
+    default = "mirrorspark" if third == MICROBATCH else "micro-batches (then the default)"
+    lines = [f"| partitions | {sync}: MM2 / {default} / {THIRD[third]} | CPU while idle, s per 60 s | "
              "p50 of the one-per-second records, ms | p99, ms | peak RSS, MB |", "|---|---|---|---|---|---|"]
     spread: list[str] = []
     idle_spread: list[str] = []
     for count, runs in sorted(result["runs"].items(), key=lambda kv: int(kv[0])):
         if "mm2" not in runs or "mirrorspark" not in runs:
             continue
-        ours = [runs[tool] for tool in ("mirrorspark", REALTIME) if tool in runs]
+        ours = [runs[tool] for tool in ("mirrorspark", third) if tool in runs]
         m = runs["mm2"]
 
         def cell(get, m: dict = m, ours: list = ours) -> str:
@@ -318,12 +325,12 @@ def table(result: dict) -> list[str]:
         if rounds > 1:
             spread.append(f"{int(count):,} partitions: " + "; ".join(
                 f"{name} {', '.join(str(x) for x in runs[tool].get('full_sync_rounds', []))}"
-                for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (REALTIME, "real-time"))
+                for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (third, THIRD[third]))
                 if tool in runs))
             if any("idle_cpu_rounds" in runs[tool] for tool in runs):
                 idle_spread.append(f"{int(count):,} partitions: " + "; ".join(
                     f"{name} {', '.join(str(x) for x in runs[tool].get('idle_cpu_rounds', []))}"
-                    for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (REALTIME, "real-time"))
+                    for tool, name in (("mm2", "MM2"), ("mirrorspark", "default"), (third, THIRD[third]))
                     if tool in runs))
     if spread:
         lines += ["", "Each full sync, s, in run order: " + ". ".join(spread) + "."]

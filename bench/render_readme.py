@@ -77,7 +77,7 @@ def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
     row("peak memory during the backlog", f"{a['peak_rss_mb']:,} MB", f"{b['peak_rss_mb']:,} MB",
         b["peak_rss_mb"] / a["peak_rss_mb"], False)
     rate = mm2["settings"]["rate"]
-    for label, run in (("default mode", b), ("real-time mode", mm2.get("mirrorspark-realtime"))):
+    for label, run in (("default mode", b), ("micro-batches", mm2.get("mirrorspark-microbatch"))):
         if run and run.get("steady"):
             row(f"latency p50 at {rate:,} records/s, {label}", f"{a['steady']['p50_ms']:.1f} ms",
                 f"{run['steady']['p50_ms']:.1f} ms", run["steady"]["p50_ms"] / a["steady"]["p50_ms"], False)
@@ -91,7 +91,7 @@ def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
             f"{left:,.0f} records/s", f"{right:,.0f} records/s",
             median([r[EXACTLY_ONCE] / r[MM2_EXACTLY_ONCE] for r in eos_rounds]), True)
     if eos and peer:  # both with dst.exactly.once.source.support = enabled
-        for mode, run in (("", eos), (", real-time mode", mm2.get("mirrorspark-realtime-exactly-once"))):
+        for mode, run in (("", eos), (", micro-batches", mm2.get("mirrorspark-microbatch-exactly-once"))):
             if not run:
                 continue
             if not (eos_rounds and run is eos):
@@ -117,20 +117,13 @@ def measured_rows(mm2: dict, scale: dict | None) -> list[str]:
                 f"{y['idle_cpu_seconds_per_60s']:.1f} s", y["idle_cpu_seconds_per_60s"] / x["idle_cpu_seconds_per_60s"],
                 False)
         if x.get("pulse") and y.get("pulse"):
-            row(f"latency p50 of one record a second, {int(count):,} quiet partitions",
-                f"{x['pulse']['p50_ms']:.1f} ms", f"{y['pulse']['p50_ms']:.1f} ms",
-                y["pulse"]["p50_ms"] / x["pulse"]["p50_ms"], False)
-        rt = run.get("realtime")
-        if rt and x.get("pulse"):
-            row(f"latency p50 of one record a second, {int(count):,} quiet partitions, real-time mode",
-                f"{x['pulse']['p50_ms']:.1f} ms", f"{rt['pulse']['p50_ms']:.1f} ms",
-                rt["pulse"]["p50_ms"] / x["pulse"]["p50_ms"], False)
-            row(f"latency p99 of one record a second, {int(count):,} quiet partitions, real-time mode",
-                f"{x['pulse']['p99_ms']:.1f} ms", f"{rt['pulse']['p99_ms']:.1f} ms",
-                rt["pulse"]["p99_ms"] / x["pulse"]["p99_ms"], False)
-            row(f"idle CPU per minute, {int(count):,} quiet partitions, real-time mode",
-                f"{x['idle_cpu_seconds_per_60s']:.1f} s", f"{rt['idle_cpu_seconds_per_60s']:.1f} s",
-                rt["idle_cpu_seconds_per_60s"] / x["idle_cpu_seconds_per_60s"], False)
+            for q in ("p50", "p99"):
+                row(f"latency {q} of one record a second, {int(count):,} quiet partitions",
+                    f"{x['pulse'][f'{q}_ms']:.1f} ms", f"{y['pulse'][f'{q}_ms']:.1f} ms",
+                    y["pulse"][f"{q}_ms"] / x["pulse"][f"{q}_ms"], False)
+        if x.get("peak_rss_mb") and y.get("peak_rss_mb"):
+            row(f"peak memory, {int(count):,} quiet partitions", f"{x['peak_rss_mb']:,} MB", f"{y['peak_rss_mb']:,} MB",
+                y["peak_rss_mb"] / x["peak_rss_mb"], False)
     return rows
 
 

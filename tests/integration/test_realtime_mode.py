@@ -280,9 +280,10 @@ def test_a_source_topic_recreated_while_running_is_copied_whole_in_real_time_mod
 
 
 def test_a_flow_changing_its_trigger_resumes_from_the_other_modes_state(clusters, unique, tmp_path):
-    """A flow's trigger changes across a restart (``auto`` choosing real-time mode once the slots allow it,
-    a batch bound set, a move to a Spark cluster): each start resumes from the state the other mode left,
-    under a steady feed and after a ``kill -9``, with nothing lost or copied twice."""
+    """An upgrade changes the default trigger under a running deployment (micro-batches, then ``auto``'s
+    real-time mode), and a batch bound or a move to a Spark cluster changes it back: each start resumes
+    from the state the other mode left, under a steady feed and after a ``kill -9``, with nothing lost
+    or copied twice."""
     topic, remote = f"rt-switch-{unique}", f"primary.rt-switch-{unique}"
     create_topic(clusters["primary"], topic, 3)
     flow = f"primary->backup.enabled = true\nprimary->backup.topics = {topic}\nspark.master = local[2]\n"

@@ -228,13 +228,14 @@ KEYS: tuple[Key, ...] = (
         "limit. A batch interrupted by a crash resumes from what the target already holds, so a crash re-copies "
         "next to nothing without it; set it to cap the worst case (each batch boundary adds a batch's fixed "
         "work; what a bound costs in backlog rate is measured in docs/adr/0010-grouped-source.md).", low=0),
-    Key("mirrorspark.trigger", Type.STRING, "microbatch",
-        "How the flow's Spark query runs: `microbatch` (the default: tasks that each read a group of partitions, "
-        "one batch after another), `realtime` (Spark's real-time mode: long-running tasks, each reading a "
+    Key("mirrorspark.trigger", Type.STRING, "auto",
+        "How the flow's Spark query runs: `auto` (the default: real-time mode when `spark.master = local[N]` "
+        "has a slot for every real-time task beside one per micro-batch flow and the flow sets no "
+        "`mirrorspark.batch.max.records`; micro-batches otherwise, and on a Spark cluster; the choice and its "
+        "reason are logged at start), `realtime` (Spark's real-time mode: long-running tasks, each reading a "
         "group of the flow's partitions with one consumer, forward each record as it arrives, for latency at "
-        "MM2's level) or `auto` (real-time mode when `spark.master = local[N]` has a slot for every real-time "
-        "task beside one per micro-batch flow and the flow sets no `mirrorspark.batch.max.records`; "
-        "micro-batches otherwise, and on a Spark cluster; the choice and its reason are logged at start). "
+        "MM2's level) or `microbatch` (tasks that each read a group of partitions, one batch after another; "
+        "they share the slots, at several times MM2's latency). "
         "`realtime` needs a free task slot per group (`mirrorspark.realtime.tasks`) and is refused "
         "with the numbers when the Spark application has fewer (`spark.master = local[N]`, or executors' "
         "cores); with `exactly.once.source.support = enabled` each task commits a transaction every "

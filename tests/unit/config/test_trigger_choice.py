@@ -58,9 +58,16 @@ def test_a_cluster_master_keeps_micro_batches():
     assert flow.auto_choice[1].startswith("spark.master = spark://host:7077 is a cluster")
 
 
-def test_the_default_is_untouched():
-    flow = flows()["A->B"]
-    assert not flow.options.realtime and flow.options.trigger == "microbatch" and flow.auto_choice == ("", "")
+def test_the_default_is_auto():
+    local = flows(**{"spark.master": "local[2]"})["A->B"]
+    assert local.options.trigger == "auto" and local.options.realtime and local.auto_choice[0] == "realtime"
+    cluster = flows(**{"spark.master": "spark://host:7077"})["A->B"]
+    assert cluster.options.trigger == "auto" and not cluster.options.realtime and cluster.auto_choice[0] == "microbatch"
+
+
+def test_microbatch_named_is_untouched():
+    flow = flows(**{"mirrorspark.trigger": "microbatch", "spark.master": "local[2]"})["A->B"]
+    assert not flow.options.realtime and flow.auto_choice == ("", "")
 
 
 @pytest.mark.parametrize(("master", "cpus", "slots"), [("local", 1, 1), ("local[4]", 1, 4), ("local[4]", 2, 2),

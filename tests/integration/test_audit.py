@@ -151,18 +151,25 @@ def test_a_real_time_flow_stopped_mid_batch_records_the_batch_and_audits_at_once
     """Real-time batches of 60 s: the stop ends the batch in flight and records it before the query
     stops, so `audit` right after the stop matches every copy, and the next start has nothing of an
     interrupted run to compare. Cut off, the batch was known only at the next start, and a flow's
-    first batch not at all (ADR 0027 section 17)."""
-    topic, remote = f"rtstop-{unique}", f"primary.rtstop-{unique}"
+    first batch not at all (ADR 0027 section 17). A group that read some of the records has exact
+    checkpoints right after the stop: the stop's last checkpoint round follows the recorded batch
+    (until then nothing of the batch was translatable: no checkpoint, or one behind what it read)."""
+    topic, remote, group = f"rtstop-{unique}", f"primary.rtstop-{unique}", f"rtstop-group-{unique}"
     create_topic(clusters["primary"], topic, 2)
     produce(clusters["primary"], topic, numbered(0, 40, unique))
     config = write_config(tmp_path / "mm2.properties", clusters,
                           f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\nmirrorspark.trigger = realtime\n"
-                          "mirrorspark.realtime.batch.seconds = 60\nspark.master = local[2]\n")
+                          "mirrorspark.realtime.batch.seconds = 60\nspark.master = local[2]\n"
+                          "emit.checkpoints.interval.seconds = 1\n")
     state = tmp_path / "state"
     started = time.monotonic()
     with running_mirrorspark(config, state):
         wait_for_count(clusters["backup"], remote, 40)
+        commit_on(clusters["primary"], group, {(topic, 0): 7, (topic, 1): 12})
+        time.sleep(2)  # a checkpoint round or two, to which nothing of the open batch is known yet
     assert time.monotonic() - started < 60, "the first real-time batch would have ended by itself"
+    # A fresh copy keeps the offsets: the exact translation of each is the same offset.
+    assert checkpoints(clusters["backup"], "primary", group) == {(remote, 0): 7, (remote, 1): 12}
     code, report = audit(config, state, topic)
     assert code == 0 and report["totals"]["matched"] == 40, report
     produce(clusters["primary"], topic, numbered(40, 10, unique))

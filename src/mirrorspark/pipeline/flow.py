@@ -495,6 +495,13 @@ class Flow:
         except Exception as exc:  # noqa: BLE001 - a query that already failed may refuse to stop
             log.debug("stopping flow %s: %s", self.name, exc)
 
+    def last_checkpoints(self) -> threading.Thread | None:
+        """At process stop, after every flow's query stopped: the checkpoint round that follows the last
+        recorded batch (``FlowOffsets.last_checkpoints``), by the writer only, and not after a failure."""
+        if self.parts is None or self.failed or not self.may_write():
+            return None
+        return self.parts.offsets.last_checkpoints()
+
     def close(self) -> None:
         """At process stop, last step: offset syncs flushed, the lease group left (a standby takes over at once)."""
         if self.parts is not None:

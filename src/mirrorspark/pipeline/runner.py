@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 
 
 STEER_WAIT_S = 2.0  # how long a steering round waits for the flows' rounds before it checks the rest
+# How long a stop waits for the flows' last checkpoint rounds together: a source that does not answer leaves
+# the checkpoints behind, as they were, and the rest of the stop keeps its share of the deadline.
+LAST_CHECKPOINTS_S = 10.0
 
 
 class SteeringLane:
@@ -414,7 +417,8 @@ class Replicator:
         return [flow.progress_line() for flow in self.flows.values()]
 
     def stop(self) -> None:
-        """Every flow's query first, then their offsets and leases, then Spark; within the deadline."""
+        """Every flow's query first, then their last checkpoint rounds, offsets and leases, then Spark;
+        within the deadline."""
         self.deadline.arm()
         try:
             self._stopping = "the scheduled tasks (heartbeats, checkpoints, syncs)"
@@ -428,6 +432,11 @@ class Replicator:
             for flow in self.flows.values():
                 self._stopping = f"the running batch of flow {flow.name}"
                 flow.stop_writing()
+            self._stopping = "the last checkpoint round of the flows"
+            rounds = [thread for flow in self.flows.values() if (thread := flow.last_checkpoints()) is not None]
+            ends = time.monotonic() + LAST_CHECKPOINTS_S
+            for thread in rounds:
+                thread.join(max(0.0, ends - time.monotonic()))
             for flow in self.flows.values():
                 self._stopping = f"the offset syncs and lease group of flow {flow.name}"
                 flow.close()

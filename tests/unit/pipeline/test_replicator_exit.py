@@ -31,8 +31,20 @@ class Supervisor:
 
 
 class Offsets:
-    def __init__(self) -> None:
-        self.closed = 0
+    """A flow's offsets: closed, and its last checkpoint round (when its query had stopped; ``hang``: a
+    round that does not end, as against a source that does not answer)."""
+
+    def __init__(self, query: Query) -> None:
+        self.query, self.closed, self.rounds, self.after_query_stop = query, 0, 0, None
+        self.hang = threading.Event()
+        self.release = threading.Event()
+
+    def last_checkpoints(self) -> threading.Thread:
+        self.rounds += 1
+        self.after_query_stop = self.query.stopped == 1
+        thread = threading.Thread(target=lambda: self.release.wait(30) if self.hang.is_set() else None, daemon=True)
+        thread.start()
+        return thread
 
     def close(self) -> None:
         self.closed += 1
@@ -87,7 +99,7 @@ def written_here(supervisor: Supervisor, others: bool = False) -> Flow:
     shared = SimpleNamespace(metrics=MirrorMetrics(), scheduler=SimpleNamespace(cancel=lambda lanes: None))
     flow = Flow(context=FlowContext(config=config, policy=None, shared=shared, instance="me"))  # type: ignore[arg-type]
     flow.parts = SimpleNamespace(query=supervisor.query, supervisor=supervisor,  # type: ignore[assignment]
-                                 offsets=Offsets(), probe=Probe())
+                                 offsets=Offsets(supervisor.query), probe=Probe())
     flow.lease = Lease("g")  # type: ignore[assignment]
     flow._new_lease = Lease  # type: ignore[method-assign]
     flow.another_member = lambda: others  # type: ignore[method-assign]
@@ -118,6 +130,22 @@ def test_a_stop_with_every_flow_healthy_is_a_clean_exit(tmp_path):
     parts = flow.parts
     assert parts is not None and (parts.query.stopped, parts.offsets.closed, flow.lease.stopped) == (1, 1, 1), \
         "each part of the flow is stopped once"
+    assert (parts.offsets.rounds, parts.offsets.after_query_stop) == (1, True), \
+        "one last checkpoint round, after the query recorded its last batch"
+
+
+def test_the_last_checkpoint_rounds_skip_a_failed_flow_and_a_hanging_one_does_not_hold_the_stop(monkeypatch,
+                                                                                                tmp_path):
+    monkeypatch.setattr("mirrorspark.pipeline.runner.LAST_CHECKPOINTS_S", 0.3)
+    replicator = bare([Supervisor("a->b", failed=True), Supervisor("b->a", failed=False)], tmp_path)
+    hanging = replicator.flows["b->a"].parts.offsets
+    hanging.hang.set()
+    replicator.request_stop()
+    with pytest.raises(FlowsFailed):
+        replicator.run()
+    hanging.release.set()
+    assert replicator.flows["a->b"].parts.offsets.rounds == 0, "a failed flow's ranges are not trusted for it"
+    assert hanging.rounds == 1 and hanging.closed == 1, "the stop went on past the bound"
 
 
 def test_a_failed_start_undoes_what_it_began(monkeypatch, tmp_path):

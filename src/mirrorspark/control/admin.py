@@ -233,30 +233,25 @@ def partition_offsets(admin: AdminClient, partitions: list[Partition], earliest:
     out: dict[Partition, int] = {}
     pending = list(partitions)
     deadline = time.monotonic() + timeout
-    whole = getattr(admin, "partition_offsets", None)  # Kafka's Java Admin answers them without a future each
     while pending:
-        if whole is not None:
-            answers = whole(pending, earliest=earliest, read_committed=read_committed, request_timeout=timeout)
-        else:
-            futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in pending}, isolation_level=isolation,
-                                         request_timeout=timeout)
-            answers = {(tp.topic, tp.partition): _offset_or_error(future) for tp, future in futures.items()}
+        futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in pending}, isolation_level=isolation,
+                                     request_timeout=timeout)
         retry: list[Partition] = []
         unknown: list[Partition] = []
-        for key, answer in answers.items():
-            if not isinstance(answer, KafkaException):
-                out[key] = answer
-                continue
-            error = answer.args[0]
-            if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
-                                KafkaError._UNKNOWN_TOPIC):
-                unknown.append(key)
-                continue
-            if (error.code() in _LEADER_MOVING or error.code() == KafkaError._NOENT) \
-                    and time.monotonic() < deadline:  # _NOENT: none of the partitions asked has a leader yet
-                retry.append(key)
-                continue
-            raise answer
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = future.result().offset
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
+                                    KafkaError._UNKNOWN_TOPIC):
+                    unknown.append((tp.topic, tp.partition))
+                    continue
+                if (error.code() in _LEADER_MOVING or error.code() == KafkaError._NOENT) \
+                        and time.monotonic() < deadline:  # _NOENT: none of the partitions asked has a leader yet
+                    retry.append((tp.topic, tp.partition))
+                    continue
+                raise
         if unknown and time.monotonic() < deadline:  # described: the client's metadata is refreshed with it
             layout = topic_layout(admin, sorted({t for t, _ in unknown}), timeout)
             retry += [(t, p) for t, p in unknown if p in layout.get(t, ("", {}))[1]]
@@ -264,13 +259,6 @@ def partition_offsets(admin: AdminClient, partitions: list[Partition], earliest:
         if pending:
             time.sleep(0.2)
     return out
-
-
-def _offset_or_error(future) -> int | KafkaException:
-    try:
-        return future.result().offset
-    except KafkaException as exc:
-        return exc
 
 
 def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> dict[str, str]:

@@ -21,7 +21,7 @@ import json
 import os
 import struct
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -392,25 +392,6 @@ class JavaAdminClient(_JavaClient):
                                                                                  _ms(request_timeout))),
                       lambda _, row: ListOffsetsResultInfo(row[0], row[1], row[2]))
         return {tp: found[f"{tp.topic}:{tp.partition}"] for tp in specs}
-
-    def partition_offsets(self, partitions: Sequence[tuple[str, int]], *, earliest: bool, read_committed: bool,
-                          request_timeout: float) -> dict[tuple[str, int], int | KafkaException]:
-        """``list_offsets`` of the earliest or latest offsets, each answer an offset or its error: no
-        request object and future per partition, which were most of a full identity check's Python time
-        at thousands of partitions (ADR 0027 section 24)."""
-        spec = _OFFSET_SPECS["EarliestSpec" if earliest else "LatestSpec"]
-        answer = self._ask("listing offsets", lambda java: java.listOffsets(
-            json.dumps([[topic, partition, spec] for topic, partition in partitions]), read_committed,
-            _ms(request_timeout)))
-        out: dict[tuple[str, int], int | KafkaException] = {}
-        for topic, partition in partitions:
-            row = answer[f"{topic}:{partition}"]
-            if "error" in row:
-                code, retriable, text = row["error"]
-                out[(topic, partition)] = _error(code, text, retriable)
-            else:
-                out[(topic, partition)] = row["ok"][0]
-        return out
 
     def describe_acls(self, acl_filter: Any, request_timeout: float = 30, **_: Any) -> Future:
         try:

@@ -6,10 +6,9 @@ flow; the others are standbys. ``cooperative-sticky`` keeps the partition where 
 standby joins, so starting a standby never moves the flow.
 
 Holding the partition is not enough to write: the group may have moved on while this process was
-stopped. Every eighth of the session timeout (1.25 s by default; every round, twice a second, while
-one is due and fails) the lease is confirmed by a synchronous offset commit, which the coordinator
-accepts only from a current member of the current generation, and it is valid for half the session
-timeout after that commit was sent: four confirmations fall in each validity. The coordinator gives the partition
+stopped. Every round (about twice a second) the lease is confirmed by a synchronous offset commit,
+which the coordinator accepts only from a current member of the current generation, and it is
+valid for half the session timeout after that commit was sent. The coordinator gives the partition
 to another member only a whole session timeout after this member's last heartbeat, so a writer
 stops (``active()`` false, its JVM fence expired) before any standby can start.
 
@@ -37,11 +36,7 @@ from mirrorspark.jvm_bridge import JvmError, JvmFences
 
 log = logging.getLogger(__name__)
 
-ROUND = 0.5  # seconds between the member's polls (and attempts, while a confirmation is due and fails)
-# A confirmation is due this share of the session timeout after the last one succeeded: a quarter of
-# its validity (half the session timeout). Confirming every round made the lease most of an idle flow's
-# Python time beside the identity checks (ADR 0027 section 24).
-CONFIRM_SHARE = 1 / 8
+ROUND = 0.5  # seconds between confirmations
 # This process among the runs of one state location: the executors of an earlier run of the same
 # instance (a restarted driver) must not take the new run's confirmations for their own.
 PROCESS_RUN = uuid.uuid4().hex[:8]
@@ -153,8 +148,7 @@ class FlowLease:
                 self._reclaim(member)
                 if self._held:
                     self._quiet(member)
-                    if self._confirmation_due():
-                        self._confirm(member)
+                    self._confirm(member)
         finally:
             if self._held:
                 self._revoke_executors(member)
@@ -233,11 +227,6 @@ class FlowLease:
             member.commit(offsets=[TopicPartition(LEASE_TOPIC, 0, 0, metadata=f"{self.writer} 0")], asynchronous=False)
         except KafkaException as exc:  # not the member any more: another one's confirmation fences them
             log.debug("flow %s: executors' lease not revoked: %s", self.flow, exc)
-
-    def _confirmation_due(self) -> bool:
-        """Not confirmed (a new assignment, a refusal), or the last success a share of the session ago."""
-        return (not self.active() or self._confirmed_at is None
-                or self._clock() - self._confirmed_at >= self.timeout * CONFIRM_SHARE)
 
     def _confirm(self, member) -> None:
         sent, wall = self._clock(), self._wall()

@@ -3,7 +3,6 @@ the record batches and headers that cross py4j (the JVM side: RecordCodecTest, C
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
@@ -284,27 +283,3 @@ def test_a_per_item_answer_settles_each_item_as_a_future_does():
     assert seen == [ok]  # called at once: the answer is there
     with pytest.raises(RuntimeError):
         ok.set_result(6)
-
-
-def test_offsets_of_many_partitions_come_whole_each_an_offset_or_its_error():
-    """A full identity check asks thousands of partitions' offsets: one call into the JVM, answered
-    without a request object and future per partition, errors kept per partition for the retries."""
-    from confluent_kafka import KafkaException
-
-    from mirrorspark.control.java_clients import JavaAdminClient
-
-    asked = []
-
-    def list_offsets(wanted: str, committed: bool, millis: int) -> str:
-        asked.append((json.loads(wanted), committed, millis))
-        return json.dumps({"t:0": {"ok": [5, -1, 0]}, "t:1": {"error": [KafkaError.NOT_LEADER_FOR_PARTITION, True,
-                                                                        "moving"]}})
-
-    admin = object.__new__(JavaAdminClient)
-    admin._ask = lambda what, thunk: json.loads(thunk(SimpleNamespace(listOffsets=list_offsets)))  # type: ignore
-    found = admin.partition_offsets([("t", 0), ("t", 1)], earliest=True, read_committed=True, request_timeout=2)
-    assert asked == [([["t", 0, -2], ["t", 1, -2]], True, 2000)]
-    assert found[("t", 0)] == 5
-    moving = found[("t", 1)]
-    assert isinstance(moving, KafkaException) and moving.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION
-    assert moving.args[0].retriable()

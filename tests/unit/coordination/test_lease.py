@@ -210,22 +210,3 @@ def test_the_lease_partition_is_paused_once_per_assignment_and_again_after_a_ref
     lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])  # given again: fetched until paused again
     lease._quiet(member)
     assert len(member.paused) == 2
-
-
-def test_a_confirmation_is_due_four_times_in_each_validity_and_at_every_round_while_it_fails():
-    """Each confirmation is a synchronous commit and a fence renewal: sent every eighth of the session
-    timeout, not every round, so four fall in the half session a confirmation is valid for; one that
-    fails is tried again at the next round."""
-    clock = Clock()
-    lease = _lease(clock, timeout=10.0)
-    lease._assigned(None, [TopicPartition(LEASE_TOPIC, 0)])
-    assert lease._confirmation_due(), "a new assignment is confirmed at once"
-    lease._confirm(Member(assigned=True, refuse=False))
-    clock.now += 1.2
-    assert not lease._confirmation_due()
-    clock.now += 0.1
-    assert lease._confirmation_due(), "1.25 s (an eighth of 10 s) after the last success"
-    lease._confirm(Member(assigned=True, refuse=True))  # refused: not active, so due again at once
-    assert not lease.active() and lease._confirmation_due()
-    lease._confirm(Member(assigned=True, refuse=False))
-    assert lease.active() and not lease._confirmation_due()
